@@ -2,7 +2,11 @@ module github.com/fluentcore/fluentcore
 
 go 1.26.0
 
-require github.com/tinylib/msgp v1.6.5
+require (
+	github.com/tinylib/msgp v1.6.5
+	go.uber.org/multierr v1.10.0
+	go.uber.org/zap v1.28.0
+)
 
 require (
 	github.com/philhofer/fwd v1.2.0 // indirect
