@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/tinylib/msgp v1.6.5
 	go.uber.org/goleak v1.3.0
+	go.uber.org/multierr v1.10.0
+	go.uber.org/zap v1.28.0
 )
 
 require (

@@ -1,0 +1,822 @@
+package fluentcore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tinylib/msgp/msgp"
+	"go.uber.org/zap/zapcore"
+)
+
+// This file is the msgpack twin of zap's JSON encoder: same keys, same order, same
+// fallbacks, same handling of marshaler errors, but the output is one Forward Entry,
+// [EventTime, {record}], appended to the caller's buffer.
+//
+// Containers whose size is unknown up front get a map32/array32 header that is
+// back-patched when they close. Every value is counted in the innermost open container
+// (a frame), so whatever a marshaler does (fails midway, opens namespaces, uses an
+// ObjectEncoder as an ArrayEncoder) the output stays exactly one valid msgpack value.
+
+const (
+	mMap32   = 0xdf
+	mArray32 = 0xdd
+	mNil     = 0xc0
+	mEmpty   = 0xa0 // fixstr of length 0
+
+	// maxEventSec is the largest EventTime second we send: fluent-bit reserves
+	// 0xFFFFFFFF and 0xFFFFFFFE as group markers.
+	maxEventSec = 0xFFFFFFFD
+)
+
+// encoderConfig is a zapcore.EncoderConfig resolved once: the record keys are
+// pre-encoded as msgpack str, and zap's own level, name and caller encoders are
+// recognised so the hot path can skip the call (and, for callers, zap's allocation).
+type encoderConfig struct {
+	zc zapcore.EncoderConfig
+
+	// Pre-encoded keys; nil when the part is omitted.
+	levelKey, timeKey, nameKey, callerKey, functionKey, messageKey, stacktraceKey []byte
+
+	// levelVals holds the pre-encoded output of a known level encoder for
+	// DebugLevel..FatalLevel (index level+1); nil entries mean "call EncodeLevel".
+	levelVals [int(zapcore.FatalLevel) + 2][]byte
+	caller    callerFormat
+	// nameAsIs is true when the logger name is written unchanged (nil or FullNameEncoder).
+	nameAsIs bool
+}
+
+// callerFormat says whether EncodeCaller is one of zap's own, which we format in place.
+type callerFormat uint8
+
+const (
+	callerCustom callerFormat = iota
+	callerShort
+	callerFull
+)
+
+// funcPC identifies a func value; zap's encoders are top-level funcs, so their code
+// pointer is stable.
+func funcPC(f any) uintptr { return reflect.ValueOf(f).Pointer() }
+
+func newEncoderConfig(c zapcore.EncoderConfig) *encoderConfig {
+	cfg := &encoderConfig{zc: c}
+	key := func(k string) []byte {
+		if k == zapcore.OmitKey {
+			return nil
+		}
+		return appendStr(nil, k)
+	}
+	if c.EncodeLevel != nil {
+		cfg.levelKey = key(c.LevelKey)
+	}
+	cfg.timeKey = key(c.TimeKey)
+	cfg.nameKey = key(c.NameKey)
+	cfg.callerKey = key(c.CallerKey)
+	cfg.functionKey = key(c.FunctionKey)
+	cfg.messageKey = key(c.MessageKey)
+	cfg.stacktraceKey = key(c.StacktraceKey)
+
+	if c.EncodeLevel != nil {
+		switch funcPC(c.EncodeLevel) {
+		case funcPC(zapcore.LowercaseLevelEncoder), funcPC(zapcore.CapitalLevelEncoder),
+			funcPC(zapcore.LowercaseColorLevelEncoder), funcPC(zapcore.CapitalColorLevelEncoder):
+			// Pure functions of the level: run them once per level now.
+			e := newMsgpEncoder(cfg)
+			for l := zapcore.DebugLevel; l <= zapcore.FatalLevel; l++ {
+				e.buf = e.buf[:0]
+				e.cur = frame{kind: kindArray}
+				c.EncodeLevel(l, e)
+				if e.cur.n == 1 {
+					cfg.levelVals[l+1] = bytes.Clone(e.buf)
+				}
+			}
+		}
+	}
+	if c.EncodeCaller != nil {
+		switch funcPC(c.EncodeCaller) {
+		case funcPC(zapcore.ShortCallerEncoder):
+			cfg.caller = callerShort
+		case funcPC(zapcore.FullCallerEncoder):
+			cfg.caller = callerFull
+		}
+	}
+	cfg.nameAsIs = c.EncodeName == nil || funcPC(c.EncodeName) == funcPC(zapcore.FullNameEncoder)
+	return cfg
+}
+
+// newReflectedEncoder returns the user's ReflectedEncoder, or zap's default.
+func (c *encoderConfig) newReflectedEncoder(w *bytes.Buffer) zapcore.ReflectedEncoder {
+	if c.zc.NewReflectedEncoder != nil {
+		return c.zc.NewReflectedEncoder(w)
+	}
+	return newJSONReflectedEncoder(w)
+}
+
+// frameKind is what an open frame will be once closed.
+type frameKind uint8
+
+const (
+	kindMap   frameKind = iota // map32, n counts keys and values
+	kindArray                  // array32, n counts elements
+	// kindSlot is the value position handed to a user encoder func (EncodeTime, ...):
+	// no header; one value stays as it is, none gets the caller's fallback, several are
+	// wrapped in an array (or flow into a parent array, as zap JSON would write them).
+	kindSlot
+)
+
+// frame is an open container.
+type frame struct {
+	off  int // offset of the header in buf; -1 for a context's headerless root
+	n    int // msgpack values written directly inside it
+	kind frameKind
+}
+
+// encodedContext holds fields added with Core.With, encoded once; immutable after
+// construction and safe to share between goroutines. nil means "no context".
+type encodedContext struct {
+	buf []byte // the fields, ready to copy after the entry's own leading keys
+	n   int    // values buf adds to the record map itself
+	// open are the frames (namespaces) still open at the end of buf, outermost first,
+	// with offsets relative to buf; each entry patches their headers in its own copy.
+	open []frame
+}
+
+// newContext returns parent's fields followed by fields, pre-encoded. parent may be nil.
+// Namespaces opened in a context stay open for later With calls and the entry's own
+// fields, and are closed at the end of each entry (zap semantics).
+func (c *encoderConfig) newContext(parent *encodedContext, fields []zapcore.Field) *encodedContext {
+	if len(fields) == 0 {
+		return parent
+	}
+	e := newMsgpEncoder(c)
+	e.cur = frame{off: -1, kind: kindMap}
+	if parent != nil {
+		e.buf = make([]byte, 0, len(parent.buf)+64*len(fields))
+		e.appendContext(parent)
+	}
+	for i := range fields {
+		fields[i].AddTo(e)
+	}
+	ctx := &encodedContext{buf: slices.Clip(e.buf), n: e.cur.n}
+	if len(e.stack) > 0 {
+		ctx.n = e.stack[0].n
+		ctx.open = append(append([]frame(nil), e.stack[1:]...), e.cur)
+	}
+	return ctx
+}
+
+// msgpEncoder is reusable and NOT safe for concurrent use (the sink keeps one per shard,
+// used under the shard's lock). It implements zapcore.ObjectEncoder and
+// zapcore.ArrayEncoder; field values are appended to buf as they come.
+type msgpEncoder struct {
+	cfg   *encoderConfig
+	buf   []byte
+	cur   frame   // innermost open frame
+	stack []frame // frames enclosing cur, outermost first
+
+	scratch    []byte // reused for rare rewrites (invalid UTF-8, msgp.Marshaler output)
+	reflectBuf bytes.Buffer
+	reflectEnc zapcore.ReflectedEncoder
+}
+
+var (
+	_ zapcore.ObjectEncoder = (*msgpEncoder)(nil)
+	_ zapcore.ArrayEncoder  = (*msgpEncoder)(nil)
+)
+
+func newMsgpEncoder(cfg *encoderConfig) *msgpEncoder {
+	return &msgpEncoder{cfg: cfg, stack: make([]frame, 0, 16)}
+}
+
+// eventTimeOf clamps t into what EventTime can carry.
+func eventTimeOf(t time.Time) (sec, nsec uint32) {
+	s := t.Unix()
+	switch {
+	case s < 0:
+		return 0, 0
+	case s > maxEventSec:
+		return maxEventSec, 999999999
+	}
+	return uint32(s), uint32(t.Nanosecond())
+}
+
+// appendEntry appends one Forward Entry, [EventTime(ent.Time), {record}], to dst and returns
+// the extended slice. It must not retain dst. It never fails: encoder errors become fields.
+func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) []byte {
+	sec, nsec := eventTimeOf(ent.Time)
+	dst = append(dst, 0x92) // fixarray of 2
+	dst = appendEventTime(dst, sec, nsec)
+	e.stack = e.stack[:0]
+	e.cur = frame{off: len(dst), kind: kindMap}
+	e.buf = append(dst, mMap32, 0, 0, 0, 0)
+
+	e.appendEntryHead(ent)
+	if ctx != nil {
+		e.appendContext(ctx)
+	}
+	for i := range fields {
+		fields[i].AddTo(e)
+	}
+	e.closeTo(0) // namespaces end before the stacktrace, as in zap
+	if ent.Stack != "" && e.cfg.stacktraceKey != nil {
+		e.buf = append(e.buf, e.cfg.stacktraceKey...)
+		e.buf = appendStr(e.buf, ent.Stack)
+		e.cur.n += 2
+	}
+	e.patchMap(e.cur)
+
+	out := e.buf
+	e.buf = nil
+	return out
+}
+
+// appendEntryHead writes level, time, name, caller, function and message, each with
+// zap's fallback when the configured encoder writes nothing.
+func (e *msgpEncoder) appendEntryHead(ent zapcore.Entry) {
+	c := e.cfg
+	if c.levelKey != nil {
+		e.buf = append(e.buf, c.levelKey...)
+		e.cur.n += 2
+		if l := int(ent.Level) + 1; l >= 0 && l < len(c.levelVals) && c.levelVals[l] != nil {
+			e.buf = append(e.buf, c.levelVals[l]...)
+		} else {
+			d := e.openSlot()
+			c.zc.EncodeLevel(ent.Level, e)
+			if !e.closeSlot(d) {
+				e.buf = appendStr(e.buf, ent.Level.String())
+			}
+		}
+	}
+	if c.timeKey != nil && !ent.Time.IsZero() {
+		e.buf = append(e.buf, c.timeKey...)
+		e.cur.n += 2
+		e.appendTime(ent.Time)
+	}
+	if ent.LoggerName != "" && c.nameKey != nil {
+		e.buf = append(e.buf, c.nameKey...)
+		e.cur.n += 2
+		if c.nameAsIs {
+			e.buf = appendStr(e.buf, ent.LoggerName)
+		} else {
+			d := e.openSlot()
+			c.zc.EncodeName(ent.LoggerName, e)
+			if !e.closeSlot(d) {
+				e.buf = appendStr(e.buf, ent.LoggerName)
+			}
+		}
+	}
+	if ent.Caller.Defined {
+		if c.callerKey != nil {
+			e.buf = append(e.buf, c.callerKey...)
+			e.cur.n += 2
+			e.appendCaller(ent.Caller)
+		}
+		if c.functionKey != nil {
+			e.buf = append(e.buf, c.functionKey...)
+			e.buf = appendStr(e.buf, ent.Caller.Function)
+			e.cur.n += 2
+		}
+	}
+	if c.messageKey != nil {
+		e.buf = append(e.buf, c.messageKey...)
+		e.buf = appendStr(e.buf, ent.Message)
+		e.cur.n += 2
+	}
+}
+
+// appendCaller writes the caller value. zap's Short/FullCallerEncoder build a string
+// first; we write the same text straight into buf. A nil EncodeCaller (a panic in zap)
+// falls back like an encoder that writes nothing.
+func (e *msgpEncoder) appendCaller(ec zapcore.EntryCaller) {
+	switch e.cfg.caller {
+	case callerShort, callerFull:
+		path := ec.File
+		if e.cfg.caller == callerShort {
+			// Keep the leaf directory and the file name, like EntryCaller.TrimmedPath.
+			if i := strings.LastIndexByte(path, '/'); i >= 0 {
+				if j := strings.LastIndexByte(path[:i], '/'); j >= 0 {
+					path = path[j+1:]
+				}
+			}
+		}
+		mark := len(e.buf)
+		e.buf = append(e.buf, 0, 0)
+		e.buf = append(e.buf, path...)
+		e.buf = append(e.buf, ':')
+		e.buf = strconv.AppendInt(e.buf, int64(ec.Line), 10)
+		e.finishStr(mark)
+		return
+	}
+	if enc := e.cfg.zc.EncodeCaller; enc != nil {
+		d := e.openSlot()
+		enc(ec, e)
+		if e.closeSlot(d) {
+			return
+		}
+	}
+	e.buf = appendStr(e.buf, ec.String())
+}
+
+// appendContext copies a pre-encoded context into the current map and reopens the
+// frames it left open, at their new offsets.
+func (e *msgpEncoder) appendContext(c *encodedContext) {
+	base := len(e.buf)
+	e.buf = append(e.buf, c.buf...)
+	e.cur.n += c.n
+	for _, f := range c.open {
+		e.stack = append(e.stack, e.cur)
+		f.off += base
+		e.cur = f
+	}
+}
+
+// open starts a container of kind k inside cur (already counted) and returns the depth
+// to pass to closeTo.
+func (e *msgpEncoder) open(k frameKind) int {
+	d := len(e.stack)
+	e.stack = append(e.stack, e.cur)
+	e.cur = frame{off: len(e.buf), kind: k}
+	switch k {
+	case kindMap:
+		e.buf = append(e.buf, mMap32, 0, 0, 0, 0)
+	case kindArray:
+		e.buf = append(e.buf, mArray32, 0, 0, 0, 0)
+	}
+	return d
+}
+
+// closeTo closes frames until the one that was current at depth d is current again.
+func (e *msgpEncoder) closeTo(d int) {
+	for len(e.stack) > d {
+		e.closeFrame()
+	}
+}
+
+// pop makes the enclosing frame current without touching buf.
+func (e *msgpEncoder) pop() {
+	last := len(e.stack) - 1
+	e.cur = e.stack[last]
+	e.stack = e.stack[:last]
+}
+
+// closeFrame finishes cur and makes its parent current.
+func (e *msgpEncoder) closeFrame() {
+	f := e.cur
+	e.pop()
+	switch f.kind {
+	case kindMap:
+		e.patchMap(f)
+	case kindArray:
+		putLen32(e.buf[f.off:], f.n)
+	case kindSlot:
+		switch {
+		case f.n == 1:
+		case f.n == 0: // only for a slot abandoned by a recovered panic
+			e.buf = append(e.buf, mNil)
+		case e.cur.kind != kindMap:
+			e.cur.n += f.n - 1 // zap JSON writes them as separate elements
+		default:
+			e.wrapArray(f.off, f.n)
+		}
+	}
+}
+
+// patchMap writes the size of map frame f, which must be the last thing in buf. A key
+// left without its value (a panic recovered midway) gets nil, to keep the map whole.
+func (e *msgpEncoder) patchMap(f frame) {
+	if f.n%2 != 0 {
+		e.buf = append(e.buf, mNil)
+		f.n++
+	}
+	putLen32(e.buf[f.off:], f.n/2)
+}
+
+// putLen32 patches the length of a map32/array32 header starting at b[0].
+func putLen32(b []byte, n int) {
+	binary.BigEndian.PutUint32(b[1:5], uint32(n))
+}
+
+// wrapArray inserts an array32 header of n elements at off: the slow path for a user
+// encoder func that wrote several values where one belongs.
+func (e *msgpEncoder) wrapArray(off, n int) {
+	e.buf = append(e.buf, 0, 0, 0, 0, 0)
+	copy(e.buf[off+5:], e.buf[off:len(e.buf)-5])
+	e.buf[off] = mArray32
+	putLen32(e.buf[off:], n)
+}
+
+// openSlot hands the next value position to a user encoder func; see kindSlot.
+func (e *msgpEncoder) openSlot() int { return e.open(kindSlot) }
+
+// closeSlot ends the slot opened at depth d and reports whether it holds a value; when it
+// doesn't, the caller appends its fallback value (already counted).
+func (e *msgpEncoder) closeSlot(d int) bool {
+	e.closeTo(d + 1)
+	if e.cur.n == 0 {
+		e.pop()
+		return false
+	}
+	e.closeFrame()
+	return true
+}
+
+// elem counts one value about to be appended by an Append* method. In a map (reachable
+// only when a marshaler uses its ObjectEncoder as an ArrayEncoder) the value gets an
+// empty key, so the record stays a map with str keys.
+func (e *msgpEncoder) elem() {
+	if e.cur.kind == kindMap {
+		e.buf = append(e.buf, mEmpty)
+		e.cur.n++
+	}
+	e.cur.n++
+}
+
+// key appends a field key and counts the key and its value.
+func (e *msgpEncoder) key(k string) {
+	e.buf = appendStr(e.buf, k)
+	e.cur.n += 2
+}
+
+// finishStr turns the bytes written after a 2-byte placeholder at mark into one msgpack
+// str, repairing invalid UTF-8.
+func (e *msgpEncoder) finishStr(mark int) {
+	body := e.buf[mark+2:]
+	if utf8.Valid(body) {
+		e.buf = msgp.AppendBytesStringTwoPrefixed(e.buf, len(body))
+		return
+	}
+	e.scratch = append(e.scratch[:0], body...)
+	e.buf = appendStrBytes(e.buf[:mark], e.scratch)
+}
+
+// appendTime writes t through EncodeTime, falling back to Unix nanoseconds like zap.
+func (e *msgpEncoder) appendTime(t time.Time) {
+	if enc := e.cfg.zc.EncodeTime; enc != nil {
+		d := e.openSlot()
+		enc(t, e)
+		if e.closeSlot(d) {
+			return
+		}
+	}
+	e.buf = msgp.AppendInt64(e.buf, t.UnixNano())
+}
+
+// appendDuration writes d through EncodeDuration, falling back to nanoseconds like zap.
+func (e *msgpEncoder) appendDuration(d time.Duration) {
+	if enc := e.cfg.zc.EncodeDuration; enc != nil {
+		s := e.openSlot()
+		enc(d, e)
+		if e.closeSlot(s) {
+			return
+		}
+	}
+	e.buf = msgp.AppendInt64(e.buf, int64(d))
+}
+
+// appendObject writes obj as a map; namespaces it opens end with it, as in zap.
+func (e *msgpEncoder) appendObject(obj zapcore.ObjectMarshaler) error {
+	d := e.open(kindMap)
+	err := obj.MarshalLogObject(e)
+	e.closeTo(d)
+	return err
+}
+
+func (e *msgpEncoder) appendArray(arr zapcore.ArrayMarshaler) error {
+	d := e.open(kindArray)
+	err := arr.MarshalLogArray(e)
+	e.closeTo(d)
+	return err
+}
+
+// appendComplex writes c as zap's JSON encoder does: a "re+imi" string, never msgp's
+// complex extension.
+func (e *msgpEncoder) appendComplex(c complex128, bits int) {
+	r, i := real(c), imag(c)
+	mark := len(e.buf)
+	e.buf = append(e.buf, 0, 0)
+	e.buf = strconv.AppendFloat(e.buf, r, 'f', -1, bits)
+	if i >= 0 {
+		e.buf = append(e.buf, '+')
+	}
+	e.buf = strconv.AppendFloat(e.buf, i, 'f', -1, bits)
+	e.buf = append(e.buf, 'i')
+	e.buf = msgp.AppendBytesStringTwoPrefixed(e.buf, len(e.buf)-mark-2)
+}
+
+// ObjectEncoder.
+
+func (e *msgpEncoder) AddArray(k string, arr zapcore.ArrayMarshaler) error {
+	e.key(k)
+	return e.appendArray(arr)
+}
+
+func (e *msgpEncoder) AddObject(k string, obj zapcore.ObjectMarshaler) error {
+	e.key(k)
+	return e.appendObject(obj)
+}
+
+// AddBinary writes msgpack bin (zap JSON writes base64, which JSON needs and we don't).
+func (e *msgpEncoder) AddBinary(k string, v []byte) {
+	e.key(k)
+	e.buf = msgp.AppendBytes(e.buf, v)
+}
+
+func (e *msgpEncoder) AddByteString(k string, v []byte) {
+	e.key(k)
+	e.buf = appendStrBytes(e.buf, v)
+}
+
+func (e *msgpEncoder) AddBool(k string, v bool) {
+	e.key(k)
+	e.buf = msgp.AppendBool(e.buf, v)
+}
+
+func (e *msgpEncoder) AddComplex128(k string, v complex128) {
+	e.key(k)
+	e.appendComplex(v, 64)
+}
+
+func (e *msgpEncoder) AddComplex64(k string, v complex64) {
+	e.key(k)
+	e.appendComplex(complex128(v), 32)
+}
+
+func (e *msgpEncoder) AddDuration(k string, v time.Duration) {
+	e.key(k)
+	e.appendDuration(v)
+}
+
+func (e *msgpEncoder) AddFloat64(k string, v float64) {
+	e.key(k)
+	e.buf = appendFloat64(e.buf, v)
+}
+
+func (e *msgpEncoder) AddFloat32(k string, v float32) {
+	e.key(k)
+	e.buf = appendFloat32(e.buf, v)
+}
+
+func (e *msgpEncoder) AddInt64(k string, v int64) {
+	e.key(k)
+	e.buf = msgp.AppendInt64(e.buf, v)
+}
+
+func (e *msgpEncoder) AddUint64(k string, v uint64) {
+	e.key(k)
+	e.buf = msgp.AppendUint64(e.buf, v)
+}
+
+func (e *msgpEncoder) AddString(k, v string) {
+	e.key(k)
+	e.buf = appendStr(e.buf, v)
+}
+
+func (e *msgpEncoder) AddTime(k string, v time.Time) {
+	e.key(k)
+	e.appendTime(v)
+}
+
+// AddReflected writes nothing, key included, when the value can't be encoded; zap's
+// Field.AddTo then adds "<key>Error".
+func (e *msgpEncoder) AddReflected(k string, v any) error {
+	mark := len(e.buf)
+	e.buf = appendStr(e.buf, k)
+	var err error
+	if e.buf, err = e.appendReflected(e.buf, v); err != nil {
+		e.buf = e.buf[:mark]
+		return err
+	}
+	e.cur.n += 2
+	return nil
+}
+
+// OpenNamespace starts a map that stays open until the enclosing object (or the entry)
+// ends.
+func (e *msgpEncoder) OpenNamespace(k string) {
+	e.key(k)
+	e.open(kindMap)
+}
+
+func (e *msgpEncoder) AddInt(k string, v int)         { e.AddInt64(k, int64(v)) }
+func (e *msgpEncoder) AddInt32(k string, v int32)     { e.AddInt64(k, int64(v)) }
+func (e *msgpEncoder) AddInt16(k string, v int16)     { e.AddInt64(k, int64(v)) }
+func (e *msgpEncoder) AddInt8(k string, v int8)       { e.AddInt64(k, int64(v)) }
+func (e *msgpEncoder) AddUint(k string, v uint)       { e.AddUint64(k, uint64(v)) }
+func (e *msgpEncoder) AddUint32(k string, v uint32)   { e.AddUint64(k, uint64(v)) }
+func (e *msgpEncoder) AddUint16(k string, v uint16)   { e.AddUint64(k, uint64(v)) }
+func (e *msgpEncoder) AddUint8(k string, v uint8)     { e.AddUint64(k, uint64(v)) }
+func (e *msgpEncoder) AddUintptr(k string, v uintptr) { e.AddUint64(k, uint64(v)) }
+
+// ArrayEncoder.
+
+func (e *msgpEncoder) AppendArray(arr zapcore.ArrayMarshaler) error {
+	e.elem()
+	return e.appendArray(arr)
+}
+
+func (e *msgpEncoder) AppendObject(obj zapcore.ObjectMarshaler) error {
+	e.elem()
+	return e.appendObject(obj)
+}
+
+func (e *msgpEncoder) AppendBool(v bool) {
+	e.elem()
+	e.buf = msgp.AppendBool(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendByteString(v []byte) {
+	e.elem()
+	e.buf = appendStrBytes(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendComplex128(v complex128) {
+	e.elem()
+	e.appendComplex(v, 64)
+}
+
+func (e *msgpEncoder) AppendComplex64(v complex64) {
+	e.elem()
+	e.appendComplex(complex128(v), 32)
+}
+
+func (e *msgpEncoder) AppendDuration(v time.Duration) {
+	e.elem()
+	e.appendDuration(v)
+}
+
+func (e *msgpEncoder) AppendFloat64(v float64) {
+	e.elem()
+	e.buf = appendFloat64(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendFloat32(v float32) {
+	e.elem()
+	e.buf = appendFloat32(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendInt64(v int64) {
+	e.elem()
+	e.buf = msgp.AppendInt64(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendUint64(v uint64) {
+	e.elem()
+	e.buf = msgp.AppendUint64(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendString(v string) {
+	e.elem()
+	e.buf = appendStr(e.buf, v)
+}
+
+func (e *msgpEncoder) AppendTime(v time.Time) {
+	e.elem()
+	e.appendTime(v)
+}
+
+// AppendTimeLayout lets zap's layout-based time encoders (ISO8601, RFC3339, ...) format
+// straight into buf instead of building a string.
+func (e *msgpEncoder) AppendTimeLayout(t time.Time, layout string) {
+	e.elem()
+	mark := len(e.buf)
+	e.buf = append(e.buf, 0, 0)
+	e.buf = t.AppendFormat(e.buf, layout)
+	e.finishStr(mark)
+}
+
+// AppendReflected appends nothing when the value can't be encoded (zap's behaviour).
+func (e *msgpEncoder) AppendReflected(v any) error {
+	mark, n := len(e.buf), e.cur.n
+	e.elem()
+	var err error
+	if e.buf, err = e.appendReflected(e.buf, v); err != nil {
+		e.buf, e.cur.n = e.buf[:mark], n
+	}
+	return err
+}
+
+func (e *msgpEncoder) AppendInt(v int)         { e.AppendInt64(int64(v)) }
+func (e *msgpEncoder) AppendInt32(v int32)     { e.AppendInt64(int64(v)) }
+func (e *msgpEncoder) AppendInt16(v int16)     { e.AppendInt64(int64(v)) }
+func (e *msgpEncoder) AppendInt8(v int8)       { e.AppendInt64(int64(v)) }
+func (e *msgpEncoder) AppendUint(v uint)       { e.AppendUint64(uint64(v)) }
+func (e *msgpEncoder) AppendUint32(v uint32)   { e.AppendUint64(uint64(v)) }
+func (e *msgpEncoder) AppendUint16(v uint16)   { e.AppendUint64(uint64(v)) }
+func (e *msgpEncoder) AppendUint8(v uint8)     { e.AppendUint64(uint64(v)) }
+func (e *msgpEncoder) AppendUintptr(v uintptr) { e.AppendUint64(uint64(v)) }
+
+// Primitive appenders.
+
+// appendFloat64 writes non-finite values as the strings zap writes: fluentd's JSON
+// outputs reject NaN and infinities.
+func appendFloat64(dst []byte, f float64) []byte {
+	if f-f == 0 { // finite
+		return msgp.AppendFloat64(dst, f)
+	}
+	return appendNonFinite(dst, f)
+}
+
+func appendFloat32(dst []byte, f float32) []byte {
+	if f-f == 0 {
+		return msgp.AppendFloat32(dst, f)
+	}
+	return appendNonFinite(dst, float64(f))
+}
+
+func appendNonFinite(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return msgp.AppendString(dst, "NaN")
+	case f > 0:
+		return msgp.AppendString(dst, "+Inf")
+	}
+	return msgp.AppendString(dst, "-Inf")
+}
+
+// appendStr appends s as msgpack str; invalid UTF-8 bytes become U+FFFD, one per byte,
+// as zap's JSON encoder does. Fast path: copy, then check the copy is ASCII (most keys
+// and values are), which is cheaper than validating first.
+func appendStr(dst []byte, s string) []byte {
+	start := len(dst)
+	dst = appendStrHeader(dst, len(s))
+	dst = append(dst, s...)
+	if isASCII(dst[len(dst)-len(s):]) || utf8.ValidString(s) {
+		return dst
+	}
+	return appendRepaired(dst[:start], s, utf8.DecodeRuneInString)
+}
+
+func appendStrBytes(dst, s []byte) []byte {
+	if isASCII(s) || utf8.Valid(s) {
+		return msgp.AppendStringFromBytes(dst, s)
+	}
+	return appendRepaired(dst, s, utf8.DecodeRune)
+}
+
+// isASCII reports whether b has no byte >= 0x80, eight bytes at a time.
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	var or byte
+	for _, c := range b {
+		or |= c
+	}
+	return or < utf8.RuneSelf
+}
+
+// appendRepaired is the slow path of appendStr: it sizes the repaired string first so
+// the header is right, then copies it.
+func appendRepaired[S string | []byte](dst []byte, s S, decode func(S) (rune, int)) []byte {
+	const repl = "\uFFFD"
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := decode(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += len(repl)
+		} else {
+			n += size
+		}
+		i += size
+	}
+	dst = appendStrHeader(dst, n)
+	last := 0
+	for i := 0; i < len(s); {
+		r, size := decode(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[last:i]...)
+			dst = append(dst, repl...)
+			last = i + 1
+		}
+		i += size
+	}
+	return append(dst, s[last:]...)
+}
+
+// appendStrHeader appends the smallest str header for n bytes.
+func appendStrHeader(dst []byte, n int) []byte {
+	if n <= 31 {
+		return append(dst, 0xa0|byte(n))
+	}
+	return appendLongStrHeader(dst, n)
+}
+
+func appendLongStrHeader(dst []byte, n int) []byte {
+	switch {
+	case n <= math.MaxUint8:
+		return append(dst, 0xd9, byte(n))
+	case n <= math.MaxUint16:
+		return append(dst, 0xda, byte(n>>8), byte(n))
+	}
+	return append(dst, 0xdb, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
