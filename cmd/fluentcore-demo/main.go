@@ -1,0 +1,238 @@
+// Command fluentcore-demo runs a small HTTP service that logs through fluentcore, drives load
+// against it for a few seconds, and prints what was logged, delivered and dropped per stream.
+//
+// With no flags it sends to an embedded Forward receiver (package forwardtest), so it runs
+// anywhere; -fluent ADDR sends to a real fluentd or fluent-bit instead.
+//
+//	go run ./cmd/fluentcore-demo                       # embedded receiver, 5s of load
+//	go run ./cmd/fluentcore-demo -stall 2s             # receiver pauses: watch info degrade, err survive
+//	go run ./cmd/fluentcore-demo -fluent tcp://127.0.0.1:24224 -metrics :9100
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "fluentcore-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("fluentcore-demo", flag.ContinueOnError)
+	fluent := fs.String("fluent", "", "Forward receiver address (tcp://host:port, tls://host:port, unix:///path); default: an embedded receiver")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address, e.g. :9100")
+	duration := fs.Duration("d", 5*time.Second, "how long to drive load")
+	workers := fs.Int("workers", 8, "concurrent HTTP clients")
+	stall := fs.Duration("stall", 0, "pause the embedded receiver for this long, a third of the way in")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	var recv *forwardtest.Receiver
+	addr := *fluent
+	if addr == "" {
+		var err error
+		if recv, err = forwardtest.Start(forwardtest.CountOnly()); err != nil {
+			return err
+		}
+		defer recv.Close()
+		addr = recv.Addr()
+	} else if *stall > 0 {
+		return errors.New("-stall needs the embedded receiver (drop -fluent)")
+	}
+
+	reg := prometheus.NewRegistry()
+	cfg := fluentcore.Config{
+		Addr:       addr,
+		Tag:        "demo",
+		Registerer: reg,
+		// A small info budget, so that a few seconds of -stall show the info stream
+		// degrading; production services keep the default (8 MiB).
+		Info: fluentcore.StreamConfig{BufferBytes: 1 << 20},
+		OnEvent: func(e fluentcore.Event) {
+			fmt.Fprintf(out, "\n[event] %s stream %s\n", e.Stream, e.Kind)
+		},
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	core := fluentcore.New(cfg)
+	logger := zap.New(core, zap.AddCaller())
+
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		start := time.Now()
+		// Desugared: the hot handler.
+		if n, _ := strconv.Atoi(id); n%50 == 0 {
+			logger.Error("payment failed", zap.String("id", id), zap.Error(errors.New("card declined")))
+			http.Error(w, "payment failed", http.StatusPaymentRequired)
+			return
+		}
+		logger.Info("order placed", zap.String("id", id), zap.String("method", r.Method),
+			zap.Int("items", len(id)), zap.Duration("took", time.Since(start)))
+	})
+	sugar := logger.Sugar()
+	mux.HandleFunc("/cache/{key}", func(w http.ResponseWriter, r *http.Request) {
+		key := r.PathValue("key")
+		// Sugared: the rest of the code.
+		if len(key)%7 == 0 {
+			sugar.Warnw("cache slow", "key", key, "ms", len(key)*3)
+		} else {
+			sugar.Infow("cache miss", "key", key)
+		}
+	})
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	if *metricsAddr != "" {
+		msrv := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := msrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintln(os.Stderr, "metrics server:", err)
+			}
+		}()
+		defer msrv.Close()
+	}
+
+	fmt.Fprintf(out, "fluentcore-demo: service on http://%s, logging to %s, %d workers for %v\n",
+		ln.Addr(), addr, *workers, *duration)
+
+	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	defer cancel()
+	var requests atomic.Int64
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
+	base := "http://" + ln.Addr().String()
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				n := rand.IntN(100_000)
+				url := base + "/orders/" + strconv.Itoa(n)
+				if rand.IntN(2) == 0 {
+					url = base + "/cache/user-" + strconv.Itoa(n)
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				requests.Add(1)
+			}
+		}()
+	}
+
+	if recv != nil && *stall > 0 {
+		go func() {
+			select {
+			case <-time.After(*duration / 3):
+			case <-ctx.Done():
+				return
+			}
+			fmt.Fprintf(out, "\n[demo] receiver stalls for %v\n", *stall)
+			recv.Stall()
+			select {
+			case <-time.After(*stall):
+			case <-ctx.Done():
+			}
+			recv.Resume()
+			fmt.Fprintln(out, "\n[demo] receiver resumes")
+		}()
+	}
+
+	started := time.Now()
+	tick := time.NewTicker(time.Second)
+	var lastEntries uint64
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-tick.C:
+			st := core.Stats()
+			entries := st.Info.Entries + st.Err.Entries
+			degraded := "no"
+			if st.Info.Degraded {
+				degraded = "yes"
+			}
+			fmt.Fprintf(out, "  %4.0fs  requests %8d  entries/s %8d  delivered %9d  dropped %8d  spilled %d  degraded %s\n",
+				time.Since(started).Seconds(), requests.Load(), entries-lastEntries,
+				st.Info.Delivered+st.Err.Delivered, st.Info.DroppedTotal()+st.Err.DroppedTotal(),
+				st.Err.Spilled, degraded)
+			lastEntries = entries
+		}
+	}
+	tick.Stop()
+	wg.Wait()
+	closeErr := core.Close()
+
+	st := core.Stats()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(out)
+	fmt.Fprintln(tw, "stream\tlogged\tdelivered\tdropped\tspilled\tdrop reasons\t")
+	for _, s := range []struct {
+		name string
+		st   fluentcore.StreamStats
+	}{{"info", st.Info}, {"err", st.Err}} {
+		reasons := ""
+		for _, r := range slices.Sorted(maps.Keys(s.st.Dropped)) {
+			if n := s.st.Dropped[r]; n > 0 {
+				reasons += fmt.Sprintf("%s=%d ", r, n)
+			}
+		}
+		if reasons == "" {
+			reasons = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", s.name, s.st.Entries, s.st.Delivered, s.st.DroppedTotal(), s.st.Spilled, reasons)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(out, "\n%d requests in %v", requests.Load(), duration.Round(time.Millisecond))
+	if recv != nil {
+		if err := recv.WaitFor(func(s forwardtest.Stats) bool {
+			return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered)
+		}, 5*time.Second); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "; the embedded receiver counted %d entries", recv.Len())
+	}
+	fmt.Fprintln(out)
+	for _, s := range []fluentcore.StreamStats{st.Info, st.Err} {
+		if s.Entries != s.Delivered+s.DroppedTotal()+s.Spilled {
+			return fmt.Errorf("accounting identity broken: %+v", s)
+		}
+	}
+	return closeErr
+}

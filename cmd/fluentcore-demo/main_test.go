@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The demo runs to completion against its embedded receiver, degrades while the receiver is
+// stalled, and its final table adds up.
+func TestDemoRunsAndPrintsItsTable(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-d", "2s", "-workers", "4", "-stall", "600ms"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	rows := regexp.MustCompile(`(?m)^\s*(info|err)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindAllStringSubmatch(out.String(), -1)
+	if len(rows) != 2 {
+		t.Fatalf("no summary table in:\n%s", out.String())
+	}
+	for _, r := range rows {
+		n := make([]int, 4)
+		for i := range n {
+			n[i], _ = strconv.Atoi(r[i+2])
+		}
+		if n[0] == 0 || n[0] != n[1]+n[2]+n[3] {
+			t.Errorf("%s row does not add up: logged %d, delivered %d, dropped %d, spilled %d", r[1], n[0], n[1], n[2], n[3])
+		}
+	}
+	if !regexp.MustCompile(`the embedded receiver counted \d+ entries`).Match(out.Bytes()) {
+		t.Errorf("no receiver count in:\n%s", out.String())
+	}
+}

@@ -1,0 +1,506 @@
+package fluentcore_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// jsonTwin is zap's own JSON encoder with fluentcore's default record layout plus the time as
+// epoch nanoseconds under "ts", so each entry's record and EventTime can be checked against
+// what zap itself writes.
+func jsonTwin(buf *bytes.Buffer) zapcore.Core {
+	ec := zap.NewProductionEncoderConfig()
+	ec.TimeKey = "ts"
+	ec.EncodeTime = zapcore.EpochNanosTimeEncoder
+	return zapcore.NewCore(zapcore.NewJSONEncoder(ec), zapcore.AddSync(buf), zapcore.DebugLevel)
+}
+
+// normalize turns a decoded msgpack or JSON value into the shape encoding/json gives: numbers
+// as float64, binary as base64 strings.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func newTestCore(t *testing.T, r *forwardtest.Receiver, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
+	t.Helper()
+	cfg := fluentcore.Config{
+		Addr:          r.Addr(),
+		Tag:           "shop",
+		Level:         zapcore.DebugLevel,
+		FlushInterval: 10 * time.Millisecond,
+		RetryMin:      5 * time.Millisecond,
+		RetryMax:      50 * time.Millisecond,
+		Registerer:    reg,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	core := fluentcore.New(cfg)
+	t.Cleanup(func() { _ = core.Close() })
+	return core
+}
+
+// metric returns the value of one series from reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue next
+				}
+			}
+			return value(m)
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	return math.NaN()
+}
+
+func checkIdentity(t *testing.T, st fluentcore.Stats) {
+	t.Helper()
+	for name, s := range map[string]fluentcore.StreamStats{"info": st.Info, "err": st.Err} {
+		if got := s.Delivered + s.Spilled + s.DroppedTotal(); got != s.Entries {
+			t.Errorf("%s: entries %d != delivered %d + spilled %d + dropped %d (%v)",
+				name, s.Entries, s.Delivered, s.Spilled, s.DroppedTotal(), s.Dropped)
+		}
+	}
+}
+
+type user struct{ Name, Email string }
+
+func (u user) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("name", u.Name)
+	enc.AddString("email", u.Email)
+	return nil
+}
+
+func TestEndToEndRecordsMatchZapJSON(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewRegistry()
+	core := newTestCore(t, r, reg, nil)
+
+	var twinOut bytes.Buffer
+	logger := zap.New(zapcore.NewTee(core, jsonTwin(&twinOut)), zap.AddCaller()).Named("checkout")
+	ctxLogger := logger.With(zap.String("service", "shop"), zap.Namespace("request")).
+		With(zap.String("route", "/orders"))
+	sugar := ctxLogger.Sugar()
+
+	const nInfo, nErr = 300, 40
+	var wantInfo, wantErr int
+	for i := 0; i < nInfo; i++ {
+		switch i % 3 {
+		case 0:
+			ctxLogger.Info("order placed", zap.Int("i", i), zap.String("id", fmt.Sprint("o-", i)),
+				zap.Duration("took", time.Duration(i)*time.Millisecond), zap.Object("user", user{"ann", "a@x"}),
+				zap.Binary("raw", []byte{0, 1, byte(i)}), zap.Float64("ratio", float64(i)/7))
+		case 1:
+			sugar.Infow("cache miss", "i", i, "key", fmt.Sprint("k", i), "hit", false, "sizes", []int{1, 2, i})
+		default:
+			ctxLogger.Debug("debug line", zap.Int("i", i), zap.Strings("tags", []string{"a", "b"}))
+		}
+		wantInfo++
+	}
+	for i := nInfo; i < nInfo+nErr; i++ {
+		if i%2 == 0 {
+			ctxLogger.Error("payment failed", zap.Int("i", i), zap.Error(errors.New("card declined")))
+		} else {
+			sugar.Errorw("payment failed", "i", i, "err", errors.New("timeout"))
+		}
+		wantErr++
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	got, err := r.WaitForEntries(nInfo+nErr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// zap's JSON for the same entries, indexed by the "i" field.
+	want := map[int]map[string]any{}
+	dec := json.NewDecoder(&twinOut)
+	dec.UseNumber()
+	for dec.More() {
+		var rec map[string]any
+		if err := dec.Decode(&rec); err != nil {
+			t.Fatal(err)
+		}
+		i, _ := rec["request"].(map[string]any)["i"].(json.Number).Int64()
+		want[int(i)] = rec
+	}
+	if len(want) != nInfo+nErr {
+		t.Fatalf("twin wrote %d entries", len(want))
+	}
+
+	tags := map[string]int{}
+	for _, e := range got {
+		tags[e.Tag]++
+		req, ok := e.Record["request"].(map[string]any)
+		if !ok {
+			t.Fatalf("record without the request namespace: %v", e.Record)
+		}
+		i := int(normalize(req["i"]).(float64))
+		w := want[i]
+		ts, _ := w["ts"].(json.Number).Int64()
+		if e.Time.UnixNano() != ts {
+			t.Errorf("entry %d: time %d, zap says %d", i, e.Time.UnixNano(), ts)
+		}
+		delete(w, "ts")
+		if g, w := normalize(e.Record), normalize(w); !jsonEqual(g, w) {
+			t.Errorf("entry %d:\n got %v\nwant %v", i, g, w)
+		}
+		wantTag := "shop.info"
+		if i >= nInfo {
+			wantTag = "shop.err"
+		}
+		if e.Tag != wantTag {
+			t.Errorf("entry %d: tag %q, want %q", i, e.Tag, wantTag)
+		}
+	}
+	if tags["shop.info"] != wantInfo || tags["shop.err"] != wantErr {
+		t.Fatalf("tags: %v", tags)
+	}
+
+	if v := metric(t, reg, "fluentcore_entries_total", map[string]string{"stream": "info"}); v != nInfo {
+		t.Errorf("entries_total{info} = %v", v)
+	}
+	if v := metric(t, reg, "fluentcore_delivered_entries_total", map[string]string{"stream": "err"}); v != nErr {
+		t.Errorf("delivered_entries_total{err} = %v", v)
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkIdentity(t, core.Stats())
+}
+
+func jsonEqual(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+func TestStalledReceiverDropsInfoKeepsErr(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewRegistry()
+	var fallback syncBuffer
+	core := newTestCore(t, r, reg, func(c *fluentcore.Config) {
+		c.MaxBatchBytes = 16 << 10
+		c.Info.BufferBytes = 64 << 10
+		c.Err.BufferBytes = 4 << 20
+		c.WriteTimeout = 100 * time.Millisecond
+		c.ErrFallback = &fallback
+		c.Degrade.Policy = fluentcore.DegradeOff // this test is about queue_full; degrade has its own
+	})
+	logger := zap.New(core)
+
+	r.Stall()
+	const nInfo, nErr = 200_000, 500
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pad := strings.Repeat("x", 200)
+		for i := 0; i < nInfo; i++ {
+			logger.Info("flood", zap.Int("i", i), zap.String("pad", pad))
+			if i%(nInfo/nErr) == 0 {
+				logger.Error("must arrive", zap.Int("i", i))
+			}
+		}
+	}()
+	// The logger finishes while the receiver reads nothing: logging does not wait on I/O.
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("logging goroutine blocked by a stalled receiver")
+	}
+	dropped := metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "queue_full"})
+	if dropped == 0 {
+		t.Fatal("no info entries counted as dropped while the receiver was stalled")
+	}
+
+	r.Resume()
+	if err := core.Sync(); err != nil {
+		t.Fatalf("Sync after resume: %v", err)
+	}
+	if err := core.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	st := core.Stats()
+	if st.Err.Delivered != nErr || st.Err.Spilled != 0 || fallback.Len() != 0 {
+		t.Fatalf("err delivered %d spilled %d of %d", st.Err.Delivered, st.Err.Spilled, nErr)
+	}
+	err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered) }, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errSeen := map[int64]bool{}
+	for _, e := range r.Entries() {
+		if e.Tag == "shop.err" {
+			errSeen[e.Record["i"].(int64)] = true
+		}
+	}
+	if len(errSeen) != nErr {
+		t.Fatalf("receiver has %d distinct err entries, want %d", len(errSeen), nErr)
+	}
+	if float64(st.Info.Dropped["queue_full"]) < dropped {
+		t.Fatal("stats and metrics disagree")
+	}
+	checkIdentity(t, st)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestDPanicIsDeliveredBeforeWriteReturns(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.FlushInterval = time.Hour })
+	zap.New(core).DPanic("about to crash", zap.Int("code", 7))
+	if d := core.Stats().Err.Delivered; d != 1 {
+		t.Fatalf("delivered %d entries when DPanic returned, want 1", d)
+	}
+	got, err := r.WaitForEntries(1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Tag != "shop.err" || got[0].Record["level"] != "dpanic" {
+		t.Fatalf("got %+v", got[0])
+	}
+}
+
+func TestBadAddressIsReportedAndErrIsNotLost(t *testing.T) {
+	cfg := fluentcore.Config{Addr: "ftp://somewhere:1"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "scheme") {
+		t.Fatalf("Validate: %v", err)
+	}
+	var fallback syncBuffer
+	cfg.ErrFallback = &fallback
+	cfg.CloseTimeout = 50 * time.Millisecond
+	cfg.SyncTimeout = 50 * time.Millisecond
+	cfg.RetryMin = time.Millisecond
+	core := fluentcore.New(cfg)
+	logger := zap.New(core)
+	logger.Info("lost, but counted")
+	logger.Error("kept", zap.String("why", "fallback"))
+	if err := core.Sync(); err == nil {
+		t.Fatal("Sync did not report the bad address")
+	}
+	if err := core.Close(); err == nil || !strings.Contains(err.Error(), "scheme") {
+		t.Fatalf("Close: %v", err)
+	}
+	st := core.Stats()
+	if st.Err.Spilled != 1 || !strings.Contains(fallback.String(), `"why":"fallback"`) {
+		t.Fatalf("err entry not in the fallback: spilled=%d out=%q", st.Err.Spilled, fallback.String())
+	}
+	if st.Info.Dropped["shutdown"] != 1 {
+		t.Fatalf("info entry not counted: %v", st.Info.Dropped)
+	}
+	checkIdentity(t, st)
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  fluentcore.Config
+		want string // "" means valid
+	}{
+		{"zero value", fluentcore.Config{}, ""},
+		{"host:port", fluentcore.Config{Addr: "fluentd:24224"}, ""},
+		{"unix", fluentcore.Config{Addr: "unix:///var/run/fluent.sock"}, ""},
+		{"tls", fluentcore.Config{Addr: "tls://logs.example.com:24224"}, ""},
+		{"no port", fluentcore.Config{Addr: "tcp://fluentd"}, "fluentd"},
+		{"empty unix path", fluentcore.Config{Addr: "unix://"}, "socket path"},
+		{"bad scheme", fluentcore.Config{Addr: "http://x:1"}, "scheme"},
+		{"tiny batch", fluentcore.Config{MaxBatchBytes: 100}, "MaxBatchBytes"},
+		{"huge batch", fluentcore.Config{MaxBatchBytes: 7 << 20}, "MaxBatchBytes"},
+		{"entry over batch", fluentcore.Config{MaxBatchBytes: 4096, MaxEntryBytes: 8192}, "MaxEntryBytes"},
+		{"small buffer", fluentcore.Config{Info: fluentcore.StreamConfig{BufferBytes: 1000}}, "Info.BufferBytes"},
+		{"negative duration", fluentcore.Config{FlushInterval: -1}, "FlushInterval"},
+		{"watermarks", fluentcore.Config{Degrade: fluentcore.DegradeConfig{LowWatermark: 0.9, HighWatermark: 0.5}}, "watermarks"},
+	}
+	for _, c := range cases {
+		err := c.cfg.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestCloseWhileLoggingAccountsForEverything(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	var fallback syncBuffer
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.ErrFallback = &fallback })
+	logger := zap.New(core)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				if i%10 == 0 {
+					logger.Error("e", zap.Int("i", i))
+				} else {
+					logger.Info("i", zap.Int("i", i))
+				}
+			}
+		}()
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := core.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	st := core.Stats()
+	if st.Info.Entries+st.Err.Entries != 8*2000 {
+		t.Fatalf("entries %d + %d", st.Info.Entries, st.Err.Entries)
+	}
+	checkIdentity(t, st)
+	if err := r.WaitFor(func(s forwardtest.Stats) bool {
+		return s.Entries == int64(st.Info.Delivered+st.Err.Delivered)
+	}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewRegistry()
+	a := newTestCore(t, r, reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "a"} })
+	newTestCore(t, r, reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "b"} })
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("lint: %v %v", err, problems)
+	}
+	// Every drop reason is exported at zero before anything is dropped.
+	n, err := testutil.GatherAndCount(reg, "fluentcore_dropped_entries_total")
+	if err != nil || n != 2*2*8 {
+		t.Fatalf("dropped series: %d, %v", n, err)
+	}
+	dup := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: reg, ConstLabels: prometheus.Labels{"core": "a"}})
+	if err := dup.Close(); err == nil || !strings.Contains(err.Error(), "register") {
+		t.Fatalf("duplicate registration not reported: %v", err)
+	}
+}
+
+type panicky struct{}
+
+func (panicky) MarshalLogObject(zapcore.ObjectEncoder) error { panic("marshaler bug") }
+
+// A marshaler that panics costs its own entry (counted as encode_error), never the shard: the
+// lock is released and the half-written entry is rolled back, so later entries still arrive.
+func TestPanickingMarshalerIsCountedAndDoesNotWedgeTheCore(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r, nil, nil)
+	logger := zap.New(core)
+	for i := 0; i < 100; i++ {
+		logger.Info("bad", zap.Object("obj", panicky{}))
+		logger.Info("good", zap.Int("i", i))
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.WaitForEntries(100, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range got {
+		if e.Record["msg"] != "good" {
+			t.Fatalf("unexpected entry %v", e.Record)
+		}
+	}
+	if n := core.Stats().Info.Dropped["encode_error"]; n != 100 {
+		t.Fatalf("encode_error drops = %d, want 100", n)
+	}
+}

@@ -1,0 +1,227 @@
+package fluentcore
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// DegradePolicy says which info-stream entries are kept while the info stream is degraded.
+// The err stream never degrades.
+type DegradePolicy int
+
+const (
+	// DegradeSample keeps the first Degrade.SampleFirst entries per message per
+	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler.
+	// It is the default.
+	DegradeSample DegradePolicy = iota
+	// DegradeKeepWarn keeps Warn entries and drops Debug and Info.
+	DegradeKeepWarn
+	// DegradeDropAll drops every info-stream entry.
+	DegradeDropAll
+	// DegradeOff never degrades: info entries are only dropped when the buffers are full.
+	DegradeOff
+)
+
+// String returns the policy's name.
+func (p DegradePolicy) String() string {
+	switch p {
+	case DegradeSample:
+		return "sample"
+	case DegradeKeepWarn:
+		return "keep_warn"
+	case DegradeDropAll:
+		return "drop_all"
+	case DegradeOff:
+		return "off"
+	}
+	return "unknown"
+}
+
+// DegradeConfig tunes when the info stream degrades and what it keeps meanwhile. The zero
+// value gives the documented defaults. The info stream enters the degraded state when the
+// share of its buffer budget in use reaches HighWatermark, or when its sender has been
+// disconnected for DisconnectedAfter; it leaves only after the share has stayed at or below
+// LowWatermark, connected, for Hold. The gap between the watermarks and the hold time keep it
+// from flapping.
+type DegradeConfig struct {
+	// Policy is what is kept while degraded. Default DegradeSample.
+	Policy DegradePolicy `json:"policy" yaml:"policy"`
+	// HighWatermark is the fill share (0..1] that enters degraded. Default 0.75.
+	HighWatermark float64 `json:"high_watermark" yaml:"high_watermark"`
+	// LowWatermark is the fill share [0..HighWatermark) to get back under. Default 0.25.
+	LowWatermark float64 `json:"low_watermark" yaml:"low_watermark"`
+	// Hold is how long the stream must stay calm before leaving degraded. Default 5s.
+	Hold time.Duration `json:"hold" yaml:"hold"`
+	// DisconnectedAfter is how long the sender may be disconnected before the stream
+	// degrades. Default 2s.
+	DisconnectedAfter time.Duration `json:"disconnected_after" yaml:"disconnected_after"`
+	// SampleInterval, SampleFirst and SampleThereafter tune DegradeSample.
+	// Defaults 1s, 10 and 100.
+	SampleInterval   time.Duration `json:"sample_interval" yaml:"sample_interval"`
+	SampleFirst      int           `json:"sample_first" yaml:"sample_first"`
+	SampleThereafter int           `json:"sample_thereafter" yaml:"sample_thereafter"`
+}
+
+func (c DegradeConfig) withDefaults() DegradeConfig {
+	if c.HighWatermark <= 0 {
+		c.HighWatermark = 0.75
+	}
+	if c.LowWatermark <= 0 {
+		c.LowWatermark = 0.25
+	}
+	if c.Hold <= 0 {
+		c.Hold = 5 * time.Second
+	}
+	if c.DisconnectedAfter <= 0 {
+		c.DisconnectedAfter = 2 * time.Second
+	}
+	if c.SampleInterval <= 0 {
+		c.SampleInterval = time.Second
+	}
+	if c.SampleFirst <= 0 {
+		c.SampleFirst = 10
+	}
+	if c.SampleThereafter <= 0 {
+		c.SampleThereafter = 100
+	}
+	return c
+}
+
+// degrader is the degrade state machine: pure logic, time passed in, not safe for
+// concurrent use (degradeControl serialises it).
+type degrader struct {
+	cfg       DegradeConfig
+	degraded  bool
+	calmSince time.Time // when the stream last became calm while degraded; zero if not calm
+}
+
+// observe feeds one observation — the share of the buffer budget in use and how long the
+// sender has been disconnected (0 when connected) — and reports whether the state changed.
+func (d *degrader) observe(now time.Time, fill float64, disconnectedFor time.Duration) bool {
+	if d.cfg.Policy == DegradeOff {
+		return false
+	}
+	if !d.degraded {
+		if fill >= d.cfg.HighWatermark || disconnectedFor >= d.cfg.DisconnectedAfter {
+			d.degraded = true
+			d.calmSince = time.Time{}
+			return true
+		}
+		return false
+	}
+	if fill > d.cfg.LowWatermark || disconnectedFor > 0 {
+		d.calmSince = time.Time{}
+		return false
+	}
+	if d.calmSince.IsZero() {
+		d.calmSince = now
+	}
+	if now.Sub(d.calmSince) >= d.cfg.Hold {
+		d.degraded = false
+		d.calmSince = time.Time{}
+		return true
+	}
+	return false
+}
+
+// sampleSlots is the number of per-message counters; messages that hash alike share one,
+// which only makes sampling a little stricter for them.
+const sampleSlots = 1024
+
+// sampler keeps the first n entries per message per interval and then one in m. Time is
+// passed in; safe for concurrent use (lock-free counters).
+type sampler struct {
+	interval   int64
+	first      uint64
+	thereafter uint64
+	slots      [sampleSlots]sampleSlot
+}
+
+type sampleSlot struct {
+	windowEnd atomic.Int64 // unix nanos at which the current window ends
+	count     atomic.Uint64
+}
+
+func newSampler(interval time.Duration, first, thereafter int) *sampler {
+	return &sampler{interval: int64(interval), first: uint64(first), thereafter: uint64(thereafter)}
+}
+
+// keep reports whether an entry with message msg, logged at now (unix nanos), is kept.
+func (s *sampler) keep(now int64, msg string) bool {
+	slot := &s.slots[fnv32a(msg)%sampleSlots]
+	if end := slot.windowEnd.Load(); now >= end {
+		// A new window: one caller wins the reset, the others count in it.
+		if slot.windowEnd.CompareAndSwap(end, now+s.interval) {
+			slot.count.Store(1)
+			return true
+		}
+	}
+	n := slot.count.Add(1)
+	if n <= s.first {
+		return true
+	}
+	return (n-s.first)%s.thereafter == 0
+}
+
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// degradeControl wraps the state machine for the info stream: the sender's clock goroutine
+// feeds observations; Core.Check reads the state with one atomic load.
+type degradeControl struct {
+	active      atomic.Bool
+	transitions atomic.Uint64
+	sampler     *sampler
+
+	mu sync.Mutex
+	sm degrader
+}
+
+func newDegradeControl(cfg DegradeConfig) *degradeControl {
+	cfg = cfg.withDefaults()
+	return &degradeControl{
+		sm:      degrader{cfg: cfg},
+		sampler: newSampler(cfg.SampleInterval, cfg.SampleFirst, cfg.SampleThereafter),
+	}
+}
+
+// observe updates the state; it returns whether it changed and the new state.
+func (c *degradeControl) observe(now time.Time, fill float64, disconnectedFor time.Duration) (changed, degraded bool) {
+	c.mu.Lock()
+	changed = c.sm.observe(now, fill, disconnectedFor)
+	degraded = c.sm.degraded
+	c.mu.Unlock()
+	if changed {
+		c.active.Store(degraded)
+		c.transitions.Add(1)
+	}
+	return changed, degraded
+}
+
+// admit decides, while degraded, whether an info entry is kept; if not it gives the reason.
+func (c *degradeControl) admit(ent zapcore.Entry) (bool, dropReason) {
+	switch c.sm.cfg.Policy {
+	case DegradeDropAll:
+		return false, dropDegraded
+	case DegradeKeepWarn:
+		if ent.Level >= zapcore.WarnLevel {
+			return true, 0
+		}
+		return false, dropDegraded
+	case DegradeSample:
+		if c.sampler.keep(ent.Time.UnixNano(), ent.Message) {
+			return true, 0
+		}
+		return false, dropSampled
+	}
+	return true, 0
+}

@@ -1,0 +1,125 @@
+package fluentcore
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+func TestDegraderEntersOnHighWatermarkAndLeavesAfterHold(t *testing.T) {
+	d := degrader{cfg: DegradeConfig{}.withDefaults()}
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+	if d.observe(at(0), 0.5, 0) || d.degraded {
+		t.Fatal("degraded below the high watermark")
+	}
+	if !d.observe(at(10), 0.75, 0) || !d.degraded {
+		t.Fatal("did not degrade at the high watermark")
+	}
+	// Between the watermarks: stays degraded, no transition (no flapping).
+	for ms := 20; ms < 10_000; ms += 100 {
+		if d.observe(at(ms), 0.5, 0) {
+			t.Fatalf("transition at %dms with fill between the watermarks", ms)
+		}
+	}
+	// Below the low watermark, but not yet for Hold (5s).
+	if d.observe(at(10_000), 0.2, 0) || d.observe(at(14_999), 0.1, 0) || !d.degraded {
+		t.Fatal("left degraded before the hold time")
+	}
+	// A spike above the low watermark restarts the hold.
+	d.observe(at(15_000), 0.3, 0)
+	if d.observe(at(16_000), 0.1, 0) || d.observe(at(20_999), 0.1, 0) {
+		t.Fatal("hold was not restarted by the spike")
+	}
+	if !d.observe(at(21_000), 0.1, 0) || d.degraded {
+		t.Fatal("did not recover after staying calm for the hold time")
+	}
+}
+
+func TestDegraderDisconnection(t *testing.T) {
+	d := degrader{cfg: DegradeConfig{DisconnectedAfter: time.Second, Hold: time.Second}.withDefaults()}
+	t0 := time.Unix(1_000_000, 0)
+	if d.observe(t0, 0, 999*time.Millisecond) {
+		t.Fatal("degraded before DisconnectedAfter")
+	}
+	if !d.observe(t0, 0, time.Second) {
+		t.Fatal("did not degrade after DisconnectedAfter")
+	}
+	// Empty buffers do not count as calm while still disconnected.
+	if d.observe(t0.Add(5*time.Second), 0, 6*time.Second) || d.observe(t0.Add(10*time.Second), 0, 11*time.Second) {
+		t.Fatal("recovered while disconnected")
+	}
+	d.observe(t0.Add(11*time.Second), 0, 0)
+	if !d.observe(t0.Add(12*time.Second), 0, 0) {
+		t.Fatal("did not recover one hold after reconnecting")
+	}
+}
+
+func TestDegradeOffNeverDegrades(t *testing.T) {
+	d := degrader{cfg: DegradeConfig{Policy: DegradeOff}.withDefaults()}
+	if d.observe(time.Unix(1, 0), 1, time.Hour) || d.degraded {
+		t.Fatal("DegradeOff degraded")
+	}
+}
+
+func TestSamplerFirstThenEveryMth(t *testing.T) {
+	s := newSampler(time.Second, 3, 10)
+	now := time.Unix(1_000, 0).UnixNano()
+	kept := 0
+	var keptAt []int
+	for i := 1; i <= 100; i++ {
+		if s.keep(now, "cache miss") {
+			kept++
+			keptAt = append(keptAt, i)
+		}
+	}
+	// 1, 2, 3, then the 13th, 23rd, ... 93rd.
+	if kept != 3+9 || keptAt[3] != 13 || keptAt[len(keptAt)-1] != 93 {
+		t.Fatalf("kept %d at %v", kept, keptAt)
+	}
+	// Another message has its own budget.
+	if !s.keep(now, "order placed") {
+		t.Fatal("a different message was sampled away")
+	}
+	// A new interval starts over: its first SampleFirst entries are kept again.
+	next := now + int64(time.Second)
+	for i := 0; i < 3; i++ {
+		if !s.keep(next, "cache miss") {
+			t.Fatalf("entry %d of the next interval was dropped", i+1)
+		}
+	}
+	if s.keep(next, "cache miss") {
+		t.Fatal("the next interval kept more than SampleFirst")
+	}
+}
+
+func TestAdmitByPolicy(t *testing.T) {
+	info := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(5, 0)}
+	warn := zapcore.Entry{Level: zapcore.WarnLevel, Message: "m", Time: time.Unix(5, 0)}
+	cases := []struct {
+		policy             DegradePolicy
+		infoKept, warnKept bool
+		infoReason         dropReason
+	}{
+		{DegradeDropAll, false, false, dropDegraded},
+		{DegradeKeepWarn, false, true, dropDegraded},
+	}
+	for _, c := range cases {
+		ctl := newDegradeControl(DegradeConfig{Policy: c.policy})
+		if ok, r := ctl.admit(info); ok != c.infoKept || (!ok && r != c.infoReason) {
+			t.Errorf("%v: info admitted=%v reason=%v", c.policy, ok, r)
+		}
+		if ok, _ := ctl.admit(warn); ok != c.warnKept {
+			t.Errorf("%v: warn admitted=%v", c.policy, ok)
+		}
+	}
+	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000})
+	if ok, _ := ctl.admit(info); !ok {
+		t.Fatal("sample policy dropped the first entry")
+	}
+	if ok, r := ctl.admit(info); ok || r != dropSampled {
+		t.Fatalf("sample policy: second entry admitted=%v reason=%v", ok, r)
+	}
+}

@@ -1,0 +1,54 @@
+package fluentcore
+
+import "go.uber.org/zap/zapcore"
+
+// streamID names one of the two streams an entry can travel on.
+type streamID uint8
+
+const (
+	infoStream streamID = iota // Debug, Info, Warn by default; may degrade under backpressure
+	errStream                  // Error and above by default; never dropped silently
+	numStreams
+)
+
+// String returns the value used for the "stream" metric label.
+func (id streamID) String() string {
+	if id == errStream {
+		return "err"
+	}
+	return "info"
+}
+
+// levelSplit decides which stream an entry goes to. It is immutable and safe for concurrent
+// use.
+type levelSplit struct {
+	err zapcore.LevelEnabler // entries it enables go to the err stream
+}
+
+func newLevelSplit(errLevel zapcore.LevelEnabler) levelSplit {
+	if errLevel == nil {
+		errLevel = zapcore.ErrorLevel
+	}
+	return levelSplit{err: errLevel}
+}
+
+// streamFor returns the stream for an entry at level l.
+func (s levelSplit) streamFor(l zapcore.Level) streamID {
+	if s.err.Enabled(l) {
+		return errStream
+	}
+	return infoStream
+}
+
+// streamTags returns the Forward tag of each stream: Tag+".info" and Tag+".err" unless the
+// stream's own Tag overrides it.
+func streamTags(cfg *Config) [numStreams]string {
+	tags := [numStreams]string{cfg.Tag + ".info", cfg.Tag + ".err"}
+	if cfg.Info.Tag != "" {
+		tags[infoStream] = cfg.Info.Tag
+	}
+	if cfg.Err.Tag != "" {
+		tags[errStream] = cfg.Err.Tag
+	}
+	return tags
+}
