@@ -1,0 +1,443 @@
+package fluentcore
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// identityHolds checks entries = delivered + spilled + dropped for both streams.
+func identityHolds(t *testing.T, st Stats) {
+	t.Helper()
+	for name, s := range map[string]StreamStats{"info": st.Info, "err": st.Err} {
+		if s.Entries != s.Delivered+s.Spilled+s.DroppedTotal() {
+			t.Errorf("%s: entries %d != delivered %d + spilled %d + dropped %d %v",
+				name, s.Entries, s.Delivered, s.Spilled, s.DroppedTotal(), s.Dropped)
+		}
+	}
+}
+
+// The buffers are the budget: after any amount of logging, with the receiver stalled and
+// resumed, every stream still has exactly its batches, none grown past the batch size.
+func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	core := New(Config{
+		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 8 << 10, MaxEntryBytes: 6 << 10,
+		Info: StreamConfig{BufferBytes: 64 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
+		FlushInterval: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
+		RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, ErrFallback: io.Discard,
+	})
+	logger := zap.New(core)
+	for i := 0; i < 20_000; i++ {
+		if i == 5000 {
+			r.Stall()
+		}
+		if i == 15_000 {
+			r.Resume()
+		}
+		// Entry sizes from a few bytes to over MaxEntryBytes, so batches overflow at every
+		// boundary and some entries are refused.
+		pad := strings.Repeat("p", rand.IntN(7<<10))
+		if i%7 == 0 {
+			logger.Error("e", zap.String("pad", pad))
+		} else {
+			logger.Info("i", zap.String("pad", pad))
+		}
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range core.sink.streams {
+		// Every batch is back on the free list or is a shard's (empty) open batch.
+		var all []*batch
+		for len(st.free) > 0 {
+			all = append(all, <-st.free)
+		}
+		for i := range st.shards {
+			if b := st.shards[i].cur; b != nil {
+				all = append(all, b)
+			}
+		}
+		if len(all) != st.nbatches {
+			t.Errorf("%s: found %d of %d batches", st.id, len(all), st.nbatches)
+		}
+		for _, b := range all {
+			if cap(b.buf) != st.batchCap || len(b.buf) != 0 || b.n != 0 {
+				t.Errorf("%s: batch with cap %d len %d n %d, want cap %d and empty", st.id, cap(b.buf), len(b.buf), b.n, st.batchCap)
+			}
+		}
+	}
+	st := core.Stats()
+	if st.Info.Dropped["too_large"] == 0 {
+		t.Error("no info entry was refused as too large")
+	}
+	identityHolds(t, st)
+}
+
+// With the receiver stalled, logging flat out does not grow the heap past the configured
+// buffer budget (which New allocates up front).
+func TestHeapStaysWithinBudgetWhileReceiverStalls(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	r.Stall()
+	const budget = 2 << 20 // info + err
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	core := New(Config{
+		Addr: r.Addr(), MaxBatchBytes: 64 << 10,
+		Info: StreamConfig{BufferBytes: budget / 2}, Err: StreamConfig{BufferBytes: budget / 2},
+		WriteTimeout: 100 * time.Millisecond, ErrMaxWait: time.Millisecond, ErrFallback: io.Discard,
+		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
+	})
+	logger := zap.New(core)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50_000; i++ {
+				logger.Info("flood", zap.Int("i", i), zap.String("user", "u-8f3a2b9c"), zap.Float64("latency", 12.5))
+				if i%1000 == 0 {
+					logger.Error("still failing", zap.Int("i", i))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	// The budget, plus 1 MiB for everything else the core and the test own (goroutines,
+	// encoders, the stalled receiver, timers).
+	if limit := int64(budget + 1<<20); growth > limit {
+		t.Fatalf("heap grew by %d bytes while the receiver stalled; limit %d", growth, limit)
+	}
+	st := core.Stats()
+	if st.Info.Dropped["queue_full"]+st.Info.Dropped["degraded"]+st.Info.Dropped["sampled"] == 0 {
+		t.Fatal("nothing dropped: the receiver was not stalled")
+	}
+	r.Resume()
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	identityHolds(t, core.Stats())
+}
+
+// Many goroutines, random levels and sizes, a receiver that stalls and resumes: after Close,
+// every entry is accounted for, and the receiver has exactly what was counted delivered.
+func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	var spilled syncCounter
+	core := New(Config{
+		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 16 << 10,
+		Info: StreamConfig{BufferBytes: 128 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
+		FlushInterval: 2 * time.Millisecond, WriteTimeout: 30 * time.Millisecond, ErrMaxWait: 2 * time.Millisecond,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ErrFallback: &spilled,
+		Degrade: DegradeConfig{Hold: 20 * time.Millisecond, DisconnectedAfter: 20 * time.Millisecond},
+	})
+	logger := zap.New(core).With(zap.String("svc", "random"))
+	sugar := logger.Sugar()
+	var logged atomic.Int64
+	stop := make(chan struct{})
+	var chaos sync.WaitGroup
+	chaos.Add(1)
+	go func() { // stall and resume as logging crosses thresholds, not on a clock
+		defer chaos.Done()
+		for _, at := range []int64{20_000, 60_000, 100_000} {
+			for logged.Load() < at {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+			r.Stall()
+			for logged.Load() < at+20_000 {
+				select {
+				case <-stop:
+					r.Resume()
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+			r.Resume()
+		}
+	}()
+	var wg sync.WaitGroup
+	levels := []zapcore.Level{zapcore.DebugLevel, zapcore.InfoLevel, zapcore.WarnLevel, zapcore.ErrorLevel}
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10_000; i++ {
+				lvl := levels[rand.IntN(len(levels))]
+				if i%2 == 0 {
+					logger.Log(lvl, "event", zap.Int("i", i), zap.String("pad", strings.Repeat("x", rand.IntN(300))))
+				} else {
+					sugar.Logw(lvl, fmt.Sprint("msg-", i%50), "i", i)
+				}
+				logged.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	chaos.Wait()
+	if err := core.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	st := core.Stats()
+	identityHolds(t, st)
+	if st.Info.DroppedTotal() == 0 {
+		t.Fatalf("the stalls had no effect (drops %v): the test proves nothing", st.Info.Dropped)
+	}
+	if st.Info.Entries+st.Err.Entries != 16*10_000 {
+		t.Fatalf("entries counted %d, logged %d", st.Info.Entries+st.Err.Entries, 16*10_000)
+	}
+	if int(st.Err.Spilled) != spilled.lines() {
+		t.Fatalf("spilled %d, fallback got %d lines", st.Err.Spilled, spilled.lines())
+	}
+	if err := r.WaitFor(func(s forwardtest.Stats) bool {
+		return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered)
+	}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Stats().Entries; got != int64(st.Info.Delivered+st.Err.Delivered) {
+		t.Fatalf("receiver has %d entries, core counted %d delivered", got, st.Info.Delivered+st.Err.Delivered)
+	}
+}
+
+// syncCounter counts the JSON lines written to it.
+type syncCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *syncCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.n += strings.Count(string(p), "\n")
+	c.mu.Unlock()
+	return len(p), nil
+}
+
+func (c *syncCounter) lines() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// While degraded, Check drops info entries before they are encoded and counts them; the
+// transition is reported once through OnEvent and the metrics, and err is unaffected.
+func TestDegradeEndToEnd(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	reg := prometheus.NewRegistry()
+	events := make(chan Event, 16)
+	core := New(Config{
+		Addr: r.Addr(), MaxBatchBytes: 4 << 10, Registerer: reg,
+		Info:          StreamConfig{BufferBytes: 64 << 10},
+		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+		Degrade: DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Millisecond},
+		OnEvent: func(e Event) { events <- e },
+	})
+	logger := zap.New(core)
+	r.Stall()
+	deadline := time.Now().Add(10 * time.Second)
+	for !core.Stats().Info.Degraded {
+		if time.Now().After(deadline) {
+			t.Fatal("info stream never degraded with the receiver stalled")
+		}
+		logger.Info("filling", zap.String("pad", strings.Repeat("x", 500)))
+	}
+	if e := <-events; e.Kind != EventDegraded || e.Stream != "info" {
+		t.Fatalf("first event %+v", e)
+	}
+	before := core.Stats().Info
+	for i := 0; i < 1000; i++ {
+		logger.Info("dropped in Check")
+		logger.Warn("kept by DegradeKeepWarn")
+	}
+	logger.Error("err is not degraded")
+	after := core.Stats().Info
+	if d := after.Dropped["degraded"] - before.Dropped["degraded"]; d != 1000 {
+		t.Fatalf("degraded drops %d, want 1000", d)
+	}
+	if v := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_degraded", "info")); v != 1 {
+		t.Fatalf("fluentcore_degraded{info} = %v", v)
+	}
+	r.Resume()
+	select {
+	case e := <-events:
+		if e.Kind != EventRecovered {
+			t.Fatalf("second event %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("info stream did not recover after the receiver resumed")
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats()
+	if st.Info.DegradeTransitions != 2 || len(events) != 0 {
+		t.Fatalf("transitions %d, extra events %d", st.Info.DegradeTransitions, len(events))
+	}
+	if st.Err.Delivered != 1 {
+		t.Fatalf("err delivered %d", st.Err.Delivered)
+	}
+	identityHolds(t, st)
+}
+
+// gaugeOf extracts one stream's series of a metric as a standalone collector for testutil.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name, stream string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "stream" && lp.GetValue() == stream {
+					g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
+					g.Set(m.GetGauge().GetValue())
+					return g
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{stream=%q}", name, stream)
+	return nil
+}
+
+// The exposition of a fresh core's counters, compared whole.
+func TestMetricsExposition(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), Tag: "m"})
+	logger := zap.New(core)
+	logger.Info("one")
+	logger.Info("two")
+	logger.Error("three")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	core.Close()
+	want := `
+# HELP fluentcore_entries_total Entries at an enabled level that reached the core, including those dropped before encoding.
+# TYPE fluentcore_entries_total counter
+fluentcore_entries_total{stream="err"} 1
+fluentcore_entries_total{stream="info"} 2
+# HELP fluentcore_delivered_entries_total Entries the receiver has (written, or acknowledged when acks are on).
+# TYPE fluentcore_delivered_entries_total counter
+fluentcore_delivered_entries_total{stream="err"} 1
+fluentcore_delivered_entries_total{stream="info"} 2
+# HELP fluentcore_spilled_entries_total Entries written to the local fallback instead of the receiver.
+# TYPE fluentcore_spilled_entries_total counter
+fluentcore_spilled_entries_total{stream="err"} 0
+fluentcore_spilled_entries_total{stream="info"} 0
+# HELP fluentcore_dropped_entries_total Entries dropped, by reason.
+# TYPE fluentcore_dropped_entries_total counter
+fluentcore_dropped_entries_total{reason="closed",stream="err"} 0
+fluentcore_dropped_entries_total{reason="degraded",stream="err"} 0
+fluentcore_dropped_entries_total{reason="encode_error",stream="err"} 0
+fluentcore_dropped_entries_total{reason="queue_full",stream="err"} 0
+fluentcore_dropped_entries_total{reason="sampled",stream="err"} 0
+fluentcore_dropped_entries_total{reason="shutdown",stream="err"} 0
+fluentcore_dropped_entries_total{reason="spill_failed",stream="err"} 0
+fluentcore_dropped_entries_total{reason="too_large",stream="err"} 0
+fluentcore_dropped_entries_total{reason="closed",stream="info"} 0
+fluentcore_dropped_entries_total{reason="degraded",stream="info"} 0
+fluentcore_dropped_entries_total{reason="encode_error",stream="info"} 0
+fluentcore_dropped_entries_total{reason="queue_full",stream="info"} 0
+fluentcore_dropped_entries_total{reason="sampled",stream="info"} 0
+fluentcore_dropped_entries_total{reason="shutdown",stream="info"} 0
+fluentcore_dropped_entries_total{reason="spill_failed",stream="info"} 0
+fluentcore_dropped_entries_total{reason="too_large",stream="info"} 0
+# HELP fluentcore_buffer_capacity_bytes The stream's buffer budget in bytes.
+# TYPE fluentcore_buffer_capacity_bytes gauge
+fluentcore_buffer_capacity_bytes{stream="err"} 4.194304e+06
+fluentcore_buffer_capacity_bytes{stream="info"} 8.388608e+06
+`
+	if err := testutil.CollectAndCompare(core.sink.metrics, strings.NewReader(want),
+		"fluentcore_entries_total", "fluentcore_delivered_entries_total",
+		"fluentcore_spilled_entries_total", "fluentcore_dropped_entries_total",
+		"fluentcore_buffer_capacity_bytes"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(core.sink.metrics); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", err, problems)
+	}
+}
+
+// After Close, info entries are counted as closed and err entries go to the fallback.
+func TestWritesAfterClose(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	var fb syncCounter
+	core := New(Config{Addr: r.Addr(), ErrFallback: &fb})
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logger := zap.New(core)
+	logger.Info("late")
+	logger.Error("late error")
+	st := core.Stats()
+	if st.Info.Dropped["closed"] != 1 || st.Err.Spilled != 1 || fb.lines() != 1 {
+		t.Fatalf("info closed=%d err spilled=%d fallback lines=%d", st.Info.Dropped["closed"], st.Err.Spilled, fb.lines())
+	}
+	identityHolds(t, st)
+}
+
+// With the err buffers full and the receiver stalled, an err entry waits at most ErrMaxWait
+// and then goes to the fallback, counted as spilled; after the receiver resumes, everything
+// not spilled is delivered.
+func TestErrWaitsBoundedThenSpills(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	var fb syncCounter
+	const wait = 20 * time.Millisecond
+	core := New(Config{
+		Addr: r.Addr(), MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
+		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond, ErrMaxWait: wait,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ErrFallback: &fb,
+	})
+	logger := zap.New(core)
+	r.Stall()
+	var slowest time.Duration
+	for i := 0; core.Stats().Err.Spilled < 5; i++ {
+		if i > 1_000_000 {
+			t.Fatal("err entries never spilled with the receiver stalled")
+		}
+		start := time.Now()
+		logger.Error("outage", zap.Int("i", i), zap.String("pad", strings.Repeat("e", 400)))
+		slowest = max(slowest, time.Since(start))
+	}
+	// A functional bound, not a performance figure: a call that waited for the receiver
+	// instead of ErrMaxWait would take WriteTimeout-scale retries times the backlog.
+	if slowest > wait+time.Second {
+		t.Fatalf("an err log call took %v; ErrMaxWait is %v", slowest, wait)
+	}
+	r.Resume()
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats()
+	if int(st.Err.Spilled) != fb.lines() || st.Err.DroppedTotal() != 0 {
+		t.Fatalf("spilled %d, fallback lines %d, dropped %v", st.Err.Spilled, fb.lines(), st.Err.Dropped)
+	}
+	identityHolds(t, st)
+}
