@@ -141,9 +141,9 @@ type Config struct {
 type EventKind int
 
 const (
-	// EventDegraded: the stream entered the degraded state.
+	// EventDegraded reports that the stream entered the degraded state.
 	EventDegraded EventKind = iota
-	// EventRecovered: the stream left the degraded state.
+	// EventRecovered reports that the stream left the degraded state.
 	EventRecovered
 )
 

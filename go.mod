@@ -10,6 +10,8 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.uber.org/multierr v1.10.0
 	go.uber.org/zap v1.28.0
+	go.uber.org/zap/exp v0.3.0
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (

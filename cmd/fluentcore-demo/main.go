@@ -108,7 +108,7 @@ func run(args []string, out io.Writer) error {
 		}
 	})
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
