@@ -1,18 +1,3 @@
-// Package fluentcore is a zapcore.Core that sends zap's entries to fluentd (or fluent-bit,
-// Vector, the OpenTelemetry collector: any Fluent Forward receiver).
-//
-// Entries are encoded straight to MessagePack into buffers the core owns, and sent in the
-// background on two streams with their own connections: info (Debug, Info, Warn) and err
-// (Error and above). Under backpressure the info stream degrades — entries are sampled or
-// dropped, each drop counted by reason — while err entries are delivered, or written to a
-// fallback and counted, never lost silently.
-//
-//	caller: Check (level, degrade) -> Write: encode into a batch buffer (no allocation)
-//	sink:   sealed batches -> one sender per stream -> PackedForward frames -> receiver
-//
-// Logging never blocks on I/O: the only waits a caller can see are an err entry finding the
-// err buffers full (at most Config.ErrMaxWait) and the flush of a DPanic, Panic or Fatal
-// entry (at most Config.SyncTimeout).
 package fluentcore
 
 import (

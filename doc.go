@@ -1,0 +1,37 @@
+// Package fluentcore is a zapcore.Core that sends zap's entries to fluentd (or fluent-bit,
+// Vector, the OpenTelemetry Collector: any Fluent Forward receiver).
+//
+// Entries are encoded straight to MessagePack into buffers the core owns, and sent in the
+// background on two streams, each with its own connection: info (Debug, Info, Warn) and err
+// (Error and above, or whatever Config.ErrLevel enables). Under backpressure the info stream
+// degrades — entries are sampled or dropped, each drop counted by reason — while err
+// entries are delivered, or written to a fallback and counted, never lost silently.
+//
+// The path of one entry:
+//
+//	caller goroutine                          sink goroutines (one sender per stream)
+//	----------------------------------------  ------------------------------------------
+//	Logger.Check -> Core.Check
+//	  level off?               -> skip
+//	  info stream degraded?    -> count, skip
+//	Core.Write
+//	  level_split: info or err
+//	  encode [EventTime, {record}] into a
+//	  random shard's open batch (no alloc)
+//	  batch full / FlushInterval -> sealed  -> sender: [tag, bin(entries), {"size": n}]
+//	  no free batch:                           write with deadline (ack if asked);
+//	    info: drop, count (queue_full)         on error: backoff, reconnect, resend
+//	    err:  wait ErrMaxWait, then spill      delivered: batch back to the free list
+//	DPanic/Panic/Fatal: flush before return
+//
+// Logging never blocks on I/O: the only waits a caller can see are an err entry finding the
+// err buffers full (at most Config.ErrMaxWait) and the flush of a DPanic, Panic or Fatal
+// entry (at most Config.SyncTimeout).
+//
+// Every Core counts what happens to each entry; for each stream, once the core is closed,
+// entries = delivered + dropped + spilled. Core.Stats returns the numbers and
+// Config.Registerer exposes them to Prometheus.
+//
+// Package forwardtest is an in-process Forward receiver for testing code that logs through
+// fluentcore.
+package fluentcore
