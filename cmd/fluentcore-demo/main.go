@@ -41,7 +41,21 @@ func main() {
 	}
 }
 
-func run(args []string, out io.Writer) error {
+// lockedWriter serialises writes: the progress loop, the stall timer and OnEvent (on the
+// sink's goroutine) all print.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func run(args []string, w io.Writer) error {
+	out := &lockedWriter{w: w}
 	fs := flag.NewFlagSet("fluentcore-demo", flag.ContinueOnError)
 	fluent := fs.String("fluent", "", "Forward receiver address (tcp://host:port, tls://host:port, unix:///path); default: an embedded receiver")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address, e.g. :9100")
