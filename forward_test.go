@@ -438,9 +438,7 @@ func TestTLS(t *testing.T) {
 			})
 			logErrs(core, 0, 3)
 			if tc.want == "" {
-				if err := core.Sync(); err != nil {
-					t.Fatal(err)
-				}
+				eventually(t, "delivery", func() bool { return core.Stats().Err.Delivered == 3 })
 				checkAll(t, 3, r)
 				return
 			}
