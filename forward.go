@@ -164,9 +164,10 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 
 	bufs := net.Buffers{hdr, payload, opt}
 	if _, err := bufs.WriteTo(c); err != nil {
+		err = fmt.Errorf("fluentcore: write to %s: %w", ep.addr, c.cause(err)) // before closing it ourselves
 		f.dropConn()
 		f.bal.markDown(c.server, time.Now())
-		return 0, fresh, f.fail(fmt.Errorf("fluentcore: write to %s: %w", ep.addr, c.cause(err)))
+		return 0, fresh, f.fail(err)
 	}
 	if chunk != "" {
 		if serverDown, err := f.awaitAck(ctx, c, ep, chunk); err != nil {
@@ -264,8 +265,8 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 	if f.conn != nil {
 		return false, nil
 	}
-	if len(errs) == 0 { // only when ctx was cancelled before any attempt
-		return false, ctx.Err()
+	if len(errs) == 0 { // not expected: the first pick always finds a server
+		return false, errors.New("fluentcore: no server to connect to")
 	}
 	return false, errors.Join(errs...)
 }
