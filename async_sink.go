@@ -415,6 +415,8 @@ func (s *stream) stats() StreamStats {
 		SentBytes:     s.sentBytes.Load(),
 		SendErrors:    s.sendErrors.Load(),
 		Reconnects:    s.reconnects.Load(),
+
+		HandshakeFailures: s.fwd.handshakeFailures.Load(),
 	}
 	for r := dropReason(0); r < numDropReasons; r++ {
 		st.Dropped[r.String()] = 0
@@ -535,7 +537,11 @@ func (k *sink) sync(timeout time.Duration) error {
 	defer t.Stop()
 	for id, st := range k.streams {
 		if !st.waitDone(targets[id], t.C) {
-			return fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
+			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
+			if last := st.fwd.lastError(); last != nil {
+				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
+			}
+			return err
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"time"
 
@@ -53,7 +52,8 @@ type StreamConfig struct {
 // Config is read once by New; changing it afterwards has no effect.
 type Config struct {
 	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port" or
-	// "unix:///path". Default DefaultAddr. The name is resolved again on every reconnect.
+	// "unix:///path". Default DefaultAddr, unless Servers is set (then Addr must be empty).
+	// The name is resolved again on every reconnect.
 	Addr string
 	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
 	// Default DefaultTag ("app").
@@ -94,8 +94,11 @@ type Config struct {
 	// CloseTimeout bounds how long Close tries to deliver what was logged.
 	// Default DefaultCloseTimeout (10s).
 	CloseTimeout time.Duration
-	// DialTimeout bounds connecting (and the TLS handshake). Default 5s.
+	// DialTimeout bounds connecting, TLS handshake included. Default 5s.
 	DialTimeout time.Duration
+	// HandshakeTimeout bounds the shared-key handshake (HELO, PING, PONG) of a new
+	// connection. Default: DialTimeout.
+	HandshakeTimeout time.Duration
 	// WriteTimeout bounds writing one frame. Default 10s.
 	WriteTimeout time.Duration
 	// RequireAck asks the receiver to acknowledge every frame (at-least-once delivery:
@@ -107,9 +110,35 @@ type Config struct {
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
 	// send a frame. Defaults 100ms and 10s.
 	RetryMin, RetryMax time.Duration
-	// TLS configures "tls://" addresses. Default: system roots, ServerName from Addr,
-	// TLS 1.2 or later. A config without ServerName gets the one from Addr.
+	// TLS configures "tls://" addresses: RootCAs, client Certificates for mutual TLS,
+	// ServerName, versions. Default: system roots, TLS 1.2 or later. A config without
+	// ServerName gets the host of each address. The receiver's certificate is verified
+	// unless InsecureSkipVerify is set.
 	TLS *tls.Config
+	// Compression is "" (the default: PackedForward, entries as bin) or "gzip"
+	// (CompressedPackedForward: each batch is one gzip member, options say
+	// "compressed":"gzip"). Anything else is a Validate error and means "".
+	Compression string
+	// SharedKey, if set, makes every new connection run the shared_key handshake
+	// (HELO/PING/PONG) before any data is sent. Default "" (no handshake). A failed
+	// handshake is an error wrapping ErrHandshake (never containing the key or the
+	// password), counted in fluentcore_handshake_failures_total; the sender keeps retrying
+	// with backoff.
+	SharedKey string
+	// SelfHostname is the client's name in the handshake. It must differ from the
+	// receiver's self_hostname (fluentd's rule: otherwise the receiver's proof would be our
+	// own). Default os.Hostname(), or "localhost" if that fails.
+	SelfHostname string
+	// Username and Password answer a receiver that asks for user authentication in its
+	// HELO (fluentd's user_auth, fluent-bit's security.users). They need SharedKey.
+	// Default "" (none).
+	Username, Password string
+	// Servers, if set, replaces Addr by several receivers: new connections go to the
+	// servers that are up by weighted round robin, standbys take over while every other
+	// server is down, and a server that fails is left alone for its own backoff (RetryMin
+	// to RetryMax, with jitter) before it is tried again. Each stream keeps its connection
+	// until it fails. Default nil: Addr only.
+	Servers []Server
 	// Degrade tunes the info stream's degrade state machine.
 	Degrade DegradeConfig
 	// Registerer receives the core's Prometheus metrics. Default nil: none registered
@@ -156,8 +185,25 @@ func (cfg Config) Validate() error {
 	if addr == "" {
 		addr = DefaultAddr
 	}
-	if _, _, _, err := parseAddr(addr); err != nil {
-		errs = append(errs, err)
+	switch {
+	case len(cfg.Servers) > 0 && cfg.Addr != "":
+		errs = append(errs, errors.New("fluentcore: set Addr or Servers, not both"))
+	case len(cfg.Servers) > 0:
+		for _, srv := range cfg.Servers {
+			if _, err := newEndpoint(srv, nil); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	default:
+		if _, _, _, err := parseAddr(addr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cfg.Compression != "" && cfg.Compression != compressGzip {
+		errs = append(errs, fmt.Errorf("fluentcore: Compression %q: want \"\" or \"gzip\"", cfg.Compression))
+	}
+	if cfg.SharedKey == "" && (cfg.Username != "" || cfg.Password != "") {
+		errs = append(errs, errors.New("fluentcore: Username and Password need a SharedKey"))
 	}
 	batch := orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
 	switch {
@@ -178,7 +224,7 @@ func (cfg Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"FlushInterval", cfg.FlushInterval}, {"ErrMaxWait", cfg.ErrMaxWait}, {"SyncTimeout", cfg.SyncTimeout},
-		{"CloseTimeout", cfg.CloseTimeout}, {"DialTimeout", cfg.DialTimeout}, {"WriteTimeout", cfg.WriteTimeout},
+		{"CloseTimeout", cfg.CloseTimeout}, {"DialTimeout", cfg.DialTimeout}, {"HandshakeTimeout", cfg.HandshakeTimeout}, {"WriteTimeout", cfg.WriteTimeout},
 		{"AckTimeout", cfg.AckTimeout}, {"RetryMin", cfg.RetryMin}, {"RetryMax", cfg.RetryMax}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("fluentcore: %s is negative (%v)", d.name, d.v))
@@ -205,12 +251,13 @@ type settings struct {
 	flushInterval, errMaxWait             time.Duration
 	syncTimeout, closeTimeout             time.Duration
 	dialTimeout, writeTimeout, ackTimeout time.Duration
+	handshakeTimeout                      time.Duration
 	retryMin, retryMax                    time.Duration
 	requireAck                            bool
-	network, address                      string
-	useTLS                                bool
-	tlsConfig                             *tls.Config
-	addrErr                               error // a bad Addr: every send fails with it
+	compression                           string       // "" or "gzip"
+	endpoints                             []endpoint   // Addr, or Servers; at least one
+	creds                                 *credentials // nil: no handshake
+	addrErr                               error        // a bad Addr or server: every send fails with it
 	degrade                               DegradeConfig
 	errFallback                           io.Writer
 	onEvent                               func(Event)
@@ -274,23 +321,42 @@ func resolve(cfg Config) *settings {
 	}
 	s.enc = newEncoderConfig(ec)
 
-	addr := cfg.Addr
-	if addr == "" {
-		addr = DefaultAddr
+	s.handshakeTimeout = orDefault(cfg.HandshakeTimeout, s.dialTimeout)
+	if cfg.Compression == compressGzip {
+		s.compression = compressGzip
 	}
-	s.network, s.address, s.useTLS, s.addrErr = parseAddr(addr)
-	if s.useTLS {
-		if cfg.TLS != nil {
-			s.tlsConfig = cfg.TLS.Clone()
-		} else {
-			s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.SharedKey != "" {
+		s.creds = &credentials{sharedKey: cfg.SharedKey, selfHostname: cfg.SelfHostname, username: cfg.Username, password: cfg.Password}
+		if s.creds.selfHostname == "" {
+			s.creds.selfHostname = defaultHostname()
 		}
-		if s.tlsConfig.ServerName == "" {
-			host, _, _ := net.SplitHostPort(s.address)
-			s.tlsConfig.ServerName = host
+	}
+	servers := cfg.Servers
+	if len(servers) == 0 {
+		addr := cfg.Addr
+		if addr == "" {
+			addr = DefaultAddr
 		}
+		servers = []Server{{Addr: addr}}
+	} else if cfg.Addr != "" {
+		s.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
+	}
+	for _, srv := range servers {
+		ep, err := newEndpoint(srv, cfg.TLS)
+		if err != nil && s.addrErr == nil {
+			s.addrErr = err
+		}
+		s.endpoints = append(s.endpoints, ep)
 	}
 	return s
+}
+
+// defaultHostname is SelfHostname's default.
+func defaultHostname() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "localhost"
 }
 
 func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
@@ -51,128 +52,285 @@ func parseAddr(addr string) (network, address string, useTLS bool, err error) {
 	return "tcp", address, useTLS, nil
 }
 
-// forwarder is one stream's connection to the receiver. Only the stream's sender goroutine
-// calls send; close is called once the sender has stopped.
+// forwarder is one stream's connection to its receivers. Only the stream's sender
+// goroutine calls send; close is called once the sender has stopped. The counters and
+// lastError may be read from any goroutine.
 type forwarder struct {
-	s    *settings
-	conn *fconn
-	hdr  []byte // scratch for the frame header
-	opt  []byte // scratch for the option map
+	s     *settings
+	bal   *balancer
+	fr    *framer
+	conn  *fconn
+	tried []bool // scratch: servers tried in this connection attempt
 
-	connects  atomic.Uint64 // connections opened
-	downSince atomic.Int64  // unix nanos of the first failure since the last success; 0 if none
-	readers   sync.WaitGroup
+	// dialRaw opens the transport connection (TLS runs on top of it). It is given the
+	// address as configured, host name included, so every reconnect resolves it again.
+	dialRaw func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// The ack token of a batch whose send failed: resending the same batch reuses it, as
+	// fluentd does, so a receiver could tell a resend from new data.
+	retryChunk string
+	retryOf    *byte
+	retryLen   int
+
+	connects          atomic.Uint64 // connections opened (and handshaken)
+	handshakeFailures atomic.Uint64
+	downSince         atomic.Int64 // unix nanos of the first failure since the last success; 0 if none
+	errMu             sync.Mutex
+	lastErr           error // of the last attempt; nil after a success
+	readers           sync.WaitGroup
 }
 
 func newForwarder(s *settings) *forwarder {
-	return &forwarder{s: s, hdr: make([]byte, 0, 64), opt: make([]byte, 0, 96)}
+	f := &forwarder{
+		s:     s,
+		bal:   newBalancer(s.endpoints, s.newBackoff),
+		fr:    newFramer(s.compression),
+		tried: make([]bool, len(s.endpoints)),
+	}
+	d := &net.Dialer{KeepAlive: 30 * time.Second}
+	f.dialRaw = d.DialContext
+	return f
 }
 
 // fconn is a connection plus the goroutine that reads from it: acks when they are asked for,
 // and otherwise the EOF or reset that tells us the peer is gone before we write into it.
 type fconn struct {
 	net.Conn
-	acks chan string   // ack tokens, in arrival order
-	dead chan struct{} // closed by the reader when the connection fails
-	err  error         // why; written before dead is closed
+	server    int           // index in settings.endpoints
+	keepalive bool          // false: the receiver closes after each request (HELO said so)
+	acks      chan string   // ack tokens, in arrival order
+	dead      chan struct{} // closed by the reader when the connection fails
+	err       error         // why; written before dead is closed
 }
 
-// send writes one PackedForward frame — [tag, bin(entries), {"size": n, "chunk"?}] — and,
-// with RequireAck, waits for its ack. It returns the frame size and whether a new
-// connection was opened for it. On any error the connection is closed; the caller retries.
+// cause returns why a write failed. When the peer is gone, the reader may know better —
+// a TLS alert such as a rejected client certificate arrives just before the close — so its
+// error is preferred. It waits for the reader only then: the reader returns promptly once
+// the peer has closed (or the reader itself closed the connection under the write).
+func (c *fconn) cause(err error) error {
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		return err
+	}
+	t := time.NewTimer(time.Second) // a bound, in case the peer half-closed
+	defer t.Stop()
+	select {
+	case <-c.dead:
+		if c.err != nil && !errors.Is(c.err, net.ErrClosed) {
+			return c.err
+		}
+	case <-t.C:
+	}
+	return err
+}
+
+// handshakeMessage reports whether b starts with an array whose first element is "HELO"
+// or "PONG": a receiver that expects a handshake the client did not start.
+func handshakeMessage(b []byte) bool {
+	_, b, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil {
+		return false
+	}
+	typ, _, err := msgp.ReadStringZC(b)
+	return err == nil && (string(typ) == "HELO" || string(typ) == "PONG")
+}
+
+// send writes one frame of n entries and, with RequireAck, waits for its ack. It returns
+// the frame size and whether a new connection was opened for it. On any error the
+// connection is closed (and its server marked down, unless the error was only a
+// mismatched ack); the caller retries with the same entries.
 func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int) (int, bool, error) {
 	if f.s.addrErr != nil {
-		f.markDown()
-		return 0, false, f.s.addrErr
+		return 0, false, f.fail(f.s.addrErr)
 	}
-	fresh := false
-	if f.conn != nil {
-		select {
-		case <-f.conn.dead:
-			f.dropConn()
-		default:
-		}
-	}
-	if f.conn == nil {
-		if err := f.dial(ctx); err != nil {
-			f.markDown()
-			return 0, false, err
-		}
-		fresh = true
+	fresh, err := f.ensureConn(ctx, time.Now())
+	if err != nil {
+		return 0, false, f.fail(err)
 	}
 	c := f.conn
+	ep := &f.s.endpoints[c.server]
 
 	var chunk string
 	if f.s.requireAck {
-		chunk = newChunkID()
+		chunk = f.chunkFor(entries)
 	}
-	f.hdr = append(f.hdr[:0], 0x93)
-	f.hdr = msgp.AppendString(f.hdr, tag)
-	f.hdr = msgp.AppendBytesHeader(f.hdr, uint32(len(entries)))
-	f.opt, _ = forwardOptions{Size: n, Chunk: chunk}.MarshalMsg(f.opt[:0]) // cannot fail
-	size := len(f.hdr) + len(entries) + len(f.opt)
+	hdr, payload, opt := f.fr.frame(tag, entries, n, chunk)
+	size := len(hdr) + len(payload) + len(opt)
 
-	// Close aborts a write or an ack wait at once instead of after their deadlines.
+	// Close aborts a write or an ack wait at once instead of after their deadlines. The
+	// deadline is set first so that a cancellation cannot be overwritten by it.
+	_ = c.SetWriteDeadline(time.Now().Add(f.s.writeTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	_ = c.SetWriteDeadline(time.Now().Add(f.s.writeTimeout))
-	bufs := net.Buffers{f.hdr, entries, f.opt}
+	bufs := net.Buffers{hdr, payload, opt}
 	if _, err := bufs.WriteTo(c); err != nil {
+		err = fmt.Errorf("fluentcore: write to %s: %w", ep.addr, c.cause(err)) // before closing it ourselves
 		f.dropConn()
-		f.markDown()
-		return 0, fresh, fmt.Errorf("fluentcore: write to %s: %w", f.s.address, err)
+		f.bal.markDown(c.server, time.Now())
+		return 0, fresh, f.fail(err)
 	}
 	if chunk != "" {
-		if err := f.awaitAck(ctx, c, chunk); err != nil {
+		if serverDown, err := f.awaitAck(ctx, c, ep, chunk); err != nil {
 			f.dropConn()
-			f.markDown()
-			return 0, fresh, err
+			if serverDown {
+				f.bal.markDown(c.server, time.Now())
+			}
+			return 0, fresh, f.fail(err)
 		}
 	}
+	f.bal.markUp(c.server)
+	f.retryChunk, f.retryOf = "", nil
 	f.downSince.Store(0)
+	f.setLastError(nil)
+	if !c.keepalive {
+		f.dropConn() // the receiver closes after each request anyway
+	}
 	return size, fresh, nil
 }
 
-func (f *forwarder) awaitAck(ctx context.Context, c *fconn, chunk string) error {
+// fail records a failed attempt and returns err.
+func (f *forwarder) fail(err error) error {
+	f.downSince.CompareAndSwap(0, time.Now().UnixNano())
+	f.setLastError(err)
+	return err
+}
+
+func (f *forwarder) setLastError(err error) {
+	f.errMu.Lock()
+	f.lastErr = err
+	f.errMu.Unlock()
+}
+
+// lastError returns the error of the last send attempt, nil if it succeeded. Safe for
+// concurrent use.
+func (f *forwarder) lastError() error {
+	f.errMu.Lock()
+	defer f.errMu.Unlock()
+	return f.lastErr
+}
+
+// chunkFor returns the ack token for a batch: a new one, or the one its failed attempt
+// used. The sender retries a batch until it is delivered, so the batch of a failed attempt
+// is always the next one sent.
+func (f *forwarder) chunkFor(entries []byte) string {
+	if f.retryChunk != "" && len(entries) > 0 && &entries[0] == f.retryOf && len(entries) == f.retryLen {
+		return f.retryChunk
+	}
+	chunk := newChunkID()
+	if len(entries) > 0 {
+		f.retryChunk, f.retryOf, f.retryLen = chunk, &entries[0], len(entries)
+	}
+	return chunk
+}
+
+// ensureConn makes sure there is a live connection, to the best server available: it
+// replaces a dead one, and leaves a standby for a regular server once one is due. It tries
+// each server at most once per call, in the balancer's order, marking down those that fail;
+// if all fail it keeps a standby connection it had, or returns every attempt's error.
+func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, err error) {
+	if c := f.conn; c != nil {
+		select {
+		case <-c.dead:
+			f.dropConn() // e.g. the receiver closed an idle connection: not a server failure
+		default:
+		}
+	}
+	if f.conn != nil && !f.bal.preferred(f.conn.server, now) {
+		return false, nil
+	}
+	clear(f.tried)
+	var errs []error
+	for {
+		i := f.bal.pick(now, f.tried)
+		if i < 0 {
+			break
+		}
+		if f.conn != nil && (f.s.endpoints[i].standby || !f.bal.available(i, now)) {
+			break // only a regular server that is due is worth leaving the standby for
+		}
+		f.tried[i] = true
+		c, err := f.connect(ctx, i)
+		if err != nil {
+			f.bal.markDown(i, time.Now())
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		f.dropConn()
+		f.conn = c
+		return true, nil
+	}
+	if f.conn != nil {
+		return false, nil
+	}
+	if len(errs) == 0 { // not expected: the first pick always finds a server
+		return false, errors.New("fluentcore: no server to connect to")
+	}
+	return false, errors.Join(errs...)
+}
+
+// connect opens a connection to server i: transport, TLS, then the shared-key handshake,
+// each within its deadline, and starts the connection's reader.
+func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
+	ep := &f.s.endpoints[i]
+	dctx, cancel := context.WithTimeout(ctx, f.s.dialTimeout)
+	nc, err := f.dialRaw(dctx, ep.network, ep.address)
+	if err == nil && ep.useTLS {
+		tc := tls.Client(nc, ep.tlsConfig)
+		if err = tc.HandshakeContext(dctx); err != nil {
+			_ = nc.Close()
+			err = fmt.Errorf("TLS handshake: %w", err)
+		}
+		nc = tc
+	}
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.addr, err)
+	}
+	keepalive := true
+	if f.s.creds != nil {
+		_ = nc.SetDeadline(time.Now().Add(f.s.handshakeTimeout))
+		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+		keepalive, err = handshake(nc, f.s.creds, ep.addr)
+		if stop() {
+			_ = nc.SetDeadline(time.Time{})
+		}
+		if err != nil {
+			_ = nc.Close()
+			if ctx.Err() == nil {
+				f.handshakeFailures.Add(1)
+			}
+			return nil, err
+		}
+	}
+	f.connects.Add(1)
+	fc := &fconn{Conn: nc, server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
+	f.readers.Add(1)
+	go f.readLoop(fc)
+	return fc, nil
+}
+
+// awaitAck waits up to AckTimeout for the ack of chunk. serverDown says whether the
+// failure counts against the server (no answer, a broken one, a lost connection) or only
+// against the connection (an ack for another chunk).
+func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *endpoint, chunk string) (serverDown bool, err error) {
 	t := time.NewTimer(f.s.ackTimeout)
 	defer t.Stop()
 	select {
 	case got := <-c.acks:
 		if got != chunk {
-			return fmt.Errorf("fluentcore: ack from %s does not match the chunk sent", f.s.address)
+			return false, fmt.Errorf("fluentcore: ack from %s does not match the chunk sent", ep.addr)
 		}
-		return nil
+		return false, nil
 	case <-c.dead:
-		return fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", f.s.address, c.err)
+		return true, fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", ep.addr, c.err)
 	case <-t.C:
-		return fmt.Errorf("fluentcore: no ack from %s within %v", f.s.address, f.s.ackTimeout)
+		return true, fmt.Errorf("fluentcore: no ack from %s within %v", ep.addr, f.s.ackTimeout)
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-}
-
-func (f *forwarder) dial(ctx context.Context) error {
-	d := &net.Dialer{Timeout: f.s.dialTimeout, KeepAlive: 30 * time.Second}
-	var (
-		c   net.Conn
-		err error
-	)
-	if f.s.useTLS {
-		td := &tls.Dialer{NetDialer: d, Config: f.s.tlsConfig}
-		c, err = td.DialContext(ctx, "tcp", f.s.address)
-	} else {
-		c, err = d.DialContext(ctx, f.s.network, f.s.address)
-	}
-	if err != nil {
-		return fmt.Errorf("fluentcore: connect to %s: %w", f.s.address, err)
-	}
-	f.connects.Add(1)
-	fc := &fconn{Conn: c, acks: make(chan string, 1), dead: make(chan struct{})}
-	f.conn = fc
-	f.readers.Add(1)
-	go f.readLoop(fc)
-	return nil
 }
 
 // readLoop reads what the receiver sends: one ack map per frame that asked for one, and
@@ -209,6 +367,9 @@ func (f *forwarder) readLoop(c *fconn) {
 			}
 			if err != nil {
 				c.err = fmt.Errorf("malformed ack: %v", err)
+				if handshakeMessage(buf[:n]) {
+					c.err = errors.New("receiver sent HELO or PONG: it expects the shared_key handshake (Config.SharedKey)")
+				}
 				_ = c.Close()
 				return
 			}
@@ -219,10 +380,6 @@ func (f *forwarder) readLoop(c *fconn) {
 			}
 		}
 	}
-}
-
-func (f *forwarder) markDown() {
-	f.downSince.CompareAndSwap(0, time.Now().UnixNano())
 }
 
 // disconnectedFor reports how long sends have been failing (0 while they succeed).

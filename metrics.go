@@ -51,6 +51,9 @@ type StreamStats struct {
 	// SentBatches and SentBytes count frames written; SendErrors failed attempts;
 	// Reconnects connections opened after the first.
 	SentBatches, SentBytes, SendErrors, Reconnects uint64
+	// HandshakeFailures counts new connections whose shared-key handshake failed (also
+	// counted in SendErrors).
+	HandshakeFailures uint64
 }
 
 // DroppedTotal returns the sum of Dropped over all reasons.
@@ -75,6 +78,7 @@ type metrics struct {
 	entries, delivered, spilled, dropped              *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
+	handshakeFailures                                 *prometheus.Desc
 	sendDuration                                      *prometheus.HistogramVec
 }
 
@@ -96,6 +100,8 @@ func newMetrics(s *sink, constLabels prometheus.Labels) *metrics {
 		sentBytes:     d("sent_bytes_total", "Bytes of Forward frames written to a receiver."),
 		sendErrors:    d("send_errors_total", "Failed attempts to send a frame (dial, write or ack)."),
 		reconnects:    d("reconnects_total", "Connections opened after the first one."),
+		handshakeFailures: d("handshake_failures_total",
+			"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
 		sendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:        "fluentcore_send_duration_seconds",
 			Help:        "Time to write one frame and, with acks, receive its ack.",
@@ -108,7 +114,7 @@ func newMetrics(s *sink, constLabels prometheus.Labels) *metrics {
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.bufferBytes,
-		m.capacityBytes, m.degraded, m.transitions, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects} {
+		m.capacityBytes, m.degraded, m.transitions, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures} {
 		ch <- d
 	}
 	m.sendDuration.Describe(ch)
@@ -143,6 +149,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(m.sentBytes, st.SentBytes)
 		counter(m.sendErrors, st.SendErrors)
 		counter(m.reconnects, st.Reconnects)
+		counter(m.handshakeFailures, st.HandshakeFailures)
 	}
 	m.sendDuration.Collect(ch)
 }

@@ -72,3 +72,29 @@ type forwardOptions struct {
 type ackResponse struct {
 	Ack string `msg:"ack"`
 }
+
+// The shared-key handshake (PROTOCOL.md section 5). The receiver speaks first with HELO,
+// which is decoded by hand (decodeHELO) because fluentd sends its nonce and auth as bin and
+// fluent-bit as str. PING and PONG have fixed shapes and are generated.
+
+//msgp:tuple pingMessage pongMessage
+
+// pingMessage is the client's answer to HELO: ["PING", hostname, salt, digest, username,
+// password digest], every field a str (fluent-bit rejects anything else).
+type pingMessage struct {
+	Type           string // "PING"
+	Hostname       string // Config.SelfHostname
+	Salt           string // 32 hex characters, new for every connection
+	Digest         string // hex sha512(salt ‖ hostname ‖ nonce ‖ shared key)
+	Username       string // "" when HELO's auth is empty
+	PasswordDigest string // hex sha512(auth ‖ username ‖ password); "" when auth is empty
+}
+
+// pongMessage is the receiver's verdict: ["PONG", auth_result, reason, hostname, digest].
+type pongMessage struct {
+	Type       string // "PONG"
+	AuthResult bool
+	Reason     string // why auth_result is false
+	Hostname   string // the receiver's self_hostname
+	Digest     string // hex sha512(salt ‖ receiver hostname ‖ nonce ‖ shared key)
+}

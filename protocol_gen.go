@@ -148,3 +148,129 @@ func (z forwardOptions) Msgsize() (s int) {
 	s = 1 + 5 + msgp.IntSize + 6 + msgp.StringPrefixSize + len(z.Chunk) + 11 + msgp.StringPrefixSize + len(z.Compressed)
 	return
 }
+
+// MarshalMsg implements msgp.Marshaler
+func (z *pingMessage) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 6
+	o = append(o, 0x96)
+	o = msgp.AppendString(o, z.Type)
+	o = msgp.AppendString(o, z.Hostname)
+	o = msgp.AppendString(o, z.Salt)
+	o = msgp.AppendString(o, z.Digest)
+	o = msgp.AppendString(o, z.Username)
+	o = msgp.AppendString(o, z.PasswordDigest)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *pingMessage) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 6 {
+		err = msgp.ArrayError{Wanted: 6, Got: zb0001}
+		return
+	}
+	z.Type, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Type")
+		return
+	}
+	z.Hostname, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Hostname")
+		return
+	}
+	z.Salt, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Salt")
+		return
+	}
+	z.Digest, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Digest")
+		return
+	}
+	z.Username, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Username")
+		return
+	}
+	z.PasswordDigest, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "PasswordDigest")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *pingMessage) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.Type) + msgp.StringPrefixSize + len(z.Hostname) + msgp.StringPrefixSize + len(z.Salt) + msgp.StringPrefixSize + len(z.Digest) + msgp.StringPrefixSize + len(z.Username) + msgp.StringPrefixSize + len(z.PasswordDigest)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *pongMessage) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 5
+	o = append(o, 0x95)
+	o = msgp.AppendString(o, z.Type)
+	o = msgp.AppendBool(o, z.AuthResult)
+	o = msgp.AppendString(o, z.Reason)
+	o = msgp.AppendString(o, z.Hostname)
+	o = msgp.AppendString(o, z.Digest)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *pongMessage) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 5 {
+		err = msgp.ArrayError{Wanted: 5, Got: zb0001}
+		return
+	}
+	z.Type, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Type")
+		return
+	}
+	z.AuthResult, bts, err = msgp.ReadBoolBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "AuthResult")
+		return
+	}
+	z.Reason, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Reason")
+		return
+	}
+	z.Hostname, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Hostname")
+		return
+	}
+	z.Digest, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Digest")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *pongMessage) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.Type) + msgp.BoolSize + msgp.StringPrefixSize + len(z.Reason) + msgp.StringPrefixSize + len(z.Hostname) + msgp.StringPrefixSize + len(z.Digest)
+	return
+}

@@ -32,7 +32,17 @@
 //		}
 //	}
 //
-// Fault injection: Stall stops reading (the client's writes then block once kernel buffers
-// fill) until Resume; Close drops every connection. Benchmarks use CountOnly, which counts
-// entries without decoding records.
+// It also plays the receiver side of the rest of the protocol: the shared_key handshake
+// with users (WithSharedKey, WithUsers, WithHostname; HELO in fluentd's form or, with
+// WithHELOStr, fluent-bit's), TLS (WithTLS, WithTLS12Only, and NewTLSCert for a throwaway
+// CA with server and client certificates), unix sockets (WithAddr), and deny_keepalive
+// (DenyKeepalive).
+//
+// Fault injection, switchable while the receiver runs so a test can break it and heal it:
+// Stall stops reading (the client's writes then block once kernel buffers fill) until
+// Resume; SetCloseAfter closes connections after n bytes; SetRefuse refuses new
+// connections; CloseConnections drops the open ones; SetAckFault withholds or corrupts
+// acks; SetPongFault answers a valid PING with a wrong digest, a rejection or nothing.
+// Close drops every connection for good. Benchmarks use CountOnly, which counts entries
+// without decoding records.
 package forwardtest

@@ -45,5 +45,5 @@ func ExampleStart() {
 	fmt.Printf("%+v\n", recv.Stats())
 	// Output:
 	// Message shop.orders 2023-11-14T22:13:20Z order placed 3
-	// {Connections:1 Frames:1 Entries:1 Bytes:43 Acks:0 Truncated:0 Violations:0}
+	// {Connections:1 Frames:1 Entries:1 Bytes:43 Acks:0 Truncated:0 Violations:0 Handshakes:0 HandshakeFailures:0 FaultedAcks:0}
 }

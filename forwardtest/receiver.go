@@ -1,6 +1,7 @@
 package forwardtest
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -82,6 +83,14 @@ type Stats struct {
 	Truncated int64
 	// Violations counts requests that fluentd or fluent-bit would reject (see Violations).
 	Violations int64
+	// Handshakes counts PINGs accepted (right shared key, user and password), whatever a
+	// PongFault then made of the PONG.
+	Handshakes int64
+	// HandshakeFailures counts PINGs rejected: wrong shared key, unknown user or wrong
+	// password, or a first message that is not a PING (a client without the shared key).
+	HandshakeFailures int64
+	// FaultedAcks counts acks withheld or corrupted by SetAckFault.
+	FaultedAcks int64
 }
 
 // Option configures a Receiver; pass options to NewReceiver or Start, which apply them in
@@ -97,7 +106,17 @@ type options struct {
 	allowViolations bool
 	logf            func(format string, args ...any)
 	logfSet         bool
+	sharedKey       string
+	users           map[string]string
+	hostname        string
+	heloStr         bool
+	denyKeepalive   bool
+	tlsConfig       *tls.Config
+	tls12Only       bool
 }
+
+// handshake reports whether connections start with HELO/PING/PONG.
+func (o *options) handshake() bool { return o.sharedKey != "" || len(o.users) > 0 }
 
 // WithAddr sets the address to listen on: "host:port" or "tcp://host:port" for TCP, or
 // "unix:///path/to/socket" for a unix socket. The default is "127.0.0.1:0", a free port on
@@ -144,9 +163,12 @@ func WithLogf(logf func(format string, args ...any)) Option {
 // fluent-bit together, stores the entries in arrival order and answers acks. All its
 // methods are safe for concurrent use.
 type Receiver struct {
-	opts options
-	ln   net.Listener
-	addr string
+	opts    options
+	network string // "tcp" or "unix"
+	bound   string // the address actually listened on, for listening again after SetRefuse
+	tlsConf *tls.Config
+	addr    string
+	faults  faults
 
 	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
@@ -154,6 +176,7 @@ type Receiver struct {
 	closeErr  error
 
 	mu         sync.Mutex
+	ln         net.Listener // nil while refusing connections
 	closed     bool
 	conns      map[net.Conn]struct{}
 	nextConnID int64
@@ -195,7 +218,7 @@ func NewReceiver(tb testing.TB, opts ...Option) *Receiver {
 // Close it. Violations are only recorded (see Violations), never reported. It returns an
 // error if the address is malformed or cannot be listened on.
 func Start(opts ...Option) (*Receiver, error) {
-	o := options{addr: "127.0.0.1:0"}
+	o := options{addr: "127.0.0.1:0", hostname: DefaultHostname}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -203,24 +226,51 @@ func Start(opts ...Option) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen(network, address)
+	r := &Receiver{
+		opts:    o,
+		network: network,
+		bound:   address,
+		done:    make(chan struct{}),
+		conns:   make(map[net.Conn]struct{}),
+	}
+	if o.tlsConfig != nil {
+		if network == "unix" {
+			return nil, errors.New("forwardtest: TLS needs a TCP address")
+		}
+		r.tlsConf = o.tlsConfig.Clone()
+		if o.tls12Only {
+			r.tlsConf.MinVersion, r.tlsConf.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
+		}
+	}
+	ln, err := r.listen()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case network == "unix":
+		r.addr = "unix://" + address
+	case r.tlsConf != nil:
+		r.addr = "tls://" + ln.Addr().String()
+	default:
+		r.addr = "tcp://" + ln.Addr().String()
+	}
+	r.bound = ln.Addr().String()
+	r.ln = ln
+	r.wg.Add(1)
+	go r.acceptLoop(ln)
+	return r, nil
+}
+
+// listen opens the listener at r.bound, with TLS if configured.
+func (r *Receiver) listen() (net.Listener, error) {
+	ln, err := net.Listen(r.network, r.bound)
 	if err != nil {
 		return nil, fmt.Errorf("forwardtest: listen: %w", err)
 	}
-	r := &Receiver{
-		opts:  o,
-		ln:    ln,
-		done:  make(chan struct{}),
-		conns: make(map[net.Conn]struct{}),
+	if r.tlsConf != nil {
+		ln = tls.NewListener(ln, r.tlsConf)
 	}
-	if network == "unix" {
-		r.addr = "unix://" + address
-	} else {
-		r.addr = "tcp://" + ln.Addr().String()
-	}
-	r.wg.Add(1)
-	go r.acceptLoop()
-	return r, nil
+	return ln, nil
 }
 
 func parseAddr(addr string) (network, address string, err error) {
@@ -241,8 +291,8 @@ func parseAddr(addr string) (network, address string, err error) {
 }
 
 // Addr returns the address the receiver listens on, in the form a client configuration
-// takes: "tcp://127.0.0.1:PORT" or "unix:///path". It never fails and is safe for
-// concurrent use, also after Close.
+// takes: "tcp://127.0.0.1:PORT", "tls://127.0.0.1:PORT" (with WithTLS) or
+// "unix:///path". It never fails and is safe for concurrent use, also after Close.
 func (r *Receiver) Addr() string { return r.addr }
 
 // Close stops the receiver: it closes the listener and every connection (requests in the
@@ -254,13 +304,17 @@ func (r *Receiver) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
+		ln := r.ln
+		r.ln = nil
 		conns := make([]net.Conn, 0, len(r.conns))
 		for c := range r.conns {
 			conns = append(conns, c)
 		}
 		r.mu.Unlock()
 		close(r.done)
-		r.closeErr = r.ln.Close()
+		if ln != nil {
+			r.closeErr = ln.Close()
+		}
 		for _, c := range conns {
 			_ = c.Close()
 		}
@@ -458,13 +512,17 @@ func (r *Receiver) logf(format string, args ...any) {
 	}
 }
 
-func (r *Receiver) acceptLoop() {
+// acceptLoop accepts connections on ln until ln is closed by Close or SetRefuse.
+func (r *Receiver) acceptLoop(ln net.Listener) {
 	defer r.wg.Done()
 	var delay time.Duration
 	for {
-		nc, err := r.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
-			if r.isClosed() {
+			r.mu.Lock()
+			gone := r.ln != ln
+			r.mu.Unlock()
+			if r.isClosed() || gone {
 				return
 			}
 			// A transient failure (for example EMFILE): back off and try again.
@@ -506,7 +564,10 @@ func (r *Receiver) serve(nc net.Conn, id int64) {
 		delete(r.conns, nc)
 		r.mu.Unlock()
 	}()
-	c := r.newConn(nc, id, nc.RemoteAddr().String())
+	c := r.newConn(&faultConn{Conn: nc, f: &r.faults}, id, nc.RemoteAddr().String())
+	if r.opts.handshake() && !c.handshake() {
+		return
+	}
 	for {
 		// Check the gate before waiting for a request and again once its first byte is
 		// there, so that a request arriving after Stall returned is never decoded.
@@ -519,8 +580,8 @@ func (r *Receiver) serve(nc net.Conn, id int64) {
 		if !r.gate() {
 			return
 		}
-		if !c.step() {
-			return
+		if !c.step() || r.opts.denyKeepalive {
+			return // deny_keepalive: one request per connection, as fluentd
 		}
 	}
 }
@@ -581,9 +642,21 @@ func (c *conn) step() bool {
 	clear(c.batch)
 	c.batch = c.batch[:0]
 	if res.hasChunk {
+		fault := AckFault(r.faults.ack.Load())
+		if fault == AckWithhold {
+			r.countFaultedAck()
+			return true
+		}
+		token := res.chunk
+		if fault == AckWrongToken {
+			token = wrongToken
+		}
 		c.ack = msgp.AppendMapHeader(c.ack[:0], 1)
 		c.ack = msgp.AppendString(c.ack, "ack")
-		c.ack = msgp.AppendString(c.ack, res.chunk)
+		c.ack = msgp.AppendString(c.ack, token)
+		if fault == AckMalformed {
+			c.ack = append(c.ack[:0], malformedAck...)
+		}
 		if c.w == nil {
 			return true
 		}
@@ -593,12 +666,23 @@ func (c *conn) step() bool {
 			}
 			return false
 		}
+		if fault != AckOK {
+			r.countFaultedAck()
+			return true
+		}
 		r.mu.Lock()
 		r.stats.Acks++
 		r.notifyLocked()
 		r.mu.Unlock()
 	}
 	return true
+}
+
+func (r *Receiver) countFaultedAck() {
+	r.mu.Lock()
+	r.stats.FaultedAcks++
+	r.notifyLocked()
+	r.mu.Unlock()
 }
 
 func (r *Receiver) violation(err error) {

@@ -1,0 +1,625 @@
+package fluentcore_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Tests of the forwarder's features against forwardtest: modes, acks and their faults,
+// the shared-key handshake, TLS, unix sockets, several servers, deadlines.
+
+const waitFor = 10 * time.Second
+
+// eventually waits until cond holds, checking every few milliseconds, or fails the test.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// logErrs logs n err entries numbered from first.
+func logErrs(core *fluentcore.Core, first, n int) {
+	logger := zap.New(core)
+	for i := first; i < first+n; i++ {
+		logger.Error("e", zap.Int("i", i))
+	}
+}
+
+// indexes counts the entries of the receiver by their "i" field.
+func indexes(r *forwardtest.Receiver) map[int64]int {
+	seen := map[int64]int{}
+	for _, e := range r.Entries() {
+		if i, ok := e.Record["i"].(int64); ok {
+			seen[i]++
+		}
+	}
+	return seen
+}
+
+// checkAll waits until the receivers hold n entries, and fails unless every i in [0, n) is
+// among them; it returns how many entries arrived more than once. (Without acks, a
+// delivered entry is one written to the connection: the receiver may not have read it yet.)
+func checkAll(t *testing.T, n int, rs ...*forwardtest.Receiver) (duplicates int) {
+	t.Helper()
+	eventually(t, "entries to arrive", func() bool {
+		total := 0
+		for _, r := range rs {
+			total += r.Len()
+		}
+		return total >= n
+	})
+	seen := map[int64]int{}
+	for _, r := range rs {
+		for i, c := range indexes(r) {
+			seen[i] += c
+		}
+	}
+	for i := range int64(n) {
+		switch c := seen[i]; {
+		case c == 0:
+			t.Errorf("entry %d never arrived", i)
+		case c > 1:
+			duplicates += c - 1
+		}
+	}
+	return duplicates
+}
+
+// quietCore is a test core whose failures stay short and out of the test's output.
+func quietCore(t *testing.T, addr string, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
+	t.Helper()
+	var fallback syncBuffer
+	return newTestCoreAt(t, addr, reg, func(c *fluentcore.Config) {
+		c.SyncTimeout = 150 * time.Millisecond
+		c.CloseTimeout = 150 * time.Millisecond
+		c.ErrFallback = &fallback
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+// newTestCoreAt is newTestCore for an address (or, with addr "", Config.Servers).
+func newTestCoreAt(t *testing.T, addr string, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
+	t.Helper()
+	cfg := fluentcore.Config{
+		Addr:          addr,
+		Tag:           "shop",
+		FlushInterval: 10 * time.Millisecond,
+		RetryMin:      5 * time.Millisecond,
+		RetryMax:      50 * time.Millisecond,
+		Registerer:    reg,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	core := fluentcore.New(cfg)
+	t.Cleanup(func() { _ = core.Close() })
+	return core
+}
+
+func TestModesOnTheWire(t *testing.T) {
+	for _, tc := range []struct {
+		compression string
+		mode        forwardtest.Mode
+	}{{"", forwardtest.PackedForward}, {"gzip", forwardtest.CompressedPackedForward}} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			r := forwardtest.NewReceiver(t)
+			core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.Compression = tc.compression })
+			logger := zap.New(core)
+			for i := range 200 {
+				logger.Info("line", zap.Int("i", i), zap.String("pad", strings.Repeat("ab", i)))
+			}
+			logErrs(core, 200, 10)
+			if err := core.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.WaitForEntries(210, waitFor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range got {
+				if e.Mode != tc.mode {
+					t.Fatalf("entry in %v, want %v", e.Mode, tc.mode)
+				}
+				if i := e.Record["i"].(int64); i < 200 && e.Record["pad"] != strings.Repeat("ab", int(i)) {
+					t.Fatalf("entry %d: pad %v", i, e.Record["pad"])
+				}
+			}
+			if dup := checkAll(t, 210, r); dup != 0 {
+				t.Errorf("%d duplicates without faults", dup)
+			}
+		})
+	}
+}
+
+// With RequireAck, every way an ack can go wrong makes the client drop the connection and
+// send the same batch again; nothing is lost, and duplicates are possible.
+func TestAckFaultsResendTheBatch(t *testing.T) {
+	for _, fault := range []forwardtest.AckFault{forwardtest.AckWithhold, forwardtest.AckWrongToken, forwardtest.AckMalformed} {
+		t.Run(fault.String(), func(t *testing.T) {
+			r := forwardtest.NewReceiver(t)
+			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+				c.RequireAck = true
+				c.AckTimeout = 100 * time.Millisecond
+			})
+			r.SetAckFault(fault)
+			const n = 50
+			logErrs(core, 0, n)
+			// Two faulted acks: the batch was sent, and sent again after the failure.
+			if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.FaultedAcks >= 2 }, waitFor); err != nil {
+				t.Fatal(err)
+			}
+			if core.Stats().Err.Delivered != 0 {
+				t.Fatal("entries counted as delivered without their ack")
+			}
+			r.SetAckFault(forwardtest.AckOK)
+			eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+			st := core.Stats().Err
+			if st.Delivered != n || st.SendErrors < 2 || st.Reconnects < 2 {
+				t.Fatalf("delivered %d, send errors %d, reconnects %d", st.Delivered, st.SendErrors, st.Reconnects)
+			}
+			if dup := checkAll(t, n, r); dup == 0 {
+				t.Error("no duplicates, yet the faulted attempts stored their batch")
+			}
+		})
+	}
+}
+
+func TestConnectionClosedMidFrameIsResent(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	r.SetCloseAfter(40) // inside the first frame
+	const n = 50
+	logErrs(core, 0, n)
+	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Truncated >= 2 }, waitFor); err != nil {
+		t.Fatal(err)
+	}
+	r.SetCloseAfter(0)
+	eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+	if dup := checkAll(t, n, r); dup != 0 {
+		t.Errorf("%d duplicates: truncated frames are never stored", dup)
+	}
+}
+
+func TestRefusedConnectionsAreRetriedWithBackoff(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	if err := r.SetRefuse(true); err != nil {
+		t.Fatal(err)
+	}
+	core := quietCore(t, r.Addr(), nil, nil)
+	logErrs(core, 0, 10)
+	eventually(t, "failed attempts", func() bool { return core.Stats().Err.SendErrors >= 3 })
+	if err := core.Sync(); err == nil || !strings.Contains(err.Error(), "connect to") {
+		t.Fatalf("Sync while refused: %v, want the connect error", err)
+	}
+	if err := r.SetRefuse(false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 10 })
+	checkAll(t, 10, r)
+	if err := core.Sync(); err != nil {
+		t.Fatalf("Sync after recovery: %v", err)
+	}
+}
+
+func TestReconnectAfterTheReceiverDropsConnections(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	logErrs(core, 0, 5)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r.CloseConnections()
+	logErrs(core, 5, 5)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, 10, r)
+	if s := r.Stats(); s.Connections < 2 {
+		t.Fatalf("%d connections, want a new one after the drop", s.Connections)
+	}
+}
+
+func TestSharedKeyHandshake(t *testing.T) {
+	users := map[string]string{"alice": "pw-alice", "bob": "pw-bob"}
+	cases := []struct {
+		name string
+		opts []forwardtest.Option
+		mod  func(*fluentcore.Config)
+	}{
+		{"fluentd HELO", []forwardtest.Option{forwardtest.WithSharedKey("k3y")}, nil},
+		{"fluent-bit HELO", []forwardtest.Option{forwardtest.WithSharedKey("k3y"), forwardtest.WithHELOStr()}, nil},
+		{"users", []forwardtest.Option{forwardtest.WithSharedKey("k3y"), forwardtest.WithUsers(users)},
+			func(c *fluentcore.Config) { c.Username, c.Password = "bob", "pw-bob" }},
+		{"acks and gzip", []forwardtest.Option{forwardtest.WithSharedKey("k3y")},
+			func(c *fluentcore.Config) { c.RequireAck, c.Compression = true, "gzip" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := forwardtest.NewReceiver(t, tc.opts...)
+			core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+				c.SharedKey = "k3y"
+				c.SelfHostname = "client"
+				if tc.mod != nil {
+					tc.mod(c)
+				}
+			})
+			zap.New(core).Info("hello", zap.Int("i", 0))
+			logErrs(core, 1, 1)
+			if err := core.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			checkAll(t, 2, r)
+			if s := r.Stats(); s.Handshakes != 2 || s.HandshakeFailures != 0 {
+				t.Fatalf("receiver stats %+v, want a handshake per stream", s)
+			}
+			if st := core.Stats(); st.Info.HandshakeFailures+st.Err.HandshakeFailures != 0 {
+				t.Fatal("handshake failures counted")
+			}
+		})
+	}
+}
+
+// HELO "keepalive": false means one request per connection: the client closes after each
+// frame instead of writing into a connection the receiver is closing.
+func TestHELOKeepaliveFalse(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"), forwardtest.DenyKeepalive())
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.SharedKey = "k" })
+	for i := range 5 {
+		logErrs(core, i, 1)
+		if err := core.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkAll(t, 5, r)
+	st := core.Stats().Err
+	if st.SendErrors != 0 || st.SentBatches != 5 || r.Stats().Connections != 5 {
+		t.Fatalf("send errors %d, batches %d, connections %d", st.SendErrors, st.SentBatches, r.Stats().Connections)
+	}
+}
+
+// Every handshake failure is an error wrapping ErrHandshake, without the secrets, counted
+// in fluentcore_handshake_failures_total; the sender keeps retrying and recovers once the
+// receiver is healed.
+func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
+	const key, password = "the-shared-k3y", "the-passw0rd"
+	cases := []struct {
+		name   string
+		opts   []forwardtest.Option
+		mod    func(*fluentcore.Config)
+		fault  forwardtest.PongFault
+		want   string
+		healed bool // healed by PongOK
+	}{
+		{"wrong key", []forwardtest.Option{forwardtest.WithSharedKey("another-key")}, nil, 0, "shared_key mismatch", false},
+		{"wrong password", []forwardtest.Option{forwardtest.WithSharedKey(key), forwardtest.WithUsers(map[string]string{"alice": "other"})},
+			func(c *fluentcore.Config) { c.Username, c.Password = "alice", password }, 0, "username/password mismatch", false},
+		{"wrong PONG digest", nil, nil, forwardtest.PongWrongDigest, "digest does not match", true},
+		{"PONG auth_result false", nil, nil, forwardtest.PongAuthFailed, "rejected the credentials", true},
+		{"no PONG", nil, nil, forwardtest.PongNone, "reading PONG", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			if opts == nil {
+				opts = []forwardtest.Option{forwardtest.WithSharedKey(key)}
+			}
+			r := forwardtest.NewReceiver(t, opts...)
+			r.SetPongFault(tc.fault)
+			reg := prometheus.NewRegistry()
+			core := quietCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
+				c.SharedKey = key
+				if tc.mod != nil {
+					tc.mod(c)
+				}
+			})
+			logErrs(core, 0, 3)
+			eventually(t, "retried handshakes", func() bool { return core.Stats().Err.HandshakeFailures >= 3 })
+			err := core.Sync()
+			if !errors.Is(err, fluentcore.ErrHandshake) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Sync: %v; want ErrHandshake mentioning %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), key) || strings.Contains(err.Error(), password) {
+				t.Fatalf("error reveals a secret: %v", err)
+			}
+			if v := metric(t, reg, "fluentcore_handshake_failures_total", map[string]string{"stream": "err"}); v < 3 {
+				t.Fatalf("fluentcore_handshake_failures_total{stream=err} = %v", v)
+			}
+			if r.Stats().Entries != 0 {
+				t.Fatal("data reached the receiver without a handshake")
+			}
+			if !tc.healed {
+				return
+			}
+			r.SetPongFault(forwardtest.PongOK)
+			eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 3 })
+			checkAll(t, 3, r)
+		})
+	}
+}
+
+// A client without the key, facing a receiver that wants one: fluentd answers its first
+// frame with a failing PONG and closes. With acks the client notices and says why.
+func TestMissingSharedKeyIsReported(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
+	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	logErrs(core, 0, 1)
+	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.HandshakeFailures >= 2 }, waitFor); err != nil {
+		t.Fatal(err)
+	}
+	if err := core.Sync(); err == nil || !strings.Contains(err.Error(), "shared_key") {
+		t.Fatalf("Sync: %v, want a hint at the shared_key", err)
+	}
+}
+
+// The handshake is bounded by HandshakeTimeout: a receiver that sends HELO and then reads
+// nothing (stalled) costs a timeout, not a hang.
+func TestHandshakeTimeout(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
+	r.Stall()
+	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+		c.SharedKey = "k"
+		c.HandshakeTimeout = 100 * time.Millisecond
+	})
+	logErrs(core, 0, 1)
+	eventually(t, "handshake timeouts", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
+	err := core.Sync()
+	if !errors.Is(err, fluentcore.ErrHandshake) || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("Sync: %v, want a handshake timeout", err)
+	}
+	r.Resume()
+	eventually(t, "delivery after resume", func() bool { return core.Stats().Err.Delivered == 1 })
+}
+
+func TestTLS(t *testing.T) {
+	cert, err := forwardtest.NewTLSCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := forwardtest.NewTLSCert("fluentd.internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutual := cert.ServerConfig()
+	mutual.ClientAuth, mutual.ClientCAs = tls.RequireAndVerifyClientCert, cert.CAPool
+	withClientCert := cert.ClientConfig()
+	withClientCert.Certificates = []tls.Certificate{cert.Client}
+	withName := named.ClientConfig()
+	withName.ServerName = "fluentd.internal"
+
+	cases := []struct {
+		name   string
+		server *tls.Config
+		opts   []forwardtest.Option
+		client *tls.Config
+		key    string
+		want   string // "" means delivered; else part of the error
+	}{
+		{"TLS 1.2-only receiver", cert.ServerConfig(), []forwardtest.Option{forwardtest.WithTLS12Only()}, cert.ClientConfig(), "", ""},
+		{"TLS and shared key", cert.ServerConfig(), []forwardtest.Option{forwardtest.WithSharedKey("k")}, cert.ClientConfig(), "k", ""},
+		{"unknown authority", cert.ServerConfig(), nil, nil, "", "certificate"},
+		{"verification disabled", cert.ServerConfig(), nil, &tls.Config{InsecureSkipVerify: true}, "", ""},
+		{"ServerName", named.ServerConfig(), nil, withName, "", ""},
+		{"name mismatch", named.ServerConfig(), nil, named.ClientConfig(), "", "certificate"},
+		{"client certificate", mutual, nil, withClientCert, "", ""},
+		{"client certificate missing", mutual, nil, cert.ClientConfig(), "", "certificate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]forwardtest.Option{forwardtest.WithTLS(tc.server), forwardtest.WithLogf(nil)}, tc.opts...)
+			r := forwardtest.NewReceiver(t, opts...)
+			if !strings.HasPrefix(r.Addr(), "tls://") {
+				t.Fatalf("Addr %q", r.Addr())
+			}
+			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+				c.TLS = tc.client
+				c.SharedKey = tc.key
+				// A TLS 1.3 server rejects a missing client certificate after the
+				// client's handshake is done: only an ack wait notices.
+				c.RequireAck = true
+			})
+			logErrs(core, 0, 3)
+			if tc.want == "" {
+				eventually(t, "delivery", func() bool { return core.Stats().Err.Delivered == 3 })
+				checkAll(t, 3, r)
+				return
+			}
+			eventually(t, "a failed attempt", func() bool { return core.Stats().Err.SendErrors >= 1 })
+			err := core.Sync()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Sync: %v, want an error mentioning %q", err, tc.want)
+			}
+			if r.Stats().Entries != 0 {
+				t.Fatal("entries delivered over an unverified connection")
+			}
+		})
+	}
+}
+
+// DialTimeout bounds the TLS handshake too: a stalled receiver never answers it.
+func TestTLSHandshakeDeadline(t *testing.T) {
+	cert, err := forwardtest.NewTLSCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := forwardtest.NewReceiver(t, forwardtest.WithTLS(cert.ServerConfig()))
+	r.Stall()
+	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+		c.TLS = cert.ClientConfig()
+		c.DialTimeout = 200 * time.Millisecond
+	})
+	logErrs(core, 0, 1)
+	eventually(t, "a TLS handshake timeout", func() bool {
+		err := core.Sync()
+		return err != nil && strings.Contains(err.Error(), "TLS handshake") && errors.Is(err, context.DeadlineExceeded)
+	})
+	r.Resume()
+	checkAll(t, 1, r)
+}
+
+func TestUnixSocket(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	logErrs(core, 0, 3)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, 3, r)
+}
+
+// servers returns receivers that close after each request and use a handshake (whose HELO
+// tells the client so), so that every frame opens a connection through the balancer.
+func oneShotReceivers(t *testing.T, n int) []*forwardtest.Receiver {
+	rs := make([]*forwardtest.Receiver, n)
+	for i := range rs {
+		rs[i] = forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"), forwardtest.DenyKeepalive(), forwardtest.WithLogf(nil))
+	}
+	return rs
+}
+
+func TestServersWeightedRoundRobin(t *testing.T) {
+	rs := oneShotReceivers(t, 2)
+	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+		c.SharedKey = "k"
+		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr(), Weight: 40}, {Addr: rs[1].Addr(), Weight: 20}}
+	})
+	for i := range 30 {
+		logErrs(core, i, 1)
+		if err := core.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkAll(t, 30, rs...)
+	if a, b := rs[0].Len(), rs[1].Len(); a != 20 || b != 10 {
+		t.Fatalf("entries per server %d and %d, want 20 and 10 (weights 40:20)", a, b)
+	}
+}
+
+func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
+	rs := oneShotReceivers(t, 2)
+	if err := rs[0].SetRefuse(true); err != nil {
+		t.Fatal(err)
+	}
+	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+		c.SharedKey = "k"
+		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr()}, {Addr: rs[1].Addr()}}
+	})
+	for i := range 10 {
+		logErrs(core, i, 1)
+		if err := core.Sync(); err != nil {
+			t.Fatal(err) // the failed attempt on the down server is retried on the other at once
+		}
+	}
+	checkAll(t, 10, rs...)
+	if rs[1].Len() != 10 {
+		t.Fatalf("%d entries on the server that is up, want 10", rs[1].Len())
+	}
+	if err := rs[0].SetRefuse(false); err != nil {
+		t.Fatal(err)
+	}
+	i := 10
+	eventually(t, "the healed server to take connections again", func() bool {
+		logErrs(core, i, 1)
+		i++
+		return core.Sync() == nil && rs[0].Len() > 0
+	})
+	checkAll(t, i, rs...)
+}
+
+func TestServersStandbyFailoverAndRecovery(t *testing.T) {
+	primary := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
+	standby := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
+	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+		c.RequireAck = true
+		c.Servers = []fluentcore.Server{{Addr: standby.Addr(), Standby: true}, {Addr: primary.Addr()}}
+	})
+	logErrs(core, 0, 10)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, 10, primary, standby)
+	if primary.Len() != 10 || standby.Len() != 0 {
+		t.Fatalf("primary %d, standby %d entries; want all on the primary", primary.Len(), standby.Len())
+	}
+
+	// The primary goes away: the standby takes over.
+	if err := primary.SetRefuse(true); err != nil {
+		t.Fatal(err)
+	}
+	primary.CloseConnections()
+	logErrs(core, 10, 10)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if standby.Len() != 10 {
+		t.Fatalf("standby has %d entries, want 10", standby.Len())
+	}
+
+	// The primary comes back: once it is due, the client leaves the standby.
+	if err := primary.SetRefuse(false); err != nil {
+		t.Fatal(err)
+	}
+	i := 20
+	eventually(t, "the primary to take over again", func() bool {
+		logErrs(core, i, 1)
+		i++
+		return core.Sync() == nil && primary.Len() > 10
+	})
+	before := standby.Len()
+	logErrs(core, i, 10)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if standby.Len() != before {
+		t.Fatal("standby still used after the primary recovered")
+	}
+	if dup := checkAll(t, i+10, primary, standby); dup != 0 {
+		t.Errorf("%d duplicates", dup)
+	}
+}
+
+func TestValidateForwardOptions(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  fluentcore.Config
+		want string // "" means valid
+	}{
+		{"gzip", fluentcore.Config{Compression: "gzip"}, ""},
+		{"zstd", fluentcore.Config{Compression: "zstd"}, "Compression"},
+		{"servers", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1"}, {Addr: "tls://b:2", Weight: 10, Standby: true}}}, ""},
+		{"servers and addr", fluentcore.Config{Addr: "a:1", Servers: []fluentcore.Server{{Addr: "b:1"}}}, "not both"},
+		{"bad server", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1"}, {Addr: "ftp://b:1"}}}, "scheme"},
+		{"negative weight", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1", Weight: -1}}}, "weight"},
+		{"user without key", fluentcore.Config{Username: "u", Password: "p"}, "SharedKey"},
+		{"shared key and user", fluentcore.Config{SharedKey: "k", Username: "u", Password: "p"}, ""},
+		{"negative handshake timeout", fluentcore.Config{HandshakeTimeout: -1}, "HandshakeTimeout"},
+	}
+	for _, c := range cases {
+		err := c.cfg.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
+		}
+	}
+}

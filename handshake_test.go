@@ -1,0 +1,265 @@
+package fluentcore
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tinylib/msgp/msgp"
+)
+
+// heloMsg encodes a HELO; nonce and auth are written as bin unless asStr.
+func heloMsg(nonce, auth []byte, asStr bool, extra ...any) []byte {
+	b := msgp.AppendArrayHeader(nil, 2)
+	b = msgp.AppendString(b, "HELO")
+	b = msgp.AppendMapHeader(b, uint32(2+len(extra)/2))
+	for _, kv := range [][2]any{{"nonce", nonce}, {"auth", auth}} {
+		b = msgp.AppendString(b, kv[0].(string))
+		if asStr {
+			b = msgp.AppendStringFromBytes(b, kv[1].([]byte))
+		} else {
+			b = msgp.AppendBytes(b, kv[1].([]byte))
+		}
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		var err error
+		if b, err = msgp.AppendIntf(b, extra[i]); err != nil {
+			panic(err)
+		}
+		if b, err = msgp.AppendIntf(b, extra[i+1]); err != nil {
+			panic(err)
+		}
+	}
+	return b
+}
+
+// notUTF8 is 16 bytes that are not valid UTF-8, as fluent-bit's str nonce may be.
+var notUTF8 = []byte{0xff, 0xfe, 0xc0, 0x80, 0xed, 0xa0, 0x80, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+
+func TestDecodeHELO(t *testing.T) {
+	nonce, auth := []byte("0123456789abcdef"), []byte("fedcba9876543210")
+	ok := []struct {
+		name      string
+		msg       []byte
+		nonce     []byte
+		auth      []byte
+		keepalive bool
+	}{
+		{"fluentd: bin, keepalive true", heloMsg(nonce, auth, false, "keepalive", true), nonce, auth, true},
+		{"fluent-bit: str not UTF-8, no keepalive", heloMsg(notUTF8, notUTF8, true), notUTF8, notUTF8, true},
+		{"keepalive false", heloMsg(nonce, nil, false, "keepalive", false), nonce, nil, false},
+		{"unknown keys ignored", heloMsg(nonce, auth, false, "future", map[string]any{"x": 1}, 7, "int key"), nonce, auth, true},
+	}
+	for _, c := range ok {
+		h, err := decodeHELO(c.msg)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if !bytes.Equal(h.nonce, c.nonce) || !bytes.Equal(h.auth, c.auth) || h.keepalive != c.keepalive {
+			t.Errorf("%s: got %+v", c.name, h)
+		}
+	}
+	bad := map[string][]byte{
+		"not an array":  msgp.AppendString(nil, "HELO"),
+		"wrong type":    append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "PONG"), 0x80),
+		"three items":   append(msgp.AppendString(msgp.AppendArrayHeader(nil, 3), "HELO"), 0x80, 0xc0),
+		"no nonce":      append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO"), 0x80),
+		"int nonce":     heloMsg(nil, nil, false, "nonce", 5)[:0],
+		"options array": append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO"), 0x90),
+		"truncated":     heloMsg(nonce, auth, false)[:20],
+	}
+	b := msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO")
+	b = msgp.AppendMapHeader(b, 1)
+	b = msgp.AppendString(b, "nonce")
+	bad["int nonce"] = msgp.AppendInt(b, 5)
+	for name, msg := range bad {
+		if _, err := decodeHELO(msg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// fakeReceiver plays the receiver's side of a handshake on a pipe: it sends helo, reads
+// the PING and answers with what answer returns (nothing: it keeps the connection open
+// and reports any byte the client sends before it closes). After an answer it closes.
+type fakeReceiver struct {
+	ping  chan pingMessage
+	extra chan int // bytes the client sent after its PING, counted until it closes
+}
+
+func startFakeReceiver(t *testing.T, helo []byte, answer func(p pingMessage) []byte) (net.Conn, *fakeReceiver) {
+	t.Helper()
+	client, server := net.Pipe()
+	f := &fakeReceiver{ping: make(chan pingMessage, 1), extra: make(chan int, 1)}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = client.Close()
+		_ = server.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		defer close(f.ping)
+		if _, err := server.Write(helo); err != nil {
+			return
+		}
+		var buf [4096]byte
+		msg, err := readMessage(server, buf[:])
+		if err != nil {
+			return
+		}
+		var p pingMessage
+		if _, err := p.UnmarshalMsg(msg); err != nil {
+			return
+		}
+		f.ping <- p
+		if reply := answer(p); reply != nil {
+			_, _ = server.Write(reply)
+			_ = server.Close()
+			return
+		}
+		n, _ := io.Copy(io.Discard, server)
+		f.extra <- int(n)
+	}()
+	return client, f
+}
+
+func pong(ok bool, reason, hostname, digest string) []byte {
+	b, _ := (&pongMessage{Type: "PONG", AuthResult: ok, Reason: reason, Hostname: hostname, Digest: digest}).MarshalMsg(nil)
+	return b
+}
+
+const (
+	testKey      = "s3cr3t-shared-key"
+	testPassword = "p4ssw0rd-of-alice"
+)
+
+func testCreds() *credentials {
+	return &credentials{sharedKey: testKey, selfHostname: "client.example", username: "alice", password: testPassword}
+}
+
+func runHandshake(t *testing.T, conn net.Conn, cr *credentials) (bool, error) {
+	t.Helper()
+	_ = conn.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	keepalive, err := handshake(conn, cr, "fake:24224")
+	if err != nil {
+		if !errors.Is(err, ErrHandshake) {
+			t.Errorf("error %v does not wrap ErrHandshake", err)
+		}
+		if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), testPassword) {
+			t.Errorf("error reveals a secret: %v", err)
+		}
+	}
+	return keepalive, err
+}
+
+func TestHandshakeProvesTheKeyAndChecksThePONG(t *testing.T) {
+	nonce, auth := []byte("0123456789abcdef"), notUTF8
+	goodPong := func(p pingMessage) []byte {
+		return pong(true, "", "receiver.example", hexSHA512(p.Salt, "receiver.example", string(nonce), testKey))
+	}
+	for _, asStr := range []bool{false, true} {
+		conn, fr := startFakeReceiver(t, heloMsg(nonce, auth, asStr, "keepalive", false), goodPong)
+		keepalive, err := runHandshake(t, conn, testCreds())
+		if err != nil {
+			t.Fatalf("str=%v: %v", asStr, err)
+		}
+		if keepalive {
+			t.Error("HELO keepalive false not reported")
+		}
+		p := <-fr.ping
+		if p.Type != "PING" || p.Hostname != "client.example" || len(p.Salt) != 32 || strings.Trim(p.Salt, "0123456789abcdef") != "" {
+			t.Errorf("PING %+v", p)
+		}
+		if p.Digest != hexSHA512(p.Salt, "client.example", string(nonce), testKey) {
+			t.Error("PING digest is not sha512(salt, hostname, nonce, key)")
+		}
+		if p.Username != "alice" || p.PasswordDigest != hexSHA512(string(auth), "alice", testPassword) {
+			t.Errorf("user %q, password digest %q", p.Username, p.PasswordDigest)
+		}
+	}
+
+	// Empty auth: the receiver does not authenticate users, so none is sent.
+	conn, fr := startFakeReceiver(t, heloMsg(nonce, nil, false), goodPong)
+	if _, err := runHandshake(t, conn, testCreds()); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-fr.ping; p.Username != "" || p.PasswordDigest != "" {
+		t.Errorf("empty auth, yet user %q and digest %q sent", p.Username, p.PasswordDigest)
+	}
+}
+
+func TestHandshakeFailures(t *testing.T) {
+	nonce := []byte("0123456789abcdef")
+	helo := heloMsg(nonce, nonce, false)
+	digest := func(p pingMessage, host, key string) string { return hexSHA512(p.Salt, host, string(nonce), key) }
+	cases := []struct {
+		name   string
+		helo   []byte
+		answer func(p pingMessage) []byte
+		want   string
+	}{
+		{"wrong PONG digest", helo, func(p pingMessage) []byte {
+			return pong(true, "", "r", digest(p, "r", "another key"))
+		}, "digest does not match"},
+		{"echoed PING digest", helo, func(p pingMessage) []byte {
+			return pong(true, "", p.Hostname, p.Digest)
+		}, "equals SelfHostname"},
+		{"rejected, reason echoes the secrets", helo, func(p pingMessage) []byte {
+			return pong(false, "bad key "+testKey+" or password "+testPassword, "", "")
+		}, "rejected the credentials"},
+		{"closed without PONG", helo, func(p pingMessage) []byte { return []byte{} }, "reading PONG"},
+		{"PONG not an array", helo, func(p pingMessage) []byte { return msgp.AppendString(nil, "PONG") }, "malformed PONG"},
+		{"PONG too long", helo, func(p pingMessage) []byte {
+			return pong(true, strings.Repeat("x", maxHandshakeBytes), "r", digest(p, "r", testKey))
+		}, "longer than"},
+		{"bytes after PONG", helo, func(p pingMessage) []byte {
+			return append(pong(true, "", "r", digest(p, "r", testKey)), 0xc0)
+		}, "unexpected data"},
+		{"malformed HELO", msgp.AppendString(nil, "hello"), nil, "malformed HELO"},
+		{"not msgpack", []byte{0xc1}, nil, "malformed msgpack"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			answer := c.answer
+			if answer == nil {
+				answer = func(pingMessage) []byte { return []byte{} }
+			}
+			conn, _ := startFakeReceiver(t, c.helo, func(p pingMessage) []byte {
+				r := answer(p)
+				if len(r) == 0 {
+					return []byte{} // close without answering
+				}
+				return r
+			})
+			_, err := runHandshake(t, conn, testCreds())
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+// The client sends nothing after its PING until PONG has come: a receiver that never
+// answers gets no data, and the handshake ends at its deadline.
+func TestHandshakeSendsNoDataBeforePONG(t *testing.T) {
+	nonce := []byte("0123456789abcdef")
+	conn, fr := startFakeReceiver(t, heloMsg(nonce, nil, false), func(pingMessage) []byte { return nil })
+	start := time.Now()
+	_, err := runHandshake(t, conn, testCreds())
+	if err == nil || !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "reading PONG") {
+		t.Fatalf("error %v, want a PONG timeout", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("handshake took %v, the deadline was 200ms", d)
+	}
+	_ = conn.Close() // what connect does after a failed handshake
+	if n := <-fr.extra; n != 0 {
+		t.Fatalf("client sent %d bytes before PONG", n)
+	}
+}
