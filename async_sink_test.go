@@ -347,7 +347,7 @@ fluentcore_entries_total{stream="info"} 2
 # TYPE fluentcore_delivered_entries_total counter
 fluentcore_delivered_entries_total{stream="err"} 1
 fluentcore_delivered_entries_total{stream="info"} 2
-# HELP fluentcore_spilled_entries_total Entries written to the local fallback instead of the receiver.
+# HELP fluentcore_spilled_entries_total Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback.
 # TYPE fluentcore_spilled_entries_total counter
 fluentcore_spilled_entries_total{stream="err"} 0
 fluentcore_spilled_entries_total{stream="info"} 0
@@ -360,6 +360,7 @@ fluentcore_dropped_entries_total{reason="queue_full",stream="err"} 0
 fluentcore_dropped_entries_total{reason="sampled",stream="err"} 0
 fluentcore_dropped_entries_total{reason="shutdown",stream="err"} 0
 fluentcore_dropped_entries_total{reason="spill_failed",stream="err"} 0
+fluentcore_dropped_entries_total{reason="spill_full",stream="err"} 0
 fluentcore_dropped_entries_total{reason="too_large",stream="err"} 0
 fluentcore_dropped_entries_total{reason="closed",stream="info"} 0
 fluentcore_dropped_entries_total{reason="degraded",stream="info"} 0
@@ -368,6 +369,7 @@ fluentcore_dropped_entries_total{reason="queue_full",stream="info"} 0
 fluentcore_dropped_entries_total{reason="sampled",stream="info"} 0
 fluentcore_dropped_entries_total{reason="shutdown",stream="info"} 0
 fluentcore_dropped_entries_total{reason="spill_failed",stream="info"} 0
+fluentcore_dropped_entries_total{reason="spill_full",stream="info"} 0
 fluentcore_dropped_entries_total{reason="too_large",stream="info"} 0
 # HELP fluentcore_buffer_capacity_bytes The stream's buffer budget in bytes.
 # TYPE fluentcore_buffer_capacity_bytes gauge
