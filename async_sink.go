@@ -57,6 +57,11 @@ type stream struct {
 	kick      chan struct{}   // wakes the clock when the queue reaches the high watermark
 	highQueue int
 
+	// err only, with SpillDir: the durable spill the sender moves batches to and replays.
+	disk       *diskSpill
+	spillKick  chan struct{} // a writer spilled: the buffers are full
+	spillAfter time.Duration
+
 	sealMu sync.Mutex
 	sealed uint64 // seq of the last sealed batch
 
@@ -69,11 +74,12 @@ type stream struct {
 	queuedBytes                                    atomic.Int64
 	queuedBatches                                  atomic.Int64
 	delivered, spilled                             atomic.Uint64
+	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	metrics                                        *metrics
 }
 
-func newStream(id streamID, tag string, budget int, s *settings, fwd *forwarder, sp spiller) *stream {
+func newStream(id streamID, tag string, budget int, s *settings, fwd *forwarder, sp spiller, disk *diskSpill) *stream {
 	nb := budget / s.batchBytes
 	if nb < 2 {
 		nb = 2
@@ -107,6 +113,11 @@ func newStream(id streamID, tag string, budget int, s *settings, fwd *forwarder,
 	}
 	if id == infoStream {
 		st.degrade = newDegradeControl(s.degrade)
+	}
+	if disk != nil {
+		st.disk = disk
+		st.spillKick = make(chan struct{}, 1)
+		st.spillAfter = s.spillAfter
 	}
 	return st
 }
@@ -330,14 +341,23 @@ func (s *stream) finish(b *batch) {
 }
 
 // run is the stream's sender: it delivers sealed batches in order until ctx is cancelled.
+// With a durable spill (err stream, SpillDir) it first replays whatever the spill holds —
+// also what a previous process left there — and sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 	for {
+		if s.disk != nil && !s.disk.empty() {
+			if !s.replay(ctx, bo) {
+				return
+			}
+			continue
+		}
 		select {
 		case b := <-s.queue:
 			if !s.deliver(ctx, b, bo) {
 				s.pending = b
 				return
 			}
+		case <-s.spillKick: // nil without a spill
 		case <-ctx.Done():
 			return
 		}
@@ -345,37 +365,147 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 }
 
 // deliver sends one batch, retrying with backoff until it is delivered (true) or ctx is
-// cancelled (false).
+// cancelled (false). With a durable spill, a batch that has failed for SpillAfter, or once
+// writers spill because the buffers are full, goes to the spill instead (true), and run
+// switches to replaying.
 func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool {
 	bo.Reset()
+	var failingSince time.Time
 	for {
 		start := time.Now()
-		n, fresh, err := s.fwd.send(ctx, s.tag, b.buf, b.n)
-		if fresh && s.fwd.connects.Load() > 1 {
-			s.reconnects.Add(1)
-		}
-		if err == nil {
-			if s.metrics != nil {
-				s.metrics.sendDuration.WithLabelValues(s.id.String()).Observe(time.Since(start).Seconds())
-			}
-			s.sentBatches.Add(1)
-			s.sentBytes.Add(uint64(n))
+		if s.sendFrame(ctx, s.tag, b.buf, b.n) {
 			s.delivered.Add(uint64(b.n))
 			s.finish(b)
 			return true
 		}
-		s.sendErrors.Add(1)
+		if failingSince.IsZero() {
+			failingSince = start
+		}
+		if s.disk != nil && (time.Since(failingSince) >= s.spillAfter || !s.disk.empty()) {
+			s.spillSealed(b)
+			return true
+		}
 		wait := bo.NextBackOff()
 		if wait == backoff.Stop {
 			wait = time.Second
 		}
 		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		for waiting := true; waiting; {
+			select {
+			case <-t.C:
+				waiting = false
+			case <-s.spillKick: // nil without a spill
+				if !s.disk.empty() { // else a stale kick from before the last replay
+					t.Stop()
+					s.spillSealed(b)
+					return true
+				}
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			}
+		}
+	}
+}
+
+// sendFrame makes one attempt to send a frame, and counts it.
+func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n int) bool {
+	start := time.Now()
+	size, fresh, err := s.fwd.send(ctx, tag, entries, n)
+	if fresh && s.fwd.connects.Load() > 1 {
+		s.reconnects.Add(1)
+	}
+	if err != nil {
+		s.sendErrors.Add(1)
+		return false
+	}
+	if s.metrics != nil {
+		s.metrics.sendDuration.WithLabelValues(s.id.String()).Observe(time.Since(start).Seconds())
+	}
+	s.sentBatches.Add(1)
+	s.sentBytes.Add(uint64(size))
+	return true
+}
+
+// replay is the err sender while the durable spill holds frames. The spill is then the
+// queue: every sealed batch is appended to its tail (which frees the batch for writers at
+// once) and frames are sent from its head, oldest first, so spilled entries arrive before
+// newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
+// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
+// segment that cannot be read is retried like a failed send. It returns true once the spill
+// is empty, false when ctx is cancelled.
+func (s *stream) replay(ctx context.Context, bo backoff.BackOff) bool {
+	bo.Reset()
+	for {
+		s.drainToSpill()
+		fr, ok, err := s.disk.head()
+		if err == nil && !ok {
+			return true
+		}
+		if err == nil && s.sendFrame(ctx, fr.tag, fr.entries, fr.n) {
+			s.replayed.Add(uint64(fr.n))
+			s.disk.pop()
+			bo.Reset()
+			continue
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			wait = time.Second
+		}
+		if !s.spillWhileWaiting(ctx, wait) {
 			return false
 		}
+	}
+}
+
+// spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
+// as they are sealed.
+func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case b := <-s.queue:
+			s.spillSealed(b)
+		case <-s.spillKick:
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// drainToSpill moves every queued batch to the spill, without waiting.
+func (s *stream) drainToSpill() {
+	for {
+		select {
+		case b := <-s.queue:
+			s.spillSealed(b)
+		default:
+			return
+		}
+	}
+}
+
+// spillSealed hands a sealed err batch to the spill and frees it.
+func (s *stream) spillSealed(b *batch) {
+	s.countSpill(s.spill.spillBatch(s.tag, b.buf, b.n), b.n)
+	s.finish(b)
+}
+
+// countSpill counts n entries by what the spill said: spilled, or dropped with the reason
+// (the spill chain has written them to ErrFallback where it could): never silently.
+func (s *stream) countSpill(err error, n int) {
+	switch {
+	case err == nil:
+		s.spilled.Add(uint64(n))
+	case errors.Is(err, errSpillFull):
+		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
+	case errors.Is(err, errEncode):
+		s.shards[0].dropped[dropEncodeError].Add(uint64(n))
+	default:
+		s.shards[0].dropped[dropSpillFailed].Add(uint64(n))
 	}
 }
 
@@ -383,25 +513,24 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 // entries counted as dropped at shutdown.
 func (s *stream) abandon(b *batch) {
 	if s.id == errStream {
-		if err := s.spill.spillBatch(s.tag, b.buf); err == nil {
-			s.spilled.Add(uint64(b.n))
-		} else {
-			s.shards[0].dropped[dropSpillFailed].Add(uint64(b.n))
-		}
-	} else {
-		s.shards[0].dropped[dropShutdown].Add(uint64(b.n))
+		s.spillSealed(b)
+		return
 	}
+	s.shards[0].dropped[dropShutdown].Add(uint64(b.n))
 	s.finish(b)
 }
 
-// spillEntry writes one err entry to the fallback and counts it as spilled, or, if even the
-// fallback fails, as dropped with reason spill_failed: never silently.
+// spillEntry spills one err entry that could not be buffered (to SpillDir or ErrFallback)
+// and counts it. With a durable spill it also wakes the sender: full buffers are a reason
+// to move the queued batches to the spill now.
 func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
-	if err := s.spill.spillEntry(s.tag, ctx, ent, fields); err != nil {
-		s.shards[0].dropped[dropSpillFailed].Add(1)
-		return
+	s.countSpill(s.spill.spillEntry(s.tag, ctx, ent, fields), 1)
+	if s.spillKick != nil {
+		select {
+		case s.spillKick <- struct{}{}:
+		default:
+		}
 	}
-	s.spilled.Add(1)
 }
 
 func (s *stream) stats() StreamStats {
@@ -409,6 +538,7 @@ func (s *stream) stats() StreamStats {
 		Dropped:       make(map[string]uint64, numDropReasons),
 		Delivered:     s.delivered.Load(),
 		Spilled:       s.spilled.Load(),
+		Replayed:      s.replayed.Load(),
 		BufferedBytes: s.queuedBytes.Load(),
 		CapacityBytes: int64(s.nbatches * s.batchCap),
 		SentBatches:   s.sentBatches.Load(),
@@ -427,6 +557,10 @@ func (s *stream) stats() StreamStats {
 		for r := dropReason(0); r < numDropReasons; r++ {
 			st.Dropped[r.String()] += sh.dropped[r].Load()
 		}
+	}
+	if s.disk != nil {
+		st.SpillBytes = s.disk.bytes.Load()
+		st.SpillCorruptSegments = s.disk.corrupt.Load()
 	}
 	if s.degrade != nil {
 		st.Degraded = s.degrade.active.Load()
@@ -449,6 +583,7 @@ type sink struct {
 	settings  *settings
 	metrics   *metrics
 	configErr error // what Validate found, reported by Sync and Close
+	spillErr  error // why SpillDir could not be used, if it could not
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	stopTick  chan struct{}
@@ -460,9 +595,25 @@ func newSink(s *settings, constLabels map[string]string) *sink {
 	k := &sink{settings: s, stopTick: make(chan struct{})}
 	tags := s.tags
 	budgets := [numStreams]int{s.infoBufferBytes, s.errBufferBytes}
-	sp := newJSONSpiller(s.errFallback, s.enc)
+	fallback := newJSONSpiller(s.errFallback, s.enc)
+	var (
+		sp   spiller = fallback
+		disk *diskSpill
+	)
+	if s.spillDir != "" {
+		var err error
+		if disk, err = openSpill(s.spillDir, s.spillMaxBytes, s.batchBytes, s.enc, s.onEvent); err != nil {
+			k.spillErr = err
+		} else {
+			sp = spillChain{disk: disk, fallback: fallback}
+		}
+	}
 	for id := streamID(0); id < numStreams; id++ {
-		k.streams[id] = newStream(id, tags[id], budgets[id], s, newForwarder(s), sp)
+		var d *diskSpill
+		if id == errStream {
+			d = disk
+		}
+		k.streams[id] = newStream(id, tags[id], budgets[id], s, newForwarder(s), sp, d)
 	}
 	k.metrics = newMetrics(k, constLabels)
 	for _, st := range k.streams {
@@ -474,6 +625,9 @@ func newSink(s *settings, constLabels map[string]string) *sink {
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()
+			if st.id == errStream && k.spillErr != nil && s.onEvent != nil {
+				s.onEvent(Event{Kind: EventSpillDisabled, Stream: st.id.String(), Time: time.Now(), Err: k.spillErr})
+			}
 			st.run(ctx, s.newBackoff())
 		}()
 	}
@@ -549,7 +703,7 @@ func (k *sink) sync(timeout time.Duration) error {
 
 // close stops accepting entries, tries to deliver what was accepted within timeout, then
 // stops the senders and accounts for whatever is left: info as dropped (shutdown), err as
-// spilled to the fallback.
+// spilled (to SpillDir, for the next process to replay, or to ErrFallback).
 func (k *sink) close(timeout time.Duration) error {
 	k.closing.Do(func() {
 		for _, st := range k.streams {
@@ -568,6 +722,9 @@ func (k *sink) close(timeout time.Duration) error {
 				st.abandon(<-st.queue)
 			}
 			st.fwd.close()
+			if st.disk != nil {
+				st.disk.close() // releases SpillDir; later err entries go to ErrFallback
+			}
 		}
 		if err != nil {
 			err = errors.Join(err, fmt.Errorf("fluentcore: close: undelivered info entries were dropped and err entries spilled to the fallback"))

@@ -251,7 +251,10 @@ func TestDegradeEndToEnd(t *testing.T) {
 		Info:          StreamConfig{BufferBytes: 64 << 10},
 		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond,
 		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
-		Degrade: DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Millisecond},
+		// Hold is long enough that the stream cannot recover inside the 1000-entry loop
+		// below: a reconnect lands in a fresh kernel buffer, sends succeed again and the
+		// queue drains even while the receiver reads nothing.
+		Degrade: DegradeConfig{Policy: DegradeKeepWarn, Hold: 2 * time.Second},
 		OnEvent: func(e Event) { events <- e },
 	})
 	logger := zap.New(core)
@@ -347,7 +350,7 @@ fluentcore_entries_total{stream="info"} 2
 # TYPE fluentcore_delivered_entries_total counter
 fluentcore_delivered_entries_total{stream="err"} 1
 fluentcore_delivered_entries_total{stream="info"} 2
-# HELP fluentcore_spilled_entries_total Entries written to the local fallback instead of the receiver.
+# HELP fluentcore_spilled_entries_total Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback.
 # TYPE fluentcore_spilled_entries_total counter
 fluentcore_spilled_entries_total{stream="err"} 0
 fluentcore_spilled_entries_total{stream="info"} 0
@@ -360,6 +363,7 @@ fluentcore_dropped_entries_total{reason="queue_full",stream="err"} 0
 fluentcore_dropped_entries_total{reason="sampled",stream="err"} 0
 fluentcore_dropped_entries_total{reason="shutdown",stream="err"} 0
 fluentcore_dropped_entries_total{reason="spill_failed",stream="err"} 0
+fluentcore_dropped_entries_total{reason="spill_full",stream="err"} 0
 fluentcore_dropped_entries_total{reason="too_large",stream="err"} 0
 fluentcore_dropped_entries_total{reason="closed",stream="info"} 0
 fluentcore_dropped_entries_total{reason="degraded",stream="info"} 0
@@ -368,6 +372,7 @@ fluentcore_dropped_entries_total{reason="queue_full",stream="info"} 0
 fluentcore_dropped_entries_total{reason="sampled",stream="info"} 0
 fluentcore_dropped_entries_total{reason="shutdown",stream="info"} 0
 fluentcore_dropped_entries_total{reason="spill_failed",stream="info"} 0
+fluentcore_dropped_entries_total{reason="spill_full",stream="info"} 0
 fluentcore_dropped_entries_total{reason="too_large",stream="info"} 0
 # HELP fluentcore_buffer_capacity_bytes The stream's buffer budget in bytes.
 # TYPE fluentcore_buffer_capacity_bytes gauge

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -31,6 +32,8 @@ const (
 	DefaultAckTimeout      = 30 * time.Second
 	DefaultRetryMin        = 100 * time.Millisecond
 	DefaultRetryMax        = 10 * time.Second
+	DefaultSpillAfter      = 5 * time.Second
+	DefaultSpillMaxBytes   = 256 << 20
 )
 
 // maxBatchLimit keeps every frame under fluent-bit's 6144000-byte message limit, with room
@@ -74,20 +77,41 @@ type Config struct {
 	// Default DefaultMaxBatchBytes (256 KiB); at most 6,000,000 (fluent-bit's limit).
 	MaxBatchBytes int
 	// MaxEntryBytes is the largest encoded entry. A larger info entry is dropped (too_large);
-	// a larger err entry goes to ErrFallback. Default DefaultMaxEntryBytes (64 KiB); at most
-	// MaxBatchBytes.
+	// a larger err entry goes to the spill (SpillDir) or ErrFallback. Default
+	// DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
 	MaxEntryBytes int
 	// FlushInterval is the longest an entry waits in a batch that is not full.
 	// Default DefaultFlushInterval (500ms).
 	FlushInterval time.Duration
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
-	// after it the entry goes to ErrFallback. Default DefaultErrMaxWait (50ms).
+	// after it the entry goes to the spill (SpillDir) or ErrFallback. Default
+	// DefaultErrMaxWait (50ms).
 	ErrMaxWait time.Duration
 	// ErrFallback receives err entries that cannot be delivered — buffers full past
 	// ErrMaxWait, larger than MaxEntryBytes, logged after Close, or undelivered when Close
 	// gives up — as JSON lines {"tag","time","record"}. Default os.Stderr. Writes to it are
-	// serialised.
+	// serialised. With SpillDir those entries go to the spill instead, and ErrFallback only
+	// gets what the spill cannot take: entries refused because the spill is full
+	// (counted as dropped, spill_full) or because writing it failed (spill_failed), entries
+	// logged after Close, and entries too large for any frame (over 6,144,000 bytes).
 	ErrFallback io.Writer
+	// SpillDir turns on the durable err spill: a directory (created if missing, mode 0700)
+	// where err batches that cannot be delivered are appended to segment files in Forward
+	// wire format, fsynced, and replayed in order — before newer err entries — once the
+	// receiver is back, also by the next process after a crash. See the README's "Durable
+	// err spill". Default "": off, err entries that cannot be delivered go to ErrFallback.
+	// The directory is locked (flock) for the life of the core; if it cannot be created or
+	// locked (another core uses it), the core runs without a spill and New reports the
+	// problem through Sync, Close and OnEvent (EventSpillDisabled).
+	SpillDir string
+	// SpillAfter is how long the err stream keeps retrying a batch in memory before it
+	// moves its batches to the spill. The err buffers filling up past ErrMaxWait moves them
+	// at once. Default DefaultSpillAfter (5s). Only with SpillDir.
+	SpillAfter time.Duration
+	// SpillMaxBytes bounds the spill's segment files; an err entry that does not fit is
+	// counted as dropped (spill_full) and written to ErrFallback. Default
+	// DefaultSpillMaxBytes (256 MiB); at least 2 × MaxBatchBytes. Only with SpillDir.
+	SpillMaxBytes int64
 	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry.
 	// Default DefaultSyncTimeout (5s).
 	SyncTimeout time.Duration
@@ -146,8 +170,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	ConstLabels prometheus.Labels
-	// OnEvent, if set, is called on the sink's own goroutine when the info stream enters or
-	// leaves the degraded state. It must not block or log through this core.
+	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
+	// (on the sink's own goroutine) and on spill events: EventSpillDisabled,
+	// EventSpillFull, EventSpillCorrupt, EventSpillFailed (on the goroutine that met the
+	// condition, which may be a logging one). It must not block or log through this core.
 	OnEvent func(Event)
 }
 
@@ -159,21 +185,36 @@ const (
 	EventDegraded EventKind = iota
 	// EventRecovered reports that the stream left the degraded state.
 	EventRecovered
+	// EventSpillDisabled: SpillDir cannot be used (not creatable, or locked by another
+	// core); err entries go to ErrFallback. Reported once, when the err sender starts.
+	EventSpillDisabled
+	// EventSpillFull: the spill reached SpillMaxBytes; err entries it refuses are counted
+	// (spill_full) and written to ErrFallback. Reported once per episode.
+	EventSpillFull
+	// EventSpillCorrupt: a damaged segment tail (a frame cut by a crash, garbage) was
+	// skipped during replay; the frames before it were replayed.
+	EventSpillCorrupt
+	// EventSpillFailed: writing or deleting a segment failed.
+	EventSpillFailed
 )
 
-// String returns "degraded" or "recovered".
+var eventKindNames = [...]string{"degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt", "spill_failed"}
+
+// String returns "degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt"
+// or "spill_failed" ("degraded" for an unknown value).
 func (k EventKind) String() string {
-	if k == EventRecovered {
-		return "recovered"
+	if k < 0 || int(k) >= len(eventKindNames) {
+		return eventKindNames[0]
 	}
-	return "degraded"
+	return eventKindNames[k]
 }
 
 // Event is a state change of a stream, passed to Config.OnEvent.
 type Event struct {
 	Kind   EventKind
-	Stream string // "info"
+	Stream string // "info" for degrade events, "err" for spill events
 	Time   time.Time
+	Err    error // for spill events: what happened, naming the directory or segment
 }
 
 // Validate reports the first problem that keeps cfg from working as written: a malformed
@@ -225,9 +266,21 @@ func (cfg Config) Validate() error {
 		v    time.Duration
 	}{{"FlushInterval", cfg.FlushInterval}, {"ErrMaxWait", cfg.ErrMaxWait}, {"SyncTimeout", cfg.SyncTimeout},
 		{"CloseTimeout", cfg.CloseTimeout}, {"DialTimeout", cfg.DialTimeout}, {"HandshakeTimeout", cfg.HandshakeTimeout}, {"WriteTimeout", cfg.WriteTimeout},
-		{"AckTimeout", cfg.AckTimeout}, {"RetryMin", cfg.RetryMin}, {"RetryMax", cfg.RetryMax}} {
+		{"AckTimeout", cfg.AckTimeout}, {"RetryMin", cfg.RetryMin}, {"RetryMax", cfg.RetryMax},
+		{"SpillAfter", cfg.SpillAfter}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("fluentcore: %s is negative (%v)", d.name, d.v))
+		}
+	}
+	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
+		errs = append(errs, fmt.Errorf("fluentcore: SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch))
+	}
+	if cfg.SpillDir != "" {
+		// A missing directory is fine: New creates it.
+		if fi, err := os.Stat(cfg.SpillDir); err == nil && !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("fluentcore: SpillDir %s is not a directory", cfg.SpillDir))
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("fluentcore: SpillDir: %w", err))
 		}
 	}
 	dg := cfg.Degrade.withDefaults()
@@ -260,10 +313,13 @@ type settings struct {
 	addrErr                               error        // a bad Addr or server: every send fails with it
 	degrade                               DegradeConfig
 	errFallback                           io.Writer
+	spillDir                              string
+	spillAfter                            time.Duration
+	spillMaxBytes                         int64
 	onEvent                               func(Event)
 }
 
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -289,6 +345,8 @@ func resolve(cfg Config) *settings {
 		requireAck:    cfg.RequireAck,
 		degrade:       cfg.Degrade,
 		errFallback:   cfg.ErrFallback,
+		spillDir:      cfg.SpillDir,
+		spillAfter:    orDefault(cfg.SpillAfter, DefaultSpillAfter),
 		onEvent:       cfg.OnEvent,
 	}
 	if s.level == nil {
@@ -303,6 +361,7 @@ func resolve(cfg Config) *settings {
 	}
 	s.infoBufferBytes = max(orDefault(cfg.Info.BufferBytes, DefaultInfoBufferBytes), 2*s.batchBytes)
 	s.errBufferBytes = max(orDefault(cfg.Err.BufferBytes, DefaultErrBufferBytes), 2*s.batchBytes)
+	s.spillMaxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(s.batchBytes))
 	if s.retryMax < s.retryMin {
 		s.retryMax = s.retryMin
 	}
@@ -393,6 +452,7 @@ type Core struct {
 func New(cfg Config) *Core {
 	err := cfg.Validate()
 	k := newSink(resolve(cfg), cfg.ConstLabels)
+	err = errors.Join(err, k.spillErr)
 	if cfg.Registerer != nil {
 		if rerr := cfg.Registerer.Register(k.metrics); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
@@ -436,9 +496,10 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 }
 
 // Write encodes the entry into its stream's buffers and returns; the entry is sent in the
-// background. Entries above Error (DPanic, Panic, Fatal) are flushed before Write returns,
-// within SyncTimeout; the error says if that failed. Entries that cannot be buffered are
-// counted (info) or written to ErrFallback (err); Write does not report those.
+// background. Entries above Error (DPanic, Panic, Fatal) are flushed before Write returns
+// (delivered, or moved to the spill), within SyncTimeout; the error says if that failed.
+// Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
+// ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	k := c.sink
 	k.streams[k.settings.split.streamFor(ent.Level)].write(c.ctx, ent, fields)
@@ -448,18 +509,20 @@ func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	return nil
 }
 
-// Sync flushes both streams and waits until everything logged before the call is delivered,
-// or SyncTimeout passes (then it returns an error; the entries stay queued). It also
-// returns the configuration problem, if New found one.
+// Sync flushes both streams and waits until everything logged before the call is delivered
+// (or, for err, moved to the spill), or SyncTimeout passes (then it returns an error; the
+// entries stay queued). It also returns the configuration problem, if New found one.
 func (c *Core) Sync() error {
 	return errors.Join(c.sink.configErr, c.sink.sync(c.sink.settings.syncTimeout))
 }
 
 // Close flushes, tries for up to CloseTimeout to deliver everything logged, and stops the
 // senders. What is still undelivered then is accounted for: info entries are counted as
-// dropped (reason shutdown), err entries are written to ErrFallback. Close is idempotent and
-// safe to call while other goroutines log: later entries are counted as dropped (reason
-// closed) or, for err, written to ErrFallback. It returns what went wrong, if anything.
+// dropped (reason shutdown), err entries are spilled (to SpillDir, for the next process to
+// replay, or to ErrFallback). Close does not wait for the spill to be replayed; it releases
+// SpillDir. Close is idempotent and safe to call while other goroutines log: later entries
+// are counted as dropped (reason closed) or, for err, written to ErrFallback. It returns
+// what went wrong, if anything.
 func (c *Core) Close() error {
 	return errors.Join(c.sink.configErr, c.sink.close(c.sink.settings.closeTimeout))
 }

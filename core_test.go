@@ -427,7 +427,7 @@ func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
 	}
 	// Every drop reason is exported at zero before anything is dropped.
 	n, err := testutil.GatherAndCount(reg, "fluentcore_dropped_entries_total")
-	if err != nil || n != 2*2*8 {
+	if err != nil || n != 2*2*9 {
 		t.Fatalf("dropped series: %d, %v", n, err)
 	}
 	dup := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: reg, ConstLabels: prometheus.Labels{"core": "a"}})

@@ -5,7 +5,9 @@
 // background on two streams, each with its own connection: info (Debug, Info, Warn) and err
 // (Error and above, or whatever Config.ErrLevel enables). Under backpressure the info stream
 // degrades — entries are sampled or dropped, each drop counted by reason — while err
-// entries are delivered, or written to a fallback and counted, never lost silently.
+// entries are delivered, or spilled and counted, never lost silently: with Config.SpillDir
+// to fsynced segment files that are replayed once the receiver is back (also by the next
+// process, after a crash), else to Config.ErrFallback.
 //
 // The path of one entry:
 //

@@ -16,13 +16,14 @@ const (
 	dropClosed                        // logged after Close (info)
 	dropEncodeError                   // a marshaler panicked while encoding
 	dropShutdown                      // accepted, but not delivered before Close's deadline (info)
-	dropSpillFailed                   // err entry the fallback writer failed to take
+	dropSpillFailed                   // err entry the spill (or, without SpillDir, ErrFallback) failed to take
+	dropSpillFull                     // err entry the spill refused: SpillMaxBytes reached (written to ErrFallback)
 	numDropReasons
 )
 
 var dropReasonNames = [numDropReasons]string{
 	"degraded", "sampled", "queue_full", "too_large", "closed", "encode_error", "shutdown",
-	"spill_failed",
+	"spill_failed", "spill_full",
 }
 
 // String returns the reason's label value.
@@ -30,18 +31,30 @@ func (r dropReason) String() string { return dropReasonNames[r] }
 
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
 // point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after
-// Close nothing is in flight.
+// Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
+// as Spilled when they went to the spill (by this process, or by an earlier one that used
+// the same SpillDir), so within one process Replayed <= Spilled + what the spill held at
+// start.
 type StreamStats struct {
 	// Entries counts every entry at an enabled level that reached the core, including those
 	// dropped before encoding.
 	Entries uint64
 	// Delivered counts entries the receiver has: written (or acknowledged, with RequireAck).
 	Delivered uint64
-	// Spilled counts entries written to the fallback instead of the receiver (err only).
+	// Spilled counts entries set aside instead of delivered (err only): appended to the
+	// durable spill with Config.SpillDir, written to ErrFallback without it.
 	Spilled uint64
+	// Replayed counts entries delivered from the durable spill (err only). They are not
+	// counted in Delivered again.
+	Replayed uint64
 	// Dropped counts dropped entries by reason: degraded, sampled, queue_full, too_large,
-	// closed, encode_error, shutdown, spill_failed. Every reason is present, zero or not.
+	// closed, encode_error, shutdown, spill_failed, spill_full. Every reason is present,
+	// zero or not.
 	Dropped map[string]uint64
+	// SpillBytes is the size of the durable spill's segment files; SpillCorruptSegments
+	// counts segments whose damaged tail was skipped on replay (err only).
+	SpillBytes           int64
+	SpillCorruptSegments uint64
 	// BufferedBytes is the size of the batches waiting to be sent; CapacityBytes the
 	// stream's buffer budget.
 	BufferedBytes, CapacityBytes int64
@@ -76,6 +89,7 @@ type metrics struct {
 	sink *sink
 
 	entries, delivered, spilled, dropped              *prometheus.Desc
+	replayed, spillBytes, spillCorrupt                *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
 	handshakeFailures                                 *prometheus.Desc
@@ -90,8 +104,11 @@ func newMetrics(s *sink, constLabels prometheus.Labels) *metrics {
 		sink:          s,
 		entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
 		delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
-		spilled:       d("spilled_entries_total", "Entries written to the local fallback instead of the receiver."),
+		spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback."),
 		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", "reason"),
+		replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
+		spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
+		spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
 		bufferBytes:   d("buffer_bytes", "Bytes of sealed batches waiting to be sent."),
 		capacityBytes: d("buffer_capacity_bytes", "The stream's buffer budget in bytes."),
 		degraded:      d("degraded", "1 while the stream is degraded, else 0."),
@@ -113,7 +130,7 @@ func newMetrics(s *sink, constLabels prometheus.Labels) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.bufferBytes,
+	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
 		m.capacityBytes, m.degraded, m.transitions, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures} {
 		ch <- d
 	}
@@ -137,6 +154,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for r := dropReason(0); r < numDropReasons; r++ {
 			counter(m.dropped, st.Dropped[r.String()], r.String())
 		}
+		counter(m.replayed, st.Replayed)
+		gauge(m.spillBytes, float64(st.SpillBytes))
+		counter(m.spillCorrupt, st.SpillCorruptSegments)
 		gauge(m.bufferBytes, float64(st.BufferedBytes))
 		gauge(m.capacityBytes, float64(st.CapacityBytes))
 		deg := 0.0
