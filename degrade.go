@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,21 @@ func (p DegradePolicy) String() string {
 	return "unknown"
 }
 
+// UnmarshalText reads a policy from its name ("sample", "keep_warn", "drop_all", "off"), for
+// configuration files and the environment. An unknown name is an error.
+func (p *DegradePolicy) UnmarshalText(b []byte) error {
+	for q := DegradeSample; q <= DegradeOff; q++ {
+		if q.String() == string(b) {
+			*p = q
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown degrade policy %q (want sample, keep_warn, drop_all or off)", b)
+}
+
+// MarshalText writes the policy's name.
+func (p DegradePolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
 // DegradeConfig tunes when the info stream degrades and what it keeps meanwhile. The zero
 // value gives the documented defaults. The info stream enters the degraded state when the
 // share of its buffer budget in use reaches HighWatermark, or when its sender has been
@@ -48,21 +64,21 @@ func (p DegradePolicy) String() string {
 // from flapping.
 type DegradeConfig struct {
 	// Policy is what is kept while degraded. Default DegradeSample.
-	Policy DegradePolicy `json:"policy" yaml:"policy"`
+	Policy DegradePolicy `json:"policy,omitempty" yaml:"policy,omitempty"`
 	// HighWatermark is the fill share (0..1] that enters degraded. Default 0.75.
-	HighWatermark float64 `json:"high_watermark" yaml:"high_watermark"`
+	HighWatermark float64 `json:"high_watermark,omitempty" yaml:"high_watermark,omitempty"`
 	// LowWatermark is the fill share [0..HighWatermark) to get back under. Default 0.25.
-	LowWatermark float64 `json:"low_watermark" yaml:"low_watermark"`
+	LowWatermark float64 `json:"low_watermark,omitempty" yaml:"low_watermark,omitempty"`
 	// Hold is how long the stream must stay calm before leaving degraded. Default 5s.
-	Hold time.Duration `json:"hold" yaml:"hold"`
+	Hold time.Duration `json:"hold,omitempty" yaml:"hold,omitempty"`
 	// DisconnectedAfter is how long the sender may be disconnected before the stream
 	// degrades. Default 2s.
-	DisconnectedAfter time.Duration `json:"disconnected_after" yaml:"disconnected_after"`
+	DisconnectedAfter time.Duration `json:"disconnected_after,omitempty" yaml:"disconnected_after,omitempty"`
 	// SampleInterval, SampleFirst and SampleThereafter tune DegradeSample.
 	// Defaults 1s, 10 and 100.
 	SampleInterval   time.Duration `json:"sample_interval" yaml:"sample_interval"`
 	SampleFirst      int           `json:"sample_first" yaml:"sample_first"`
-	SampleThereafter int           `json:"sample_thereafter" yaml:"sample_thereafter"`
+	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
 }
 
 func (c DegradeConfig) withDefaults() DegradeConfig {

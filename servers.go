@@ -17,15 +17,15 @@ type Server struct {
 	// Addr is the receiver, in the forms Config.Addr takes ("tcp://host:port", "host:port",
 	// "tls://host:port", "unix:///path"). Required: an empty or malformed Addr is a Validate
 	// error, and makes every send fail.
-	Addr string
+	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Weight is the server's share of new connections among the servers in use: with weights
 	// 60 and 30, two connections in three go to the first. Default DefaultServerWeight (60)
 	// when 0; negative is a Validate error.
-	Weight int
+	Weight int `json:"weight,omitempty" yaml:"weight,omitempty"`
 	// Standby servers take connections only while every server that is not a standby is
 	// down; once one of those is due to be tried again, the next send moves back to it.
 	// Default false.
-	Standby bool
+	Standby bool `json:"standby,omitempty" yaml:"standby,omitempty"`
 }
 
 // endpoint is a Server ready to dial: parsed once by resolve, read-only afterwards.

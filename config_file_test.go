@@ -1,0 +1,152 @@
+package fluentcore
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"go.yaml.in/yaml/v3"
+)
+
+// wantFromFile is the Config that every source below describes.
+func wantFromFile() Config {
+	return Config{
+		Addr: "tls://logs.internal:24224", Tag: "shop", Level: zapcore.DebugLevel, ErrLevel: zapcore.WarnLevel,
+		Info:          StreamConfig{Tag: "shop.access", BufferBytes: 16 << 20},
+		Err:           StreamConfig{BufferBytes: 2 << 20},
+		FlushInterval: 250 * time.Millisecond, ErrMaxWait: 20 * time.Millisecond, SpillDir: "/var/spool/fluentcore",
+		SpillAfter: 3 * time.Second, SpillMaxBytes: 1 << 30, RequireAck: true, AckTimeout: time.Minute,
+		Compression: "gzip", SharedKey: "s3cret", Username: "app", Password: "pw",
+		Servers: []Server{{Addr: "a:24224", Weight: 30}, {Addr: "b:24224", Standby: true}},
+		Degrade: DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Second, HighWatermark: 0.8},
+		ConstLabels: map[string]string{"core": "main", "team": "shop"},
+	}
+}
+
+func TestConfigFromJSON(t *testing.T) {
+	src := `{
+		"addr": "tls://logs.internal:24224", "tag": "shop", "level": "debug", "err_level": "warn",
+		"info": {"tag": "shop.access", "buffer_bytes": 16777216}, "err": {"buffer_bytes": 2097152},
+		"flush_interval": "250ms", "err_max_wait": 20000000, "spill_dir": "/var/spool/fluentcore",
+		"spill_after": "3s", "spill_max_bytes": 1073741824, "require_ack": true, "ack_timeout": "1m",
+		"compression": "gzip", "shared_key": "s3cret", "username": "app", "password": "pw",
+		"servers": [{"addr": "a:24224", "weight": 30}, {"addr": "b:24224", "standby": true}],
+		"degrade": {"policy": "keep_warn", "hold": "10s", "high_watermark": 0.8},
+		"const_labels": {"core": "main", "team": "shop"}
+	}`
+	var got Config
+	if err := json.Unmarshal([]byte(src), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := wantFromFile(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestConfigFromYAML(t *testing.T) {
+	src := `
+addr: tls://logs.internal:24224
+tag: shop
+level: debug
+err_level: warn
+info: {tag: shop.access, buffer_bytes: 16777216}
+err: {buffer_bytes: 2097152}
+flush_interval: 250ms
+err_max_wait: 20ms
+spill_dir: /var/spool/fluentcore
+spill_after: 3s
+spill_max_bytes: 1073741824
+require_ack: true
+ack_timeout: 1m
+compression: gzip
+shared_key: s3cret
+username: app
+password: pw
+servers:
+  - {addr: "a:24224", weight: 30}
+  - {addr: "b:24224", standby: true}
+degrade: {policy: keep_warn, hold: 10s, high_watermark: 0.8}
+const_labels: {core: main, team: shop}
+`
+	var got Config
+	if err := yaml.Unmarshal([]byte(src), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := wantFromFile(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := map[string]string{
+		"FLUENT_ADDR": "tls://logs.internal:24224", "FLUENT_TAG": "shop", "FLUENT_LEVEL": "debug",
+		"FLUENT_ERR_LEVEL": "warn", "FLUENT_INFO_TAG": "shop.access", "FLUENT_INFO_BUFFER_BYTES": "16777216",
+		"FLUENT_ERR_BUFFER_BYTES": "2097152", "FLUENT_FLUSH_INTERVAL": "250ms", "FLUENT_ERR_MAX_WAIT": "20ms",
+		"FLUENT_SPILL_DIR": "/var/spool/fluentcore", "FLUENT_SPILL_AFTER": "3s", "FLUENT_SPILL_MAX_BYTES": "1073741824",
+		"FLUENT_REQUIRE_ACK": "true", "FLUENT_ACK_TIMEOUT": "1m", "FLUENT_COMPRESSION": "gzip",
+		"FLUENT_SHARED_KEY": "s3cret", "FLUENT_USERNAME": "app", "FLUENT_PASSWORD": "pw",
+		"FLUENT_SERVERS":        "a:24224;weight=30, b:24224;standby",
+		"FLUENT_DEGRADE_POLICY": "keep_warn", "FLUENT_DEGRADE_HOLD": "10s", "FLUENT_DEGRADE_HIGH_WATERMARK": "0.8",
+		"FLUENT_CONST_LABELS": "core=main,team=shop",
+	}
+	got, err := configFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wantFromFile(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	// Every variable used above is one ConfigFromEnv knows.
+	known := strings.Join(envNames(), " ")
+	for k := range env {
+		if !strings.Contains(" "+known+" ", " "+k+" ") {
+			t.Errorf("%s is not in envNames", k)
+		}
+	}
+}
+
+func TestConfigSourcesReportBadValuesByName(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{`{"flush_interval": "soon"}`, "flush_interval"},
+		{`{"level": "loud"}`, "level"},
+		{`{"degrade": {"policy": "panic"}}`, "degrade.policy"},
+		{`{"info": {"buffer_bytes": "big"}}`, "info.buffer_bytes"},
+		{`{"servers": [{"addr": "a:1", "wieght": 3}]}`, "wieght"},
+		{`{"adress": "x:1"}`, `unknown key "adress"`},
+	} {
+		var cfg Config
+		err := json.Unmarshal([]byte(c.src), &cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %q", c.src, err, c.want)
+		}
+	}
+	_, err := configFromEnv(func(k string) (string, bool) {
+		switch k {
+		case "FLUENT_FLUSH_INTERVAL":
+			return "soon", true
+		case "FLUENT_REQUIRE_ACK":
+			return "maybe", true
+		}
+		return "", false
+	})
+	if err == nil || !strings.Contains(err.Error(), "FLUENT_FLUSH_INTERVAL") || !strings.Contains(err.Error(), "FLUENT_REQUIRE_ACK") {
+		t.Fatalf("env error %v does not name both variables", err)
+	}
+}
+
+// The README documents every environment variable.
+func TestReadmeListsEveryEnvVariable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range envNames() {
+		if !strings.Contains(string(readme), "`"+name+"`") {
+			t.Errorf("README.md does not document %s", name)
+		}
+	}
+}
