@@ -80,7 +80,9 @@ func fieldKey(f reflect.StructField) string {
 }
 
 func decodeJSON(v reflect.Value, raw []byte, path string) error {
-	bad := func(err error) error { return fmt.Errorf("fluentcore: config %s: %w", strings.TrimPrefix(path, "."), err) }
+	bad := func(err error) error {
+		return fmt.Errorf("fluentcore: config %s: %w", strings.TrimPrefix(path, "."), err)
+	}
 	t := v.Type()
 	switch {
 	case t == durationType || t == levelEnablerType || reflect.PointerTo(t).Implements(textUnmarshaler):

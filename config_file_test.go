@@ -21,8 +21,8 @@ func wantFromFile() Config {
 		FlushInterval: 250 * time.Millisecond, ErrMaxWait: 20 * time.Millisecond, SpillDir: "/var/spool/fluentcore",
 		SpillAfter: 3 * time.Second, SpillMaxBytes: 1 << 30, RequireAck: true, AckTimeout: time.Minute,
 		Compression: "gzip", SharedKey: "s3cret", Username: "app", Password: "pw",
-		Servers: []Server{{Addr: "a:24224", Weight: 30}, {Addr: "b:24224", Standby: true}},
-		Degrade: DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Second, HighWatermark: 0.8},
+		Servers:     []Server{{Addr: "a:24224", Weight: 30}, {Addr: "b:24224", Standby: true}},
+		Degrade:     DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Second, HighWatermark: 0.8},
 		ConstLabels: map[string]string{"core": "main", "team": "shop"},
 	}
 }
