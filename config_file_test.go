@@ -116,7 +116,7 @@ func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 		{`{"degrade": {"policy": "panic"}}`, "degrade.policy"},
 		{`{"info": {"buffer_bytes": "big"}}`, "info.buffer_bytes"},
 		{`{"servers": [{"addr": "a:1", "wieght": 3}]}`, "wieght"},
-		{`{"adress": "x:1"}`, `unknown key "adress"`},
+		{`{"adress": "x:1"}`, `unknown key "adress"`}, //nolint:misspell // the misspelt key is the point
 	} {
 		var cfg Config
 		err := json.Unmarshal([]byte(c.src), &cfg)

@@ -188,16 +188,16 @@ const (
 	EventDegraded EventKind = iota
 	// EventRecovered reports that the stream left the degraded state.
 	EventRecovered
-	// EventSpillDisabled: SpillDir cannot be used (not creatable, or locked by another
+	// EventSpillDisabled reports that SpillDir cannot be used (not creatable, or locked by another
 	// core); err entries go to ErrFallback. Reported once, when the err sender starts.
 	EventSpillDisabled
-	// EventSpillFull: the spill reached SpillMaxBytes; err entries it refuses are counted
+	// EventSpillFull reports that the spill reached SpillMaxBytes; err entries it refuses are counted
 	// (spill_full) and written to ErrFallback. Reported once per episode.
 	EventSpillFull
-	// EventSpillCorrupt: a damaged segment tail (a frame cut by a crash, garbage) was
+	// EventSpillCorrupt reports that a damaged segment tail (a frame cut by a crash, garbage) was
 	// skipped during replay; the frames before it were replayed.
 	EventSpillCorrupt
-	// EventSpillFailed: writing or deleting a segment failed.
+	// EventSpillFailed reports that writing or deleting a segment failed.
 	EventSpillFailed
 )
 

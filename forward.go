@@ -44,7 +44,7 @@ func parseAddr(addr string) (network, address string, useTLS bool, err error) {
 	}
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
-		return "", "", false, fmt.Errorf("fluentcore: address %q: %v", addr, err)
+		return "", "", false, fmt.Errorf("fluentcore: address %q: %w", addr, err)
 	}
 	if host == "" || port == "" {
 		return "", "", false, fmt.Errorf("fluentcore: address %q needs a host and a port", addr)
@@ -366,7 +366,7 @@ func (f *forwarder) readLoop(c *fconn) {
 				break
 			}
 			if err != nil {
-				c.err = fmt.Errorf("malformed ack: %v", err)
+				c.err = fmt.Errorf("malformed ack: %w", err)
 				if handshakeMessage(buf[:n]) {
 					c.err = errors.New("receiver sent HELO or PONG: it expects the shared_key handshake (Config.SharedKey)")
 				}

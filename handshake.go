@@ -108,7 +108,7 @@ func readMessage(c net.Conn, buf []byte) ([]byte, error) {
 			case err == nil:
 				return nil, errors.New("unexpected data after the message")
 			case !errors.Is(err, msgp.ErrShortBytes):
-				return nil, fmt.Errorf("malformed msgpack: %v", err)
+				return nil, fmt.Errorf("malformed msgpack: %w", err)
 			}
 		}
 		if n == len(buf) {

@@ -586,7 +586,7 @@ func (c *conn) gunzip(p []byte) ([]byte, error) {
 			c.plain = out[:0]
 			return nil, fmt.Errorf("decompressed entries larger than %d bytes (fluent-bit's buffer_max_size; it closes the connection)", maxFrame)
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

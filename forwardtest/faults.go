@@ -100,7 +100,7 @@ func (r *Receiver) SetPongFault(f PongFault) { r.faults.pong.Store(int32(f)) }
 // Safe for concurrent use.
 func (r *Receiver) SetCloseAfter(n int64) { r.faults.closeAfter.Store(max(n, 0)) }
 
-// SetRefuse(true) closes the listener, so new connections are refused (connection
+// SetRefuse closes the listener when refuse is true, so new connections are refused (connection
 // refused, or no such file for a unix socket) while open ones carry on (a connection the
 // kernel queued but the receiver had not accepted yet is reset); SetRefuse(false)
 // listens again on the same address and port. It returns an error only if listening again
@@ -163,7 +163,7 @@ func (c *faultConn) Read(p []byte) (int, error) {
 	if limit := c.f.closeAfter.Load(); limit > 0 {
 		left := limit - c.read
 		if left <= 0 {
-			_ = c.Conn.Close()
+			_ = c.Close()
 			return 0, errInjectedClose
 		}
 		if int64(len(p)) > left {

@@ -1,6 +1,7 @@
 package forwardtest
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -263,7 +264,7 @@ func Start(opts ...Option) (*Receiver, error) {
 
 // listen opens the listener at r.bound, with TLS if configured.
 func (r *Receiver) listen() (net.Listener, error) {
-	ln, err := net.Listen(r.network, r.bound)
+	ln, err := new(net.ListenConfig).Listen(context.Background(), r.network, r.bound)
 	if err != nil {
 		return nil, fmt.Errorf("forwardtest: listen: %w", err)
 	}

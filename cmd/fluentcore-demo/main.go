@@ -73,7 +73,7 @@ func run(args []string, w io.Writer) error {
 		if recv, err = forwardtest.Start(forwardtest.CountOnly()); err != nil {
 			return err
 		}
-		defer recv.Close()
+		defer func() { _ = recv.Close() }()
 		addr = recv.Addr()
 	} else if *stall > 0 {
 		return errors.New("-stall needs the embedded receiver (drop -fluent)")
@@ -128,7 +128,7 @@ func run(args []string, w io.Writer) error {
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	if *metricsAddr != "" {
 		msrv := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
@@ -136,7 +136,7 @@ func run(args []string, w io.Writer) error {
 				fmt.Fprintln(os.Stderr, "metrics server:", err)
 			}
 		}()
-		defer msrv.Close()
+		defer func() { _ = msrv.Close() }()
 	}
 
 	fmt.Fprintf(out, "fluentcore-demo: service on http://%s, logging to %s, %d workers for %v\n",
@@ -164,7 +164,7 @@ func run(args []string, w io.Writer) error {
 					continue
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				requests.Add(1)
 			}
 		}()
