@@ -6,4 +6,5 @@ var (
 	NormMsgp   = normMsgp
 	NormJSON   = normJSON
 	DiffValues = diff
+	WaitUntil  = waitUntil
 )

@@ -17,6 +17,10 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
+// errUnexpectedHELO: the receiver requires the shared-key handshake and the client has no
+// key configured.
+var errUnexpectedHELO = fmt.Errorf("%w: receiver sent HELO: it requires the shared_key handshake (set Config.SharedKey)", ErrHandshake)
+
 // maxResponseBytes bounds what a receiver may send us in one message (an ack): a hostile or
 // broken peer cannot make the client buffer more than this.
 const maxResponseBytes = 512
@@ -305,12 +309,35 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			return nil, err
 		}
 	}
-	f.connects.Add(1)
 	fc := &fconn{Conn: nc, server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
+	if f.s.creds == nil {
+		// A receiver that requires the shared-key handshake sends HELO as soon as it accepts,
+		// and discards whatever arrives before a PING. Without this grace, the first frame of
+		// every connection would be written, counted delivered, and thrown away.
+		t := time.NewTimer(heloGrace)
+		select {
+		case <-fc.dead:
+			t.Stop()
+			f.handshakeFailures.Add(1)
+			return nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.addr, fc.err)
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			_ = fc.Close()
+			return nil, ctx.Err()
+		}
+	}
+	f.connects.Add(1)
 	return fc, nil
 }
+
+// heloGrace is how long a new connection without a shared key listens for an unexpected
+// HELO before its first frame: a server that requires the handshake sends HELO right after
+// accepting, so on any network with a round trip under this, the mismatch is caught before
+// data is lost.
+const heloGrace = 50 * time.Millisecond
 
 // awaitAck waits up to AckTimeout for the ack of chunk. serverDown says whether the
 // failure counts against the server (no answer, a broken one, a lost connection) or only
@@ -350,7 +377,10 @@ func (f *forwarder) readLoop(c *fconn) {
 		}
 		n += m
 		if !f.s.requireAck {
-			c.err = errors.New("receiver sent data the client did not ask for (does it require a shared_key handshake?)")
+			c.err = errors.New("receiver sent data the client did not ask for")
+			if handshakeMessage(buf[:n]) {
+				c.err = errUnexpectedHELO
+			}
 			_ = c.Close()
 			return
 		}
@@ -368,7 +398,7 @@ func (f *forwarder) readLoop(c *fconn) {
 			if err != nil {
 				c.err = fmt.Errorf("malformed ack: %w", err)
 				if handshakeMessage(buf[:n]) {
-					c.err = errors.New("receiver sent HELO or PONG: it expects the shared_key handshake (Config.SharedKey)")
+					c.err = errUnexpectedHELO
 				}
 				_ = c.Close()
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,18 +20,6 @@ import (
 // the shared-key handshake, TLS, unix sockets, several servers, deadlines.
 
 const waitFor = 10 * time.Second
-
-// eventually waits until cond holds, checking every few milliseconds, or fails the test.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // logErrs logs n err entries numbered from first.
 func logErrs(core *fluentcore.Core, first, n int) {
@@ -56,7 +45,7 @@ func indexes(r *forwardtest.Receiver) map[int64]int {
 // delivered entry is one written to the connection: the receiver may not have read it yet.)
 func checkAll(t *testing.T, n int, rs ...*forwardtest.Receiver) (duplicates int) {
 	t.Helper()
-	eventually(t, "entries to arrive", func() bool {
+	fluentcore.WaitUntil(t, "entries to arrive", func() bool {
 		total := 0
 		for _, r := range rs {
 			total += r.Len()
@@ -172,7 +161,7 @@ func TestAckFaultsResendTheBatch(t *testing.T) {
 				t.Fatal("entries counted as delivered without their ack")
 			}
 			r.SetAckFault(forwardtest.AckOK)
-			eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+			fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
 			st := core.Stats().Err
 			if st.Delivered != n || st.SendErrors < 2 || st.Reconnects < 2 {
 				t.Fatalf("delivered %d, send errors %d, reconnects %d", st.Delivered, st.SendErrors, st.Reconnects)
@@ -194,7 +183,7 @@ func TestConnectionClosedMidFrameIsResent(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.SetCloseAfter(0)
-	eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+	fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
 	if dup := checkAll(t, n, r); dup != 0 {
 		t.Errorf("%d duplicates: truncated frames are never stored", dup)
 	}
@@ -207,14 +196,14 @@ func TestRefusedConnectionsAreRetriedWithBackoff(t *testing.T) {
 	}
 	core := quietCore(t, r.Addr(), nil, nil)
 	logErrs(core, 0, 10)
-	eventually(t, "failed attempts", func() bool { return core.Stats().Err.SendErrors >= 3 })
+	fluentcore.WaitUntil(t, "failed attempts", func() bool { return core.Stats().Err.SendErrors >= 3 })
 	if err := core.Sync(); err == nil || !strings.Contains(err.Error(), "connect to") {
 		t.Fatalf("Sync while refused: %v, want the connect error", err)
 	}
 	if err := r.SetRefuse(false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 10 })
+	fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 10 })
 	checkAll(t, 10, r)
 	if err := core.Sync(); err != nil {
 		t.Fatalf("Sync after recovery: %v", err)
@@ -333,7 +322,7 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 				}
 			})
 			logErrs(core, 0, 3)
-			eventually(t, "retried handshakes", func() bool { return core.Stats().Err.HandshakeFailures >= 3 })
+			fluentcore.WaitUntil(t, "retried handshakes", func() bool { return core.Stats().Err.HandshakeFailures >= 3 })
 			err := core.Sync()
 			if !errors.Is(err, fluentcore.ErrHandshake) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Sync: %v; want ErrHandshake mentioning %q", err, tc.want)
@@ -351,23 +340,40 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 				return
 			}
 			r.SetPongFault(forwardtest.PongOK)
-			eventually(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 3 })
+			fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 3 })
 			checkAll(t, 3, r)
 		})
 	}
 }
 
-// A client without the key, facing a receiver that wants one: fluentd answers its first
-// frame with a failing PONG and closes. With acks the client notices and says why.
+// A client without the key, facing a receiver that wants one: fluentd discards whatever
+// arrives before a PING, answers with a failing PONG and closes. The client must notice —
+// with acks or without — so that nothing is counted delivered that the receiver threw away,
+// and err entries end up spilled, never silently lost.
 func TestMissingSharedKeyIsReported(t *testing.T) {
-	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
-	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
-	logErrs(core, 0, 1)
-	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.HandshakeFailures >= 2 }, waitFor); err != nil {
-		t.Fatal(err)
-	}
-	if err := core.Sync(); err == nil || !strings.Contains(err.Error(), "shared_key") {
-		t.Fatalf("Sync: %v, want a hint at the shared_key", err)
+	for _, ack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ack=%v", ack), func(t *testing.T) {
+			r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
+			var fallback syncBuffer
+			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+				c.RequireAck = ack
+				c.ErrFallback = &fallback
+			})
+			logErrs(core, 0, 5)
+			fluentcore.WaitUntil(t, "two handshake failures", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
+			err := core.Sync()
+			if err == nil || !strings.Contains(err.Error(), "shared_key") || !errors.Is(err, fluentcore.ErrHandshake) {
+				t.Fatalf("Sync: %v, want an ErrHandshake hinting at the shared_key", err)
+			}
+			_ = core.Close()
+			st := core.Stats().Err
+			if st.Delivered != 0 || st.Spilled != 5 || st.HandshakeFailures == 0 {
+				t.Fatalf("delivered %d spilled %d handshake failures %d: want 0, 5, >0", st.Delivered, st.Spilled, st.HandshakeFailures)
+			}
+			if r.Len() != 0 {
+				t.Fatalf("the receiver accepted %d entries without a handshake", r.Len())
+			}
+		})
 	}
 }
 
@@ -381,13 +387,13 @@ func TestHandshakeTimeout(t *testing.T) {
 		c.HandshakeTimeout = 100 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
-	eventually(t, "handshake timeouts", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
+	fluentcore.WaitUntil(t, "handshake timeouts", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
 	err := core.Sync()
 	if !errors.Is(err, fluentcore.ErrHandshake) || !strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("Sync: %v, want a handshake timeout", err)
 	}
 	r.Resume()
-	eventually(t, "delivery after resume", func() bool { return core.Stats().Err.Delivered == 1 })
+	fluentcore.WaitUntil(t, "delivery after resume", func() bool { return core.Stats().Err.Delivered == 1 })
 }
 
 func TestTLS(t *testing.T) {
@@ -439,11 +445,11 @@ func TestTLS(t *testing.T) {
 			})
 			logErrs(core, 0, 3)
 			if tc.want == "" {
-				eventually(t, "delivery", func() bool { return core.Stats().Err.Delivered == 3 })
+				fluentcore.WaitUntil(t, "delivery", func() bool { return core.Stats().Err.Delivered == 3 })
 				checkAll(t, 3, r)
 				return
 			}
-			eventually(t, "a failed attempt", func() bool { return core.Stats().Err.SendErrors >= 1 })
+			fluentcore.WaitUntil(t, "a failed attempt", func() bool { return core.Stats().Err.SendErrors >= 1 })
 			err := core.Sync()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Sync: %v, want an error mentioning %q", err, tc.want)
@@ -468,7 +474,7 @@ func TestTLSHandshakeDeadline(t *testing.T) {
 		c.DialTimeout = 200 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
-	eventually(t, "a TLS handshake timeout", func() bool {
+	fluentcore.WaitUntil(t, "a TLS handshake timeout", func() bool {
 		err := core.Sync()
 		return err != nil && strings.Contains(err.Error(), "TLS handshake") && errors.Is(err, context.DeadlineExceeded)
 	})
@@ -537,7 +543,7 @@ func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := 10
-	eventually(t, "the healed server to take connections again", func() bool {
+	fluentcore.WaitUntil(t, "the healed server to take connections again", func() bool {
 		logErrs(core, i, 1)
 		i++
 		return core.Sync() == nil && rs[0].Len() > 0
@@ -579,7 +585,7 @@ func TestServersStandbyFailoverAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := 20
-	eventually(t, "the primary to take over again", func() bool {
+	fluentcore.WaitUntil(t, "the primary to take over again", func() bool {
 		logErrs(core, i, 1)
 		i++
 		return core.Sync() == nil && primary.Len() > 10
