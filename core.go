@@ -89,8 +89,10 @@ type Config struct {
 	// Default DefaultMaxBatchBytes (256 KiB); at most 6,000,000 (fluent-bit's limit).
 	MaxBatchBytes int
 	// MaxEntryBytes is the largest encoded entry. A larger info entry is dropped (too_large);
-	// a larger err entry goes to ErrFallback. Default DefaultMaxEntryBytes (64 KiB); at most
-	// MaxBatchBytes.
+	// a larger err entry is delivered with its largest string and binary values truncated,
+	// each ending in "…(truncated N bytes)", and "<MessageKey>Truncated": true in its record
+	// (it goes to ErrFallback whole only if truncating can't make it fit). Default
+	// DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
 	MaxEntryBytes int
 	// FlushInterval is the longest an entry waits in a batch that is not full.
 	// Default DefaultFlushInterval (500ms).
@@ -99,9 +101,9 @@ type Config struct {
 	// after it the entry goes to ErrFallback. Default DefaultErrMaxWait (50ms).
 	ErrMaxWait time.Duration
 	// ErrFallback receives err entries that cannot be delivered — buffers full past
-	// ErrMaxWait, larger than MaxEntryBytes, logged after Close, or undelivered when Close
-	// gives up — as JSON lines {"tag","time","record"}. Default os.Stderr. Writes to it are
-	// serialised.
+	// ErrMaxWait, larger than MaxEntryBytes even truncated, logged after Close, or
+	// undelivered when Close gives up — as JSON lines {"tag","time","record"}. Default
+	// os.Stderr. Writes to it are serialised.
 	ErrFallback io.Writer
 	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry.
 	// Default DefaultSyncTimeout (5s).
