@@ -1,15 +1,22 @@
 # The README's two commands: `go run ./cmd/fluentcore-demo` and `make test`.
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
-.PHONY: test lint generate check-generate interop
+.PHONY: test race-test lint generate check-generate fuzz-smoke interop
 
-# test: what CI and a newcomer run. Vet, the generated code is current, the race-enabled
-# tests of the module, then the interop tests against real receivers.
-test: check-generate
+# The root package's fuzz targets; fuzz-smoke runs each for FUZZTIME.
+FUZZ_TARGETS ?= FuzzAppendEntry FuzzAppendJSON FuzzStringsMatchZap
+FUZZTIME ?= 10s
+
+# test: what CI and a newcomer run. The generated code is current, vet, the race-enabled
+# tests of the module, a short run of every fuzz target, then the interop tests against
+# real receivers.
+test: check-generate race-test fuzz-smoke interop
+
+race-test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
-	$(MAKE) --no-print-directory interop
 
 # interop: the core against real Forward receivers from the registries (interop/README.md).
 # Installs them first: @fluent-org/logger from the committed lock file (npm ci, no install
@@ -20,9 +27,19 @@ interop:
 	cd interop && $(GO) mod download && $(GO) vet ./...
 	cd interop && $(GO) test -race -count=1 ./...
 
+# fuzz-smoke fuzzes each target briefly (go test -fuzz takes one target at a time). New
+# interesting inputs are minimised for at most 100 runs, so the time goes to fuzzing.
+fuzz-smoke:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x . || exit 1; \
+	done
+
+# lint: vet, staticcheck on every module, and golangci-lint (.golangci.yml) on the library.
 lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 	cd interop && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd interop/otelrecv && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 

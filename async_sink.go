@@ -129,7 +129,7 @@ const (
 	written      writeStatus = iota // the entry is in a batch (or counted as dropped)
 	needBatch                       // no free batch; the caller decides to drop or wait
 	streamClosed                    // the stream is closed
-	oversized                       // an err entry larger than entryCap
+	oversized                       // an err entry larger than entryCap even once truncated
 )
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
@@ -143,7 +143,8 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 		case written:
 			return
 		case oversized:
-			// Err entries are never dropped: an oversized one goes to the fallback whole.
+			// Err entries are never dropped: one that can't be truncated to fit goes to the
+			// fallback whole.
 			s.spillEntry(ctx, ent, fields)
 			return
 		case streamClosed:
@@ -192,11 +193,17 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 	}
 	if len(out)-start > s.entryCap {
 		b.buf = b.buf[:start]
-		if s.id == errStream {
+		if s.id != errStream {
+			sh.dropped[dropTooLarge].Add(1)
+			return written
+		}
+		// An err entry is delivered with its largest values truncated and marked (see
+		// capEntry); out[start:] is still intact, and capped lives in the encoder.
+		capped, ok := sh.enc.capEntry(out[start:], s.entryCap)
+		if !ok {
 			return oversized
 		}
-		sh.dropped[dropTooLarge].Add(1)
-		return written
+		out = append(b.buf, capped...)
 	}
 	if cap(out) != cap(b.buf) {
 		// The entry did not fit and append moved everything to a new array: seal the batch as

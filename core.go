@@ -78,8 +78,10 @@ type Config struct {
 	// Default DefaultMaxBatchBytes (256 KiB); at most 6,000,000 (fluent-bit's limit).
 	MaxBatchBytes int `json:"max_batch_bytes,omitempty" yaml:"max_batch_bytes,omitempty"`
 	// MaxEntryBytes is the largest encoded entry. A larger info entry is dropped (too_large);
-	// a larger err entry goes to the spill (SpillDir) or ErrFallback. Default
-	// DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
+	// a larger err entry is delivered with its largest string and binary values truncated,
+	// each ending in "…(truncated N bytes)", and "<MessageKey>Truncated": true in its record
+	// (it goes to the spill, SpillDir or ErrFallback, whole only if truncating can't make it
+	// fit). Default DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
 	MaxEntryBytes int `json:"max_entry_bytes,omitempty" yaml:"max_entry_bytes,omitempty"`
 	// FlushInterval is the longest an entry waits in a batch that is not full.
 	// Default DefaultFlushInterval (500ms).
@@ -89,7 +91,7 @@ type Config struct {
 	// DefaultErrMaxWait (50ms).
 	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
 	// ErrFallback receives err entries that cannot be delivered — buffers full past
-	// ErrMaxWait, larger than MaxEntryBytes, logged after Close, or undelivered when Close
+	// ErrMaxWait, larger than MaxEntryBytes even truncated, logged after Close, or undelivered when Close
 	// gives up — as JSON lines {"tag","time","record"}. Default os.Stderr. Writes to it are
 	// serialised. With SpillDir those entries go to the spill instead, and ErrFallback only
 	// gets what the spill cannot take: entries refused because the spill is full

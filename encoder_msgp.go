@@ -28,6 +28,8 @@ const (
 	mMap32   = 0xdf
 	mArray32 = 0xdd
 	mNil     = 0xc0
+	mFalse   = 0xc2
+	mTrue    = 0xc3
 	mEmpty   = 0xa0 // fixstr of length 0
 
 	// maxEventSec is the largest EventTime second we send: fluent-bit reserves
@@ -43,6 +45,8 @@ type encoderConfig struct {
 
 	// Pre-encoded keys; nil when the part is omitted.
 	levelKey, timeKey, nameKey, callerKey, functionKey, messageKey, stacktraceKey []byte
+	// truncatedKey marks a record cut down to Config.MaxEntryBytes (see capEntry).
+	truncatedKey []byte
 
 	// levelVals holds the pre-encoded output of a known level encoder for
 	// DebugLevel..FatalLevel (index level+1); nil entries mean "call EncodeLevel".
@@ -82,6 +86,10 @@ func newEncoderConfig(c zapcore.EncoderConfig) *encoderConfig {
 	cfg.functionKey = key(c.FunctionKey)
 	cfg.messageKey = key(c.MessageKey)
 	cfg.stacktraceKey = key(c.StacktraceKey)
+	cfg.truncatedKey = appendStr(nil, "truncated")
+	if c.MessageKey != zapcore.OmitKey {
+		cfg.truncatedKey = appendStr(nil, c.MessageKey+"Truncated")
+	}
 
 	if c.EncodeLevel != nil {
 		switch funcPC(c.EncodeLevel) {
@@ -111,14 +119,6 @@ func newEncoderConfig(c zapcore.EncoderConfig) *encoderConfig {
 	return cfg
 }
 
-// newReflectedEncoder returns the user's ReflectedEncoder, or zap's default.
-func (c *encoderConfig) newReflectedEncoder(w *bytes.Buffer) zapcore.ReflectedEncoder {
-	if c.zc.NewReflectedEncoder != nil {
-		return c.zc.NewReflectedEncoder(w)
-	}
-	return newJSONReflectedEncoder(w)
-}
-
 // frameKind is what an open frame will be once closed.
 type frameKind uint8
 
@@ -129,6 +129,9 @@ const (
 	// no header; one value stays as it is, none gets the caller's fallback, several are
 	// wrapped in an array (or flow into a parent array, as zap JSON would write them).
 	kindSlot
+	// kindRaw is a reflected value being written: the reflection encoder writes its own
+	// headers, so nothing is counted here and a slot's several values are wrapped.
+	kindRaw
 )
 
 // frame is an open container.
@@ -181,9 +184,19 @@ type msgpEncoder struct {
 	cur   frame   // innermost open frame
 	stack []frame // frames enclosing cur, outermost first
 
-	scratch    []byte // reused for rare rewrites (invalid UTF-8, msgp.Marshaler output)
+	scratch []byte // reused for rare rewrites (invalid UTF-8, msgp.Marshaler output)
+
+	// Reflection scratch, reused: sorted map entries (nested maps use the tail), unescaped
+	// JSON strings, and the user's ReflectedEncoder with its output.
+	mapKVs     []mapKV
+	anyKVs     []anyKV
+	strKVs     [][2]string
+	jsonStr    []byte
 	reflectBuf bytes.Buffer
 	reflectEnc zapcore.ReflectedEncoder
+
+	capSpans []capSpan // entry size cap: the str and bin values of the entry being cut
+	capOut   []byte    // and the cut entry
 }
 
 var (
@@ -380,7 +393,7 @@ func (e *msgpEncoder) closeFrame() {
 		case f.n == 1:
 		case f.n == 0: // only for a slot abandoned by a recovered panic
 			e.buf = append(e.buf, mNil)
-		case e.cur.kind != kindMap:
+		case e.cur.kind == kindArray || e.cur.kind == kindSlot:
 			e.cur.n += f.n - 1 // zap JSON writes them as separate elements
 		default:
 			e.wrapArray(f.off, f.n)
@@ -588,8 +601,7 @@ func (e *msgpEncoder) AddTime(k string, v time.Time) {
 func (e *msgpEncoder) AddReflected(k string, v any) error {
 	mark := len(e.buf)
 	e.buf = appendStr(e.buf, k)
-	var err error
-	if e.buf, err = e.appendReflected(e.buf, v); err != nil {
+	if err := e.appendReflected(v); err != nil {
 		e.buf = e.buf[:mark]
 		return err
 	}
@@ -695,8 +707,8 @@ func (e *msgpEncoder) AppendTimeLayout(t time.Time, layout string) {
 func (e *msgpEncoder) AppendReflected(v any) error {
 	mark, n := len(e.buf), e.cur.n
 	e.elem()
-	var err error
-	if e.buf, err = e.appendReflected(e.buf, v); err != nil {
+	err := e.appendReflected(v)
+	if err != nil {
 		e.buf, e.cur.n = e.buf[:mark], n
 	}
 	return err

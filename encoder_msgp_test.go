@@ -197,6 +197,10 @@ type confCase struct {
 	ctx    [][]zapcore.Field    // successive With calls
 	ent    func(*zapcore.Entry) // changes to baseEntry
 	fields []zapcore.Field
+	// zapFields, when set, are what zap's JSON encoder gets instead of fields: the
+	// documented equivalent where we deliberately differ from encoding/json (time.Time and
+	// time.Duration inside reflected values go through the configured encoders).
+	zapFields []zapcore.Field
 }
 
 func baseEntry() zapcore.Entry {
@@ -302,11 +306,10 @@ func corpus() []confCase {
 		Small int64
 		Raw   json.RawMessage
 		Bytes []byte
-		When  time.Time
 		Ptr   *int
 		M     map[string]any
 	}{"n<&>", []string{"a", badUTF8}, struct{ F float64 }{1.5}, math.MaxUint64, math.MinInt64,
-		json.RawMessage(` {"z":1, "a":[1, 2.5, 1e3, 123456789012345678901234567890]} `), []byte{1, 2, 3}, entTime, nil,
+		json.RawMessage(` {"z":1, "a":[1, 2.5, 1e3, 123456789012345678901234567890]} `), []byte{1, 2, 3}, nil,
 		map[string]any{"k": nil, "b": true}}),
 		zap.Any("anyMap", map[string]int{"b": 2, "a": 1}), zap.Reflect("nil", nil), zap.Reflect("str", "plain"),
 		zap.Reflect("num", 3.25), zap.Reflect("unsupported", func() {}), zap.Reflect("chan", make(chan int)),
@@ -377,7 +380,7 @@ func corpus() []confCase {
 			fields: nil,
 		},
 	)
-	return cs
+	return append(cs, reflectedCases()...)
 }
 
 // ---- configurations ----
@@ -445,7 +448,7 @@ func decodeEntry(t *testing.T, b []byte) (sec, nsec uint32, rec map[string]any) 
 	if err != nil || len(rest) != 0 {
 		t.Fatalf("entry is not exactly one msgpack value: err=%v, %d trailing bytes", err, len(rest))
 	}
-	v, _, err := msgp.ReadIntfBytes(b)
+	v, _, err := readIntf(b)
 	if err != nil {
 		t.Fatalf("decode entry: %v", err)
 	}
@@ -478,6 +481,45 @@ func decodeEntry(t *testing.T, b []byte) (sec, nsec uint32, rec map[string]any) 
 		t.Fatalf("EventTime %+v disagrees with raw payload % x", et, ext.Data)
 	}
 	return et.Sec, et.Nsec, rec
+}
+
+// readIntf decodes one msgpack value to the types msgp.ReadIntfBytes uses. That function
+// refuses maps whose keys and values are 1 byte each (it assumes 2-byte keys), which our
+// records can be: many fields with "" keys and values.
+func readIntf(b []byte) (v any, rest []byte, err error) {
+	switch msgp.NextType(b) {
+	case msgp.MapType:
+		var sz uint32
+		if sz, b, err = msgp.ReadMapHeaderBytes(b); err != nil {
+			return nil, b, err
+		}
+		m := make(map[string]any, min(int(sz), len(b)))
+		for range sz {
+			var k []byte
+			if k, b, err = msgp.ReadMapKeyZC(b); err != nil {
+				return nil, b, err
+			}
+			if m[string(k)], b, err = readIntf(b); err != nil {
+				return nil, b, err
+			}
+		}
+		return m, b, nil
+	case msgp.ArrayType:
+		var sz uint32
+		if sz, b, err = msgp.ReadArrayHeaderBytes(b); err != nil {
+			return nil, b, err
+		}
+		a := make([]any, 0, min(int(sz), len(b)))
+		for range sz {
+			var x any
+			if x, b, err = readIntf(b); err != nil {
+				return nil, b, err
+			}
+			a = append(a, x)
+		}
+		return a, b, nil
+	}
+	return msgp.ReadIntfBytes(b)
 }
 
 // checkPlain fails on anything in a decoded record that isn't a plain msgpack type
@@ -541,12 +583,15 @@ func normJSON(v any) any {
 			v[i] = normJSON(x)
 		}
 	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return string(v) // beyond float64: we keep the text
+		}
 		if !strings.ContainsAny(string(v), ".eE") {
 			if i, ok := new(big.Int).SetString(string(v), 10); ok {
 				return intNum(i.String())
 			}
 		}
-		f, _ := strconv.ParseFloat(string(v), 64)
 		return f
 	}
 	return v
@@ -634,7 +679,11 @@ func zapRecord(t *testing.T, cfg zapcore.EncoderConfig, c confCase, ent zapcore.
 			f.AddTo(enc)
 		}
 	}
-	buf, err := enc.EncodeEntry(ent, c.fields)
+	fields := c.fields
+	if c.zapFields != nil {
+		fields = c.zapFields
+	}
+	buf, err := enc.EncodeEntry(ent, fields)
 	if err != nil {
 		t.Fatalf("zap EncodeEntry: %v", err)
 	}
@@ -761,12 +810,16 @@ func TestEncoderMultiValueEncoders(t *testing.T) {
 	ent := baseEntry()
 	ent.LoggerName, ent.Caller = "n", testCaller
 	fields := []zapcore.Field{zap.Duration("d", time.Second), zap.Durations("ds", []time.Duration{1, 2}),
-		zap.Time("t", entTime)}
+		zap.Time("t", entTime), zap.Reflect("r", struct {
+			T  time.Time
+			Ds []time.Duration
+		}{entTime, []time.Duration{1}})}
 	ctx := cfg.newContext(nil, []zapcore.Field{zap.Duration("cd", 1)})
 	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, ent, fields))
 	pair := []any{"a", int64(1)}
 	want := map[string]any{"level": pair, "ts": pair, "logger": pair, "caller": pair, "msg": "hello",
-		"cd": pair, "d": pair, "ds": []any{"a", int64(1), "a", int64(1)}, "t": pair}
+		"cd": pair, "d": pair, "ds": []any{"a", int64(1), "a", int64(1)}, "t": pair,
+		"r": map[string]any{"T": pair, "Ds": []any{pair}}} // reflected arrays have a fixed size
 	if d := diff(normMsgp(rec), normMsgp(want), "record"); d != "" {
 		t.Error(d)
 	}
@@ -1139,9 +1192,8 @@ func BenchmarkZapJSONEncodeEntry(b *testing.B) {
 	b.SetBytes(int64(n))
 }
 
-func BenchmarkEncodeField(b *testing.B) {
-	ent := baseEntry()
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+// benchFields is one field of each type for the per-type benchmarks, by name.
+func benchFields() ([]string, map[string]zapcore.Field) {
 	fields := nonReflectedFields()
 	fields["Reflect"] = zap.Reflect("r", struct{ A, B int }{1, 2})
 	names := make([]string, 0, len(fields))
@@ -1149,6 +1201,13 @@ func BenchmarkEncodeField(b *testing.B) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	return names, fields
+}
+
+func BenchmarkEncodeField(b *testing.B) {
+	ent := baseEntry()
+	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	names, fields := benchFields()
 	for _, name := range names {
 		fs := []zapcore.Field{fields[name]}
 		b.Run(name, func(b *testing.B) {
@@ -1158,5 +1217,48 @@ func BenchmarkEncodeField(b *testing.B) {
 				dst = enc.appendEntry(dst[:0], nil, ent, fs)
 			}
 		})
+	}
+}
+
+// BenchmarkZapJSONEncodeField is BenchmarkEncodeField with zap's JSON encoder.
+func BenchmarkZapJSONEncodeField(b *testing.B) {
+	ent := baseEntry()
+	enc := zapcore.NewJSONEncoder(defaultCfg())
+	names, fields := benchFields()
+	for _, name := range names {
+		fs := []zapcore.Field{fields[name]}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, _ := enc.EncodeEntry(ent, fs)
+				buf.Free()
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeEntryWithContext is the standard record logged by a With child.
+func BenchmarkEncodeEntryWithContext(b *testing.B) {
+	ent, fields := standardRecord()
+	cfg := newEncoderConfig(defaultCfg())
+	ctx := cfg.newContext(nil, fields[:5])
+	enc := newMsgpEncoder(cfg)
+	dst := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = enc.appendEntry(dst[:0], ctx, ent, fields[5:])
+	}
+}
+
+func BenchmarkZapJSONEncodeEntryWithContext(b *testing.B) {
+	ent, fields := standardRecord()
+	enc := zapcore.NewJSONEncoder(defaultCfg())
+	for _, f := range fields[:5] {
+		f.AddTo(enc)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ := enc.EncodeEntry(ent, fields[5:])
+		buf.Free()
 	}
 }
