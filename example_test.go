@@ -3,6 +3,7 @@ package fluentcore_test
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -113,4 +114,26 @@ func ExampleCore_Sync() {
 	e := entries[0]
 	fmt.Println(e.Tag, e.Record["level"], e.Record["left"], strings.HasPrefix(e.Mode.String(), "Packed"))
 	// Output: billing.info warn 5 true
+}
+
+// Twelve-factor services read their settings from FLUENT_* variables; what cannot be text
+// (a Registerer, a TLS config) is added in code.
+func ExampleConfigFromEnv() {
+	os.Setenv("FLUENT_ADDR", "tcp://fluentd.internal:24224")
+	os.Setenv("FLUENT_TAG", "shop")
+	os.Setenv("FLUENT_FLUSH_INTERVAL", "250ms")
+	os.Setenv("FLUENT_DEGRADE_POLICY", "keep_warn")
+	defer func() {
+		for _, k := range []string{"FLUENT_ADDR", "FLUENT_TAG", "FLUENT_FLUSH_INTERVAL", "FLUENT_DEGRADE_POLICY"} {
+			os.Unsetenv(k)
+		}
+	}()
+
+	cfg, err := fluentcore.ConfigFromEnv()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Addr, cfg.Tag, cfg.FlushInterval, cfg.Degrade.Policy)
+	// Output: tcp://fluentd.internal:24224 shop 250ms keep_warn
 }
