@@ -431,9 +431,12 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 		logger.Error("outage", zap.Int("i", i), zap.String("pad", strings.Repeat("e", 400)))
 		slowest = max(slowest, time.Since(start))
 	}
-	// A functional bound, not a performance figure: a call that waited for the receiver
-	// instead of ErrMaxWait would take WriteTimeout-scale retries times the backlog.
-	if slowest > wait+time.Second {
+	// Every call above returned while the receiver was stalled, so none waited for it. The
+	// bound below only catches a hang: on a loaded 2-core machine with the race detector a
+	// call that waited exactly ErrMaxWait can still be descheduled for a second or more, so
+	// a tight bound here would measure the machine, not the code.
+	t.Logf("slowest err log call: %v (ErrMaxWait %v)", slowest, wait)
+	if slowest > wait+5*time.Second {
 		t.Fatalf("an err log call took %v; ErrMaxWait is %v", slowest, wait)
 	}
 	r.Resume()

@@ -1126,7 +1126,7 @@ func TestEncoderZeroAllocs(t *testing.T) {
 		dst := make([]byte, 0, 1<<20)
 		check := func(name string, fs []zapcore.Field) {
 			dst = enc.appendEntry(dst[:0], ctx, ent, fs) // warm up scratch and stack
-			if n := testing.AllocsPerRun(100, func() { dst = enc.appendEntry(dst[:0], ctx, ent, fs) }); n != 0 {
+			if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], ctx, ent, fs) }); n != 0 {
 				t.Errorf("%s/%s: %v allocs per entry, want 0", cfgName, name, n)
 			}
 		}

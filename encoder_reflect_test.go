@@ -457,7 +457,7 @@ func TestReflectedAllocs(t *testing.T) {
 	for name, f := range cases {
 		fs := []zapcore.Field{f}
 		dst = enc.appendEntry(dst[:0], nil, baseEntry(), fs)
-		if n := testing.AllocsPerRun(100, func() { dst = enc.appendEntry(dst[:0], nil, baseEntry(), fs) }); n != 0 {
+		if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], nil, baseEntry(), fs) }); n != 0 {
 			t.Errorf("%s: %v allocs per entry, want 0", name, n)
 		}
 	}
