@@ -2,13 +2,42 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: test lint generate check-generate
+.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees
 
-# test: what CI and a newcomer run. Vet, the generated code is current, the race-enabled
-# tests of the module.
-test: check-generate
+# The root package's fuzz targets; fuzz-smoke runs each for FUZZTIME.
+FUZZ_TARGETS ?= FuzzParseHELO FuzzParsePONG FuzzParseAck
+FUZZTIME ?= 5s
+# How long `make soak` runs TestSoak.
+SOAK ?= 60s
+# Where `make guarantees` has the fault suite write its table.
+GUARANTEES_OUT ?= build/guarantees.md
+
+# test: what CI and a newcomer run. The generated code is current, vet, the race-enabled
+# tests of the module, a short run of every fuzz target, then the soak.
+test: check-generate race-test fuzz-smoke soak
+
+race-test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# fuzz-smoke fuzzes each target briefly (go test -fuzz takes one target at a time). New
+# interesting inputs are minimised for at most 100 runs, so the time goes to fuzzing.
+fuzz-smoke:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x . || exit 1; \
+	done
+
+# soak: full-rate logging with the receivers restarted every few seconds; RSS and
+# goroutines must stay flat (TestSoak; `go test ./...` skips it).
+soak:
+	$(GO) test -count=1 -run='^TestSoak$$' -v . -args -soak=$(SOAK)
+
+# guarantees: run the fault suite and put its results in README.md's Guarantees table.
+guarantees:
+	@mkdir -p $(dir $(GUARANTEES_OUT))
+	$(GO) test -count=1 -run='^TestFaults$$' . -args -guarantees=$(abspath $(GUARANTEES_OUT))
+	$(GO) run ./internal/guarantees/splice -table $(GUARANTEES_OUT) -doc README.md
 
 lint:
 	$(GO) vet ./...
