@@ -3,16 +3,20 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 
-.PHONY: test race-test lint generate check-generate fuzz-smoke interop
+.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop
 
 # The root package's fuzz targets; fuzz-smoke runs each for FUZZTIME.
-FUZZ_TARGETS ?= FuzzAppendEntry FuzzAppendJSON FuzzStringsMatchZap
-FUZZTIME ?= 10s
+FUZZ_TARGETS ?= FuzzAppendEntry FuzzAppendJSON FuzzStringsMatchZap FuzzParseHELO FuzzParsePONG FuzzParseAck
+FUZZTIME ?= 5s
+# How long `make soak` runs TestSoak.
+SOAK ?= 60s
+# Where `make guarantees` has the fault suite write its table.
+GUARANTEES_OUT ?= build/guarantees.md
 
 # test: what CI and a newcomer run. The generated code is current, vet, the race-enabled
-# tests of the module, a short run of every fuzz target, then the interop tests against
-# real receivers.
-test: check-generate race-test fuzz-smoke interop
+# tests of the module, a short run of every fuzz target, the soak, then the interop tests
+# against real receivers.
+test: check-generate race-test fuzz-smoke soak interop
 
 race-test:
 	$(GO) vet ./...
@@ -34,6 +38,17 @@ fuzz-smoke:
 		echo "fuzz $$t for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x . || exit 1; \
 	done
+
+# soak: full-rate logging with the receivers restarted every few seconds; RSS and
+# goroutines must stay flat (TestSoak; `go test ./...` skips it).
+soak:
+	$(GO) test -count=1 -run='^TestSoak$$' -v . -args -soak=$(SOAK)
+
+# guarantees: run the fault suite and put its results in README.md's Guarantees table.
+guarantees:
+	@mkdir -p $(dir $(GUARANTEES_OUT))
+	$(GO) test -count=1 -run='^TestFaults$$' . -args -guarantees=$(abspath $(GUARANTEES_OUT))
+	$(GO) run ./internal/guarantees/splice -table $(GUARANTEES_OUT) -doc README.md
 
 # lint: vet, staticcheck on every module, and golangci-lint (.golangci.yml) on the library.
 lint:

@@ -100,11 +100,33 @@ func newForwarder(s *settings) *forwarder {
 // and otherwise the EOF or reset that tells us the peer is gone before we write into it.
 type fconn struct {
 	net.Conn
+	raw       net.Conn      // the transport under TLS; Conn itself without TLS
 	server    int           // index in settings.endpoints
 	keepalive bool          // false: the receiver closes after each request (HELO said so)
 	acks      chan string   // ack tokens, in arrival order
 	dead      chan struct{} // closed by the reader when the connection fails
 	err       error         // why; written before dead is closed
+}
+
+// closeNotifyWait bounds TLS's close_notify when a healthy connection is closed: an alert
+// that cannot be written at once (the receiver stopped reading) is not worth waiting for.
+const closeNotifyWait = 100 * time.Millisecond
+
+// abort closes a connection that failed without TLS's close_notify. That alert is a write,
+// and crypto/tls gives it 5 s of its own: into a receiver that stopped reading it would
+// stall the sender past WriteTimeout and AckTimeout, and Close past CloseTimeout.
+func (c *fconn) abort() { _ = c.raw.Close() }
+
+// shutdown closes a healthy connection: with TLS, with a close_notify bounded by
+// closeNotifyWait.
+func (c *fconn) shutdown() {
+	if c.raw == c.Conn {
+		_ = c.Conn.Close()
+		return
+	}
+	t := time.AfterFunc(closeNotifyWait, c.abort)
+	_ = c.Conn.Close()
+	t.Stop()
 }
 
 // cause returns why a write failed. When the peer is gone, the reader may know better —
@@ -169,13 +191,13 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	bufs := net.Buffers{hdr, payload, opt}
 	if _, err := bufs.WriteTo(c); err != nil {
 		err = fmt.Errorf("fluentcore: write to %s: %w", ep.addr, c.cause(err)) // before closing it ourselves
-		f.dropConn()
+		f.dropConn(true)
 		f.bal.markDown(c.server, time.Now())
 		return 0, fresh, f.fail(err)
 	}
 	if chunk != "" {
 		if serverDown, err := f.awaitAck(ctx, c, ep, chunk); err != nil {
-			f.dropConn()
+			f.dropConn(true)
 			if serverDown {
 				f.bal.markDown(c.server, time.Now())
 			}
@@ -187,13 +209,16 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	f.downSince.Store(0)
 	f.setLastError(nil)
 	if !c.keepalive {
-		f.dropConn() // the receiver closes after each request anyway
+		f.dropConn(false) // the receiver closes after each request anyway
 	}
 	return size, fresh, nil
 }
 
 // fail records a failed attempt and returns err.
 func (f *forwarder) fail(err error) error {
+	if errors.Is(err, errUnexpectedHELO) {
+		f.handshakeFailures.Add(1) // the receiver wants a handshake we were not configured for
+	}
 	f.downSince.CompareAndSwap(0, time.Now().UnixNano())
 	f.setLastError(err)
 	return err
@@ -235,7 +260,7 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 	if c := f.conn; c != nil {
 		select {
 		case <-c.dead:
-			f.dropConn() // e.g. the receiver closed an idle connection: not a server failure
+			f.dropConn(true) // e.g. the receiver closed an idle connection: not a server failure
 		default:
 		}
 	}
@@ -262,7 +287,7 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 			}
 			continue
 		}
-		f.dropConn()
+		f.dropConn(false)
 		f.conn = c
 		return true, nil
 	}
@@ -281,6 +306,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 	ep := &f.s.endpoints[i]
 	dctx, cancel := context.WithTimeout(ctx, f.s.dialTimeout)
 	nc, err := f.dialRaw(dctx, ep.network, ep.address)
+	raw := nc
 	if err == nil && ep.useTLS {
 		tc := tls.Client(nc, ep.tlsConfig)
 		if err = tc.HandshakeContext(dctx); err != nil {
@@ -302,30 +328,31 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			_ = nc.SetDeadline(time.Time{})
 		}
 		if err != nil {
-			_ = nc.Close()
+			_ = raw.Close() // no close_notify: see abort
 			if ctx.Err() == nil {
 				f.handshakeFailures.Add(1)
 			}
 			return nil, err
 		}
 	}
-	fc := &fconn{Conn: nc, server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
+	fc := &fconn{Conn: nc, raw: raw, server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
-	if f.s.creds == nil {
+	if f.s.creds == nil && !f.s.requireAck {
 		// A receiver that requires the shared-key handshake sends HELO as soon as it accepts,
-		// and discards whatever arrives before a PING. Without this grace, the first frame of
-		// every connection would be written, counted delivered, and thrown away.
+		// and discards whatever arrives before a PING. Without acks, nothing else would tell
+		// us: the first frame of every connection would be written, counted delivered, and
+		// thrown away. (With acks, that frame is simply never acked, and the HELO is
+		// reported by the reader.)
 		t := time.NewTimer(heloGrace)
 		select {
 		case <-fc.dead:
 			t.Stop()
-			f.handshakeFailures.Add(1)
 			return nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.addr, fc.err)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			_ = fc.Close()
+			fc.abort()
 			return nil, ctx.Err()
 		}
 	}
@@ -372,7 +399,7 @@ func (f *forwarder) readLoop(c *fconn) {
 		m, err := c.Read(buf[n:])
 		if err != nil {
 			c.err = err
-			_ = c.Close()
+			c.abort()
 			return
 		}
 		n += m
@@ -381,7 +408,7 @@ func (f *forwarder) readLoop(c *fconn) {
 			if handshakeMessage(buf[:n]) {
 				c.err = errUnexpectedHELO
 			}
-			_ = c.Close()
+			c.abort()
 			return
 		}
 		for n > 0 {
@@ -390,7 +417,7 @@ func (f *forwarder) readLoop(c *fconn) {
 			if errors.Is(err, msgp.ErrShortBytes) {
 				if n == len(buf) {
 					c.err = fmt.Errorf("ack longer than %d bytes", maxResponseBytes)
-					_ = c.Close()
+					c.abort()
 					return
 				}
 				break
@@ -400,7 +427,7 @@ func (f *forwarder) readLoop(c *fconn) {
 				if handshakeMessage(buf[:n]) {
 					c.err = errUnexpectedHELO
 				}
-				_ = c.Close()
+				c.abort()
 				return
 			}
 			n = copy(buf, buf[n-len(rest):n])
@@ -421,16 +448,21 @@ func (f *forwarder) disconnectedFor(now time.Time) time.Duration {
 	return now.Sub(time.Unix(0, since))
 }
 
-func (f *forwarder) dropConn() {
+// dropConn closes the connection: at once if it failed, else in good order.
+func (f *forwarder) dropConn(failed bool) {
 	if f.conn != nil {
-		_ = f.conn.Close()
+		if failed {
+			f.conn.abort()
+		} else {
+			f.conn.shutdown()
+		}
 		f.conn = nil
 	}
 }
 
 // close closes the connection and waits for its reader.
 func (f *forwarder) close() {
-	f.dropConn()
+	f.dropConn(false)
 	f.readers.Wait()
 }
 
