@@ -120,12 +120,13 @@ func (c *fconn) abort() { _ = c.raw.Close() }
 // shutdown closes a healthy connection: with TLS, with a close_notify bounded by
 // closeNotifyWait.
 func (c *fconn) shutdown() {
+	// c.Close is the top layer's (TLS's, when there is one); c.raw is the socket under it.
 	if c.raw == c.Conn {
-		_ = c.Conn.Close()
+		_ = c.Close()
 		return
 	}
 	t := time.AfterFunc(closeNotifyWait, c.abort)
-	_ = c.Conn.Close()
+	_ = c.Close()
 	t.Stop()
 }
 
