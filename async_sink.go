@@ -649,30 +649,31 @@ func newSink(s *settings, constLabels map[string]string) *sink {
 // clock flushes the streams every FlushInterval and feeds the info stream's degrade state
 // machine several times a second (and at once when the queue reaches its high watermark).
 func (k *sink) clock() {
-	tick := k.settings.flushInterval
-	if tick > 100*time.Millisecond {
-		tick = 100 * time.Millisecond
-	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
+	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
+	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
+	// the degrade machine is fed every observeEvery.
+	flush := time.NewTicker(k.settings.flushInterval)
+	defer flush.Stop()
+	observe := time.NewTicker(min(k.settings.flushInterval, observeEvery))
+	defer observe.Stop()
 	info := k.streams[infoStream]
-	lastFlush := time.Now()
 	for {
 		select {
 		case <-k.stopTick:
 			return
 		case <-info.kick:
-		case now := <-t.C:
-			if now.Sub(lastFlush) >= k.settings.flushInterval {
-				lastFlush = now
-				for _, st := range k.streams {
-					st.flush()
-				}
+		case <-observe.C:
+		case <-flush.C:
+			for _, st := range k.streams {
+				st.flush()
 			}
 		}
 		k.observeDegrade(time.Now())
 	}
 }
+
+// observeEvery is how often the degrade state machine is fed when nothing else wakes it.
+const observeEvery = 100 * time.Millisecond
 
 func (k *sink) observeDegrade(now time.Time) {
 	info := k.streams[infoStream]
