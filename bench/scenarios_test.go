@@ -95,17 +95,20 @@ func measure(b *testing.B, cl *client, loop func(*testing.B, func())) {
 	b.ReportAllocs()
 	rcpu0 := recvCPU(cl)
 	b.ResetTimer()
-	start, cpu0 := time.Now(), processCPU()
+	start, cpu0, sched0 := time.Now(), processCPU(), readSched()
 	loop(b, cl.log)
 	ferr := cl.finish()
 	d := deliver(cl, int64(b.N), 0)
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	elapsed, cpu, sched := time.Since(start), processCPU()-cpu0, readSched()
 	b.StopTimer()
 	if ferr != nil {
 		b.Logf("flush: %v", ferr)
 	}
 	d.cpu, d.recvCPU = cpu, recvCPU(cl)-rcpu0
 	d.report(b, elapsed)
+	// How long runnable goroutines waited for a CPU: a background sender woken by its
+	// socket waits this long behind the logging goroutines.
+	b.ReportMetric(sched.quantileSince(sched0, 0.99), "sched-p99-ns")
 }
 
 func recvCPU(cl *client) time.Duration {

@@ -72,7 +72,7 @@ func medv(g *group, unit string) float64 {
 func (d *doc) scenarioTable(bench, mode string, short bool) string {
 	t := &table{head: []string{"contender", "ns/op", "× zap→Discard", "allocs/op", "events/s delivered", "lost", "rejected/dropped"}}
 	if !short {
-		t.head = append(t.head, "CPU/op", "receiver CPU/entry")
+		t.head = append(t.head, "CPU/op", "receiver CPU/entry", "run-queue wait p99")
 	}
 	keys := map[string]string{"mode": mode}
 	for _, c := range contenders {
@@ -95,7 +95,7 @@ func (d *doc) scenarioTable(bench, mode string, short bool) string {
 		}
 		row := []string{"`" + c.name + "`", med(g, "ns/op", ns), x, med(g, "allocs/op", num), ev, lost, share(g.sum("rejected"), g.iters())}
 		if !short {
-			row = append(row, med(g, "cpu-ns/op", ns), med(g, "recv-ns/entry", ns))
+			row = append(row, med(g, "cpu-ns/op", ns), med(g, "recv-ns/entry", ns), med(g, "sched-p99-ns", ns))
 		}
 		t.add(row...)
 	}
@@ -297,7 +297,7 @@ func (d *doc) throughput() string {
 }
 
 func (d *doc) scaling() string {
-	t := &table{head: []string{"goroutines", "contender", "ns/op", "× at 1 goroutine", "ns per delivered entry", "events/s delivered", "rejected/dropped", "CPU/op"}}
+	t := &table{head: []string{"goroutines", "contender", "ns/op", "× at 1 goroutine", "ns per delivered entry", "events/s delivered", "rejected/dropped", "CPU/op", "run-queue wait p99"}}
 	for _, gr := range []string{"1", "16", "256", "1024"} {
 		for _, c := range []string{"fluentcore", "fluentcore-degrade-off", ref} {
 			g, _ := d.lookup("Scaling", c, map[string]string{"goroutines": gr})
@@ -306,7 +306,7 @@ func (d *doc) scaling() string {
 				continue
 			}
 			t.add(gr, "`"+c+"`", med(g, "ns/op", ns), ratio(medv(g, "ns/op")/medv(g1, "ns/op")), ns(perDelivered(g)), med(g, "events/s", rate),
-				share(g.sum("rejected"), g.iters()), med(g, "cpu-ns/op", ns))
+				share(g.sum("rejected"), g.iters()), med(g, "cpu-ns/op", ns), med(g, "sched-p99-ns", ns))
 		}
 	}
 	return "### Parallel scaling (issue 5)\n\nAddingFields from exactly 1, 16, 256 and 1024 goroutines; flush and delivery inside the timer.\n\n" + t.String() + "\n"
