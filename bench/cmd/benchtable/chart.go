@@ -121,7 +121,7 @@ func panel(img *image.RGBA, x0 int, title string, bars []bar, format func(float6
 	for e := dlo; e <= dhi; e++ {
 		x := xOf(math.Pow(10, e))
 		fill(img, image.Rect(x, y0, x+1, y1), colGrid)
-		text(img, x-10, y1+14, format(math.Pow(10, e)))
+		text(img, x-10, y1+14, strings.NewReplacer(".00 ", " ", ".0 ", " ").Replace(format(math.Pow(10, e))))
 	}
 	for i, b := range bars {
 		for j, v := range b.vals {

@@ -284,14 +284,21 @@ func (d *doc) throughput() string {
 	if len(gs) == 0 {
 		return ""
 	}
-	t := &table{head: []string{"contender", "goroutines", "calls/s", "events/s delivered", "rejected/dropped", "lost", "client CPU s / M entries", "receiver CPU s / M entries", "client peak RSS"}}
+	t := &table{head: []string{"contender", "goroutines", "calls/s", "events/s delivered", "rejected/dropped", "lost", "client CPU s / M delivered", "client CPU s / M calls", "receiver CPU s / M delivered", "client peak RSS"}}
 	for _, g := range gs {
 		callsPerSec := 0.0
 		if n := medv(g, "ns/op"); n > 0 {
 			callsPerSec = 1e9 / n
 		}
+		// CPU per million calls, from each run's CPU per million delivered.
+		perCall := &group{}
+		for _, r := range g.runs {
+			if r.iters > 0 {
+				perCall.runs = append(perCall.runs, result{vals: map[string]float64{"v": r.vals["cpu-s/Mentries"] * r.vals["delivered"] / float64(r.iters)}})
+			}
+		}
 		t.add("`"+g.key("contender")+"`", g.key("goroutines"), rate(callsPerSec), med(g, "events/s", rate), share(g.sum("rejected"), g.iters()),
-			share(g.sum("lost"), g.iters()), med(g, "cpu-s/Mentries", sig), med(g, "recv-cpu-s/Mentries", sig), med(g, "peak-rss-B", bytesIEC))
+			share(g.sum("lost"), g.iters()), med(g, "cpu-s/Mentries", sig), med(perCall, "v", sig), med(g, "recv-cpu-s/Mentries", sig), med(g, "peak-rss-B", bytesIEC))
 	}
 	return "### Sustained throughput\n\n`go -C bench run ./cmd/throughput -d 10s -g 64` (and `-degrade off`): logs flat out, then flushes and waits for delivery; the receiver runs in its own process. CPU per million entries delivered.\n\n" + t.String() + "\n"
 }
