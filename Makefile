@@ -24,7 +24,7 @@ check-generate:
 
 # bench: every benchmark of the bench/ module with -count 5 (COUNT=n to change), benchstat,
 # and the regenerated tables of bench/README.md and README.md and bench/chart.png. Long:
-# about 25 minutes on 2 cores.
+# about 20 minutes on 2 cores.
 bench:
 	GO=$(GO) bench/run.sh full
 

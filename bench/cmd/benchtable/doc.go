@@ -126,7 +126,7 @@ func orDash(s string) string {
 // summary is the top-level README's section.
 func (d *doc) summary() string {
 	var b strings.Builder
-	b.WriteString(d.machine() + "\n\n")
+	b.WriteString(d.machine() + " Medians; lost and rejected/dropped are shares of all calls over the runs.\n\n")
 	for _, mode := range []string{"single", "parallel"} {
 		what := "one goroutine"
 		if mode == "parallel" {
