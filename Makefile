@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 
-.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop
+.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke
 
 # The root package's fuzz targets; fuzz-smoke runs each for FUZZTIME.
 FUZZ_TARGETS ?= FuzzAppendEntry FuzzAppendJSON FuzzStringsMatchZap FuzzParseHELO FuzzParsePONG FuzzParseAck
@@ -14,9 +14,9 @@ SOAK ?= 60s
 GUARANTEES_OUT ?= build/guarantees.md
 
 # test: what CI and a newcomer run. The generated code is current, vet, the race-enabled
-# tests of the module, a short run of every fuzz target, the soak, then the interop tests
-# against real receivers.
-test: check-generate race-test fuzz-smoke soak interop
+# tests of the module, a short run of every fuzz target, the soak, bench-smoke (the bench
+# module builds and every contender runs), then the interop tests against real receivers.
+test: check-generate race-test fuzz-smoke soak bench-smoke interop
 
 race-test:
 	$(GO) vet ./...
@@ -57,6 +57,7 @@ lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 	cd interop && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd interop/otelrecv && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 generate:
 	$(GO) generate ./...
@@ -65,3 +66,14 @@ generate:
 check-generate:
 	@$(GO) generate ./... && git diff --exit-code -- '*_gen.go' '*_gen_test.go' || \
 		(echo "generated code is stale: run 'make generate' and commit"; exit 1)
+
+# bench: every benchmark of the bench/ module with -count 5 (COUNT=n to change), benchstat,
+# and the regenerated tables of bench/README.md and README.md and bench/chart.png. Long:
+# about 20 minutes on 2 cores.
+bench:
+	GO=$(GO) bench/run.sh full
+
+# bench-smoke: vet the bench module, run every benchmark once with a tiny -benchtime (the IBM
+# client in its own binary), throughput for 1s and the table generator: under a minute.
+bench-smoke:
+	GO=$(GO) bench/run.sh smoke

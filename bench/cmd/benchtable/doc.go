@@ -1,0 +1,372 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+
+	"strings"
+)
+
+// doc renders the results as markdown.
+type doc struct{ rs *results }
+
+// ref is the reference contender: ratios are to its ns/op in the same run, scenario and mode.
+const ref = "zap-json-discard"
+
+// contenders, in table order, with what each row is.
+var contenders = []struct{ name, what string }{
+	{"fluentcore", "fluentcore with its default configuration (info tag `app.access`), `zap.New(core)`"},
+	{"fluentcore-degrade-off", "the same with `Degrade.Policy = DegradeOff`: info entries are dropped only when every buffer is full (`queue_full`)"},
+	{ref, "zap's production JSON core writing to `io.Discard`: the encoding floor, the reference (1.00×)"},
+	{"zap-json-bws-tcp", "zap's JSON core → `BufferedWriteSyncer` (256 KiB) → TCP, as wired by hand; the receiver counts lines"},
+	{"fluent-logger-async", "`github.com/fluent/fluent-logger-golang` v1.10.2, `Async`, `Post` with a map, sub-second time"},
+	{"fluent-logger-sync", "the same, synchronous"},
+	{"fluent-logger-async-ack", "the same, `Async` and `RequestAck`"},
+	{"lestrrat-fluent-client", "`github.com/lestrrat-go/fluent-client` v1.0.0, buffered (its default), `Post` with a map"},
+	{"ibm-fluent-forward-go", "`github.com/IBM/fluent-forward-go` v0.4.0, `SendMessageExt` with a map; its own binary (`-tags ibm`), ratio to that binary's zap row"},
+}
+
+var scenarios = []string{"AddingFields", "AccumulatedContext", "WithoutFields", "Sugar"}
+
+func with(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[k] = v
+	return out
+}
+
+// lookup finds a contender's group for bench and keys, in the main run or else the ibm run,
+// and the reference group of the same run.
+func (d *doc) lookup(bench, contender string, keys map[string]string) (g, r *group) {
+	for _, file := range []string{"main", "ibm"} {
+		if g = d.rs.find(file, bench, with(keys, "contender", contender)); g != nil {
+			return g, d.rs.find(file, bench, with(keys, "contender", ref))
+		}
+	}
+	return nil, nil
+}
+
+// med returns the formatted median of unit, or "—".
+func med(g *group, unit string, f func(float64) string) string {
+	if g == nil {
+		return "—"
+	}
+	v, ok := g.median(unit)
+	if !ok {
+		return "—"
+	}
+	return f(v)
+}
+
+func medv(g *group, unit string) float64 {
+	if g == nil {
+		return 0
+	}
+	v, _ := g.median(unit)
+	return v
+}
+
+// scenarioTable is the table of one scenario and mode; short leaves out the extra columns.
+func (d *doc) scenarioTable(bench, mode string, short bool) string {
+	t := &table{head: []string{"contender", "ns/op", "× zap→Discard", "allocs/op", "events/s delivered", "lost", "rejected/dropped"}}
+	if !short {
+		t.head = append(t.head, "CPU/op", "receiver CPU/entry", "run-queue wait p99")
+	}
+	keys := map[string]string{"mode": mode}
+	for _, c := range contenders {
+		g, r := d.lookup(bench, c.name, keys)
+		if g == nil {
+			continue
+		}
+		x := "—"
+		if n, rn := medv(g, "ns/op"), medv(r, "ns/op"); n > 0 && rn > 0 {
+			x = ratio(n / rn)
+		}
+		ev := med(g, "events/s", rate)
+		lost := share(g.sum("lost"), g.iters())
+		if c.name == ref {
+			ev += " (discarded)"
+			lost = "—"
+		}
+		if v := g.sum("violations"); v > 0 {
+			lost += fmt.Sprintf(" (%s protocol violations)", count(v))
+		}
+		row := []string{"`" + c.name + "`", med(g, "ns/op", ns), x, med(g, "allocs/op", num), ev, lost, share(g.sum("rejected"), g.iters())}
+		if !short {
+			row = append(row, med(g, "cpu-ns/op", ns), med(g, "recv-ns/entry", ns), med(g, "sched-p99-ns", ns))
+		}
+		t.add(row...)
+	}
+	return t.String()
+}
+
+func (d *doc) machine() string {
+	c := d.rs.config["main"]
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s, %s cores (GOMAXPROCS %s), %s/%s, %s. Run %s, `-count %s`",
+		orDash(c["cpu"]), orDash(c["ncpu"]), orDash(c["gomaxprocs"]), orDash(c["goos"]), orDash(c["goarch"]),
+		orDash(c["goversion"]), orDash(c["date"]), orDash(c["count"]))
+	if c["commit"] != "" {
+		fmt.Fprintf(&b, ", commit %s", c["commit"])
+	}
+	fmt.Fprintf(&b, "; load average before %s, after %s (the machine is shared: compare ratios within the run).",
+		orDash(c["loadavg-start"]), orDash(c["loadavg-end"]))
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// summary is the top-level README's section.
+func (d *doc) summary() string {
+	var b strings.Builder
+	b.WriteString(d.machine() + " Medians; lost and rejected/dropped are shares of all calls over the runs.\n\n")
+	for _, mode := range []string{"single", "parallel"} {
+		what := "one goroutine"
+		if mode == "parallel" {
+			what = "`b.RunParallel`, `SetParallelism(64)`"
+		}
+		fmt.Fprintf(&b, "AddingFields, %s (%s):\n\n%s\n", mode, what, d.scenarioTable("AddingFields", mode, true))
+	}
+	b.WriteString(d.targets())
+	return b.String()
+}
+
+// full is bench/README.md's generated section.
+func (d *doc) full() string {
+	var b strings.Builder
+	b.WriteString(d.machine() + "\n\n")
+	b.WriteString("### Contenders\n\n")
+	for _, c := range contenders {
+		fmt.Fprintf(&b, "- `%s`: %s\n", c.name, c.what)
+	}
+	b.WriteString("\n### Targets\n\n" + d.targets() + "\n")
+	for _, s := range scenarios {
+		for _, mode := range []string{"single", "parallel"} {
+			fmt.Fprintf(&b, "### %s, %s\n\n%s\n", s, mode, d.scenarioTable(s, mode, false))
+		}
+	}
+	b.WriteString(d.coreWrite())
+	b.WriteString(d.outage())
+	b.WriteString(d.throughput())
+	b.WriteString(d.scaling())
+	b.WriteString(d.callerLatency())
+	b.WriteString(d.errLatency())
+	b.WriteString(d.buffers())
+	b.WriteString(d.receiver())
+	return b.String()
+}
+
+func status(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**not met**"
+}
+
+// targets is the status of each target of issues 3 and 5, computed from the results.
+func (d *doc) targets() string {
+	t := &table{head: []string{"target", "measured (medians)", "status"}}
+	for _, mode := range []string{"single", "parallel"} {
+		g, r := d.lookup("AddingFields", "fluentcore", map[string]string{"mode": mode})
+		if g == nil || r == nil {
+			continue
+		}
+		x := medv(g, "ns/op") / medv(r, "ns/op")
+		lost, rej := g.sum("lost"), g.sum("rejected")
+		t.add(fmt.Sprintf("AddingFields %s: ≤ 0.6 × zap→Discard ns/op, all delivered, 0 lost", mode),
+			fmt.Sprintf("%s (%s vs %s); lost %s, dropped %s", ratio(x), med(g, "ns/op", ns), med(r, "ns/op", ns),
+				share(lost, g.iters()), share(rej, g.iters())),
+			status(x <= 0.6 && lost == 0 && rej == 0))
+	}
+	if g, _ := d.lookup("CoreWrite", "fluentcore", nil); g != nil {
+		a := medv(g, "allocs/op")
+		t.add("0 allocations per entry in our code (`Core.Write` called directly)", med(g, "allocs/op", num)+" allocs/op, "+med(g, "B/op", bytesIEC)+"/op", status(a == 0))
+	}
+	for _, mode := range []string{"single", "parallel"} {
+		g, _ := d.lookup("AddingFields", "fluentcore", map[string]string{"mode": mode})
+		a, _ := d.lookup("AddingFields", "fluent-logger-async", map[string]string{"mode": mode})
+		if g == nil || a == nil {
+			continue
+		}
+		x := medv(a, "ns/op") / medv(g, "ns/op")
+		rej := g.sum("rejected")
+		t.add(fmt.Sprintf("AddingFields %s: ≥ 5× fewer ns/op than fluent-logger-async, 0 rejected", mode),
+			fmt.Sprintf("%s fewer (%s vs %s); fluentcore dropped %s, fluent-logger-async rejected %s", ratio(x),
+				med(g, "ns/op", ns), med(a, "ns/op", ns), share(rej, g.iters()), share(a.sum("rejected"), a.iters())),
+			status(x >= 5 && rej == 0))
+	}
+	if g := d.rs.find("throughput", "Throughput", map[string]string{"contender": "fluentcore"}); g != nil {
+		v := medv(g, "events/s")
+		cores := orDash(d.rs.config["main"]["ncpu"])
+		t.add("Sustained ≥ 2 M entries/s delivered on a 2-core machine (`cmd/throughput`)",
+			fmt.Sprintf("%s delivered with %s goroutines on %s cores; %s of calls dropped", rate(v), g.key("goroutines"), cores,
+				share(g.sum("rejected"), g.iters())), status(v >= 2e6))
+	}
+	if g, _ := d.lookup("Outage", "fluentcore", nil); g != nil {
+		p99 := medv(g, "p99-ns")
+		t.add("Outage: p99 of a log call ≤ 1 µs", "p99 "+ns(p99)+", p50 "+med(g, "p50-ns", ns), status(p99 <= 1000))
+		h := medv(g, "heap-B")
+		t.add("Outage: heap bounded by the configured buffer budget (12 MiB, allocated up front)", "heap retained after the stall: "+bytesIEC(h)+" more than before", status(h <= 12<<20))
+	}
+	g1, _ := d.lookup("Scaling", "fluentcore", map[string]string{"goroutines": "1"})
+	g1k, _ := d.lookup("Scaling", "fluentcore", map[string]string{"goroutines": "1024"})
+	if g1 != nil && g1k != nil {
+		perCall := medv(g1k, "ns/op") / medv(g1, "ns/op")
+		perEntry := perDelivered(g1k) / perDelivered(g1)
+		t.add("Scaling (issue 5): per-entry cost at 1024 goroutines ≤ 1.5 × at 1",
+			fmt.Sprintf("per call %s (%s vs %s); per delivered entry %s (%s vs %s)", ratio(perCall), med(g1k, "ns/op", ns), med(g1, "ns/op", ns),
+				ratio(perEntry), ns(perDelivered(g1k)), ns(perDelivered(g1))),
+			status(perEntry <= 1.5)+" (judged per delivered entry)")
+	}
+	if g, _ := d.lookup("CallerLatency", "fluentcore", map[string]string{"state": "degraded"}); g != nil {
+		p99 := medv(g, "p99-ns")
+		t.add("Caller latency while degraded (issue 5): p99 ≤ 1 µs", "p99 "+ns(p99)+", p50 "+med(g, "p50-ns", ns), status(p99 <= 1000))
+	}
+	if g, _ := d.lookup("ErrLatency", "fluentcore", nil); g != nil {
+		p99 := medv(g, "p99-ns")
+		t.add("Err entry latency under an info flood (issue 5): p99 ≈ FlushInterval (500 ms) + a few ms",
+			"p99 "+ns(p99)+", p50 "+med(g, "p50-ns", ns)+", max "+med(g, "max-ns", ns), status(p99 <= 520e6)+" (≤ 520 ms)")
+	}
+	return t.String()
+}
+
+// perDelivered is wall time per delivered entry: ns/op × calls / delivered.
+func perDelivered(g *group) float64 {
+	n, ev := medv(g, "ns/op"), medv(g, "events/s")
+	if ev == 0 {
+		return n
+	}
+	return 1e9 / ev
+}
+
+func (d *doc) coreWrite() string {
+	t := &table{head: []string{"contender", "ns/op", "allocs/op", "B/op", "events/s delivered", "rejected/dropped"}}
+	for _, c := range []string{"fluentcore", ref} {
+		g, _ := d.lookup("CoreWrite", c, nil)
+		if g == nil {
+			continue
+		}
+		t.add("`"+c+"`", med(g, "ns/op", ns), med(g, "allocs/op", num), med(g, "B/op", bytesIEC), med(g, "events/s", rate), share(g.sum("rejected"), g.iters()))
+	}
+	return "### Core.Write alone\n\n`Core.Write` called directly with a prebuilt entry and field slice, so allocs/op is our code's alone (zap's `Logger` allocates the variadic field slice, 1 alloc in every zap-based row above). Delivery is inside the timer.\n\n" + t.String() + "\n"
+}
+
+func (d *doc) outage() string {
+	t := &table{head: []string{"contender", "calls made", "p50", "p99", "p99.9", "max", "rejected/dropped", "heap growth", "blocked", "lost"}}
+	for _, c := range contenders {
+		g, _ := d.lookup("Outage", c.name, nil)
+		if g == nil {
+			continue
+		}
+		blocked := "no"
+		if medv(g, "blocked") > 0 {
+			blocked = "**yes**"
+		}
+		lost := share(g.sum("lost"), g.sum("calls"))
+		if v := g.sum("violations"); v > 0 {
+			lost += fmt.Sprintf(" (%s protocol violations)", count(v))
+		}
+		t.add("`"+c.name+"`", med(g, "calls", count), med(g, "p50-ns", ns), med(g, "p99-ns", ns), med(g, "p99.9-ns", ns), med(g, "max-ns", ns),
+			share(g.sum("rejected"), g.sum("calls")), med(g, "heap-B", bytesIEC), blocked, lost)
+	}
+	return "### Outage\n\nThe receiver stops reading; each contender makes up to 200,000 AddingFields calls from one goroutine, for at most the outage window (3 s). Latency of one call; entries refused or dropped (and said so); heap retained after a GC at the end of the stall minus before it; blocked = the window ended before the calls were made (the caller waited on the receiver); lost = accepted but not delivered after the receiver resumed and the client flushed.\n\n" + t.String() + "\n"
+}
+
+func (d *doc) throughput() string {
+	gs := d.rs.all("throughput", "Throughput")
+	if len(gs) == 0 {
+		return ""
+	}
+	t := &table{head: []string{"contender", "goroutines", "calls/s", "events/s delivered", "rejected/dropped", "lost", "client CPU s / M delivered", "client CPU s / M calls", "receiver CPU s / M delivered", "client peak RSS"}}
+	for _, g := range gs {
+		callsPerSec := 0.0
+		if n := medv(g, "ns/op"); n > 0 {
+			callsPerSec = 1e9 / n
+		}
+		// CPU per million calls, from each run's CPU per million delivered.
+		perCall := &group{}
+		for _, r := range g.runs {
+			if r.iters > 0 {
+				perCall.runs = append(perCall.runs, result{vals: map[string]float64{"v": r.vals["cpu-s/Mentries"] * r.vals["delivered"] / float64(r.iters)}})
+			}
+		}
+		t.add("`"+g.key("contender")+"`", g.key("goroutines"), rate(callsPerSec), med(g, "events/s", rate), share(g.sum("rejected"), g.iters()),
+			share(g.sum("lost"), g.iters()), med(g, "cpu-s/Mentries", sig), med(perCall, "v", sig), med(g, "recv-cpu-s/Mentries", sig), med(g, "peak-rss-B", bytesIEC))
+	}
+	return "### Sustained throughput\n\n`go -C bench run ./cmd/throughput -d 10s -g 64` (and `-degrade off`): logs flat out, then flushes and waits for delivery; the receiver runs in its own process. CPU per million entries delivered.\n\n" + t.String() + "\n"
+}
+
+func (d *doc) scaling() string {
+	t := &table{head: []string{"goroutines", "contender", "ns/op", "× at 1 goroutine", "ns per delivered entry", "events/s delivered", "rejected/dropped", "CPU/op", "run-queue wait p99"}}
+	for _, gr := range []string{"1", "16", "256", "1024"} {
+		for _, c := range []string{"fluentcore", "fluentcore-degrade-off", ref} {
+			g, _ := d.lookup("Scaling", c, map[string]string{"goroutines": gr})
+			g1, _ := d.lookup("Scaling", c, map[string]string{"goroutines": "1"})
+			if g == nil || g1 == nil {
+				continue
+			}
+			t.add(gr, "`"+c+"`", med(g, "ns/op", ns), ratio(medv(g, "ns/op")/medv(g1, "ns/op")), ns(perDelivered(g)), med(g, "events/s", rate),
+				share(g.sum("rejected"), g.iters()), med(g, "cpu-ns/op", ns), med(g, "sched-p99-ns", ns))
+		}
+	}
+	return "### Parallel scaling (issue 5)\n\nAddingFields from exactly 1, 16, 256 and 1024 goroutines; flush and delivery inside the timer.\n\n" + t.String() + "\n"
+}
+
+func (d *doc) callerLatency() string {
+	t := &table{head: []string{"state", "contender", "p50", "p99", "p99.9", "max", "dropped/call", "timer overhead"}}
+	for _, g := range d.rs.all("main", "CallerLatency") {
+		t.add(g.key("state"), "`"+g.key("contender")+"`", med(g, "p50-ns", ns), med(g, "p99-ns", ns), med(g, "p99.9-ns", ns), med(g, "max-ns", ns),
+			med(g, "dropped/op", sig), med(g, "timer-ns", ns))
+	}
+	return "### Caller latency (issue 5)\n\nSingle AddingFields calls timed one by one from one goroutine. degraded: small buffers (16 KiB batches, 64 KiB info budget), receiver stalled until the info stream degrades. full: the same with the degrade policy off, once entries are dropped as `queue_full`. normal: receiver reading; zap→Discard as the floor (its p99 is what zap and the GC cost alone).\n\n" + t.String() + "\n"
+}
+
+func (d *doc) errLatency() string {
+	t := &table{head: []string{"contender", "err entries", "p50", "p99", "p99.9", "max", "err lost", "err spilled", "info events/s delivered", "info dropped", "run-queue wait p99"}}
+	for _, g := range d.rs.all("main", "ErrLatency") {
+		dropped := "—"
+		if v, ok := g.median("info-dropped-frac"); ok {
+			dropped = sig(100*v) + "%"
+		}
+		t.add("`"+g.key("contender")+"`", count(g.iters()/float64(len(g.runs))), med(g, "p50-ns", ns), med(g, "p99-ns", ns), med(g, "p99.9-ns", ns), med(g, "max-ns", ns),
+			count(g.sum("err-lost")), count(g.sum("err-spilled")), med(g, "info-events/s", rate), dropped, med(g, "sched-p99-ns", ns))
+	}
+	return "### Err latency under an info flood (issue 5)\n\n16 goroutines log info entries flat out; one goroutine logs an Error entry every 5 ms. Latency: the receiver's arrival time minus the entry's EventTime (the log call). Default FlushInterval (500 ms). Run-queue wait p99: the runtime's `/sched/latencies` over the run, how long a runnable goroutine (a sender, the flush clock) waited for a CPU.\n\n" + t.String() + "\n"
+}
+
+func (d *doc) buffers() string {
+	t := &table{head: []string{"goroutines", "model", "ns/op", "× direct", "B/op", "allocs/op"}}
+	for _, gr := range []string{"1", "16", "256"} {
+		base := d.rs.find("main", "Buffers", map[string]string{"goroutines": gr, "model": "direct"})
+		for _, m := range []string{"direct", "pool-entry", "alloc-entry", "pool-batch"} {
+			g := d.rs.find("main", "Buffers", map[string]string{"goroutines": gr, "model": m})
+			if g == nil || base == nil {
+				continue
+			}
+			t.add(gr, "`"+m+"`", med(g, "ns/op", ns), ratio(medv(g, "ns/op")/medv(base, "ns/op")), med(g, "B/op", num), med(g, "allocs/op", num))
+		}
+	}
+	return "### Buffers: the design choice alone\n\nThe same sharded sink model (2 × GOMAXPROCS shards, 32 batches of 256 KiB, one sender writing to `io.Discard`), the same msgpack encoding of the record; only where an entry is encoded and where its memory comes from differ. direct: into the shard's batch, batches from a fixed free list (fluentcore's design). pool-entry: into a `sync.Pool` buffer, then copied. alloc-entry: into a fresh buffer, then copied. pool-batch: direct, but batches recycled through a `sync.Pool`.\n\n" + t.String() + "\n"
+}
+
+func (d *doc) receiver() string {
+	t := &table{head: []string{"receiver", "request format", "ns/entry (wall, end to end)", "receiver CPU/entry"}}
+	for _, g := range d.rs.all("main", "Receiver") {
+		kind := "forwardtest count-only"
+		if g.key("format") == "lines" {
+			kind = "line counter"
+		}
+		t.add(kind, g.key("format"), med(g, "ns/entry", ns), med(g, "recv-ns/entry", ns))
+	}
+	for _, g := range d.rs.all("forwardtest", "CountOnly") {
+		t.add("forwardtest count-only (its own `BenchmarkCountOnly`)", strings.Join(g.pos, "/")+", 1000-entry PackedForward", med(g, "ns/entry", ns), "—")
+	}
+	return "### The receivers' own cost\n\nEvery receiver runs in its own process (the benchmark binary re-executed), fed here with prebuilt requests of the benchmark record over one loopback connection. On 2 cores it takes CPU from the client: the scenario tables give its CPU per entry next to the client's. `decode` is forwardtest's in-memory figure without any socket.\n\n" + t.String() + "\n"
+}

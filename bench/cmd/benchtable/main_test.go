@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sampleRaw = `goversion: go1.26.8
+ncpu: 2
+loadavg-start: 1.00 1.00 1.00
+goos: linux
+goarch: amd64
+pkg: github.com/fluentcore/fluentcore/bench
+cpu: Test CPU
+fluent#write: a client's diagnostic that looks like configuration
+BenchmarkAddingFields/mode=single/contender=fluentcore-2 	1000	300.0 ns/op	100 delivered	1000 events/s	0 lost	0 rejected	0 B/op	0 allocs/op
+BenchmarkAddingFields/mode=single/contender=fluentcore-2 	1000	500.0 ns/op	100 delivered	3000 events/s	0 lost	0 rejected	0 B/op	0 allocs/op
+BenchmarkAddingFields/mode=single/contender=fluentcore-2 	1000	400.0 ns/op	100 delivered	2000 events/s	0 lost	0 rejected	0 B/op	0 allocs/op
+BenchmarkAddingFields/mode=single/contender=zap-json-discard-2 	1000	800.0 ns/op	100 delivered	9000 events/s	0 lost	0 rejected	704 B/op	1 allocs/op
+BenchmarkAddingFields/mode=single/contender=fluent-logger-async-2 	1000	4000 ns/op	90 delivered	500 events/s	0 lost	100 rejected	2800 B/op	38 allocs/op
+loadavg-end: 2.00 2.00 2.00
+`
+
+func TestRunGeneratesTablesAndChart(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "raw.txt"), []byte(sampleRaw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(dir, "README.md")
+	top := filepath.Join(dir, "TOP.md")
+	chart := filepath.Join(dir, "chart.png")
+	if err := os.WriteFile(readme, []byte("intro\n<!-- benchtable:begin -->\nold\n<!-- benchtable:end -->\nend\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(top, []byte("x\n<!-- benchtable:summary:begin -->\n<!-- benchtable:summary:end -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(dir, readme, top, chart); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(readme)
+	got := string(b)
+	for _, want := range []string{
+		"intro\n", "end\n",
+		"Test CPU, 2 cores",
+		"load average before 1.00 1.00 1.00, after 2.00 2.00 2.00",
+		// median 400 ns, 0.5 × zap's 800 ns
+		"| `fluentcore` | 400 ns | 0.50× | 0 | 2.00 k/s | 0 | 0 |",
+		"| `fluent-logger-async` | 4.00 µs | 5.00× | 38 | 500 /s | 0 | 10.0% |",
+		"| AddingFields single: ≤ 0.6 × zap→Discard ns/op, all delivered, 0 lost | 0.50× (400 ns vs 800 ns); lost 0, dropped 0 | **met** |",
+		"10.0× fewer (400 ns vs 4.00 µs)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("README lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "old") || strings.Contains(got, "fluent#write") {
+		t.Errorf("README kept the old section or a diagnostic line:\n%s", got)
+	}
+	b, _ = os.ReadFile(top)
+	if !strings.Contains(string(b), "AddingFields, single") {
+		t.Errorf("top README lacks the summary:\n%s", b)
+	}
+	b, _ = os.ReadFile(chart)
+	if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+		t.Errorf("chart is not a PNG: %v", err)
+	}
+}
+
+func TestRunNeedsMarkers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "raw.txt"), []byte(sampleRaw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(readme, []byte("no markers\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(dir, readme, "", ""); err == nil {
+		t.Fatal("run succeeded on a README without markers")
+	}
+}

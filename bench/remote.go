@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A receiver in the client's process competes with the client on the Go scheduler: with 128
+// logging goroutines it gets about 1/130 of the CPU and becomes the bottleneck, which says
+// nothing about any client (fluentd runs in its own process). StartRemote runs the receiver
+// in a child process instead — the running binary itself, re-executed — so the operating
+// system shares the cores between client and receiver as it would between an application
+// and fluentd, heap and allocation figures are the client's alone, and the receiver's own CPU
+// time per entry is measured.
+
+// remoteEnv names the receiver kind a child process serves; see MaybeServe.
+const remoteEnv = "FLUENTCORE_BENCH_RECEIVER"
+
+// Receiver kinds for StartRemote.
+const (
+	KindForward = "forward" // forwardtest's count-only Forward receiver
+	KindLines   = "lines"   // LineReceiver
+	KindClock   = "clock"   // ClockReceiver of ErrTag
+)
+
+// ErrTag is the tag of fluentcore's err stream in the benchmarks (Config.Tag "app").
+const ErrTag = "app.err"
+
+// MaybeServe turns the process into a receiver if it was started by StartRemote, and never
+// returns then; otherwise it returns at once. Call it first thing in main or TestMain.
+func MaybeServe() {
+	kind := os.Getenv(remoteEnv)
+	if kind == "" {
+		return
+	}
+	if err := serve(kind, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench receiver:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func startLocal(kind string) (Counter, error) {
+	switch kind {
+	case KindForward:
+		return StartForward()
+	case KindLines:
+		return StartLines()
+	case KindClock:
+		return StartClock(ErrTag)
+	}
+	return nil, fmt.Errorf("bench: unknown receiver kind %q", kind)
+}
+
+// serve runs a receiver and answers one command per line on in:
+//
+//	count                    -> n <count> <violations> <cpu ns>
+//	wait <want> <quiet> <max> -> n ... (durations in ns)
+//	lat                      -> lat <other entries> <latency ns>... (KindClock)
+//	stall | resume           -> ok
+//	quit                     -> ok, then the receiver closes
+func serve(kind string, in io.Reader, out io.Writer) error {
+	c, err := startLocal(kind)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := bufio.NewWriter(out)
+	reply := func(format string, args ...any) error {
+		fmt.Fprintf(w, format+"\n", args...)
+		return w.Flush()
+	}
+	status := func(n int64) error {
+		return reply("n %d %d %d", n, c.Violations(), processCPU().Nanoseconds())
+	}
+	if err := reply("addr %s", c.Addr()); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "count":
+			err = status(c.Count())
+		case "wait":
+			if len(f) != 4 {
+				return fmt.Errorf("bad command %q", sc.Text())
+			}
+			v := make([]int64, 3)
+			for i := range v {
+				if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+					return err
+				}
+			}
+			err = status(c.Wait(v[0], time.Duration(v[1]), time.Duration(v[2])))
+		case "lat":
+			cr, ok := c.(*ClockReceiver)
+			if !ok {
+				return fmt.Errorf("lat: not a clock receiver")
+			}
+			var sb strings.Builder
+			fmt.Fprintf(&sb, "lat %d", cr.Others())
+			for _, d := range cr.Latencies() {
+				fmt.Fprintf(&sb, " %d", d.Nanoseconds())
+			}
+			err = reply("%s", sb.String())
+		case "stall":
+			c.Stall()
+			err = reply("ok")
+		case "resume":
+			c.Resume()
+			err = reply("ok")
+		case "quit":
+			return reply("ok")
+		default:
+			return fmt.Errorf("unknown command %q", f[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return sc.Err() // EOF: the parent is gone
+}
+
+// processCPU is the user and system CPU time of this process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// remote is a Counter whose receiver runs in a child process.
+type remote struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	addr string
+
+	mu         sync.Mutex // one command at a time
+	violations int64
+	cpu        time.Duration
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// StartRemote starts a receiver of the given kind (KindForward or KindLines) in a child
+// process: the running binary, which must call MaybeServe first thing. It returns an error if
+// the child cannot start or does not report its address. The Counter's methods are safe for
+// concurrent use; Close stops the child.
+func StartRemote(kind string) (Counter, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), remoteEnv+"="+kind)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start receiver: %w", err)
+	}
+	r := &remote{cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
+	line, err := r.out.ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "addr ")
+	if err != nil || !ok {
+		_ = r.Close()
+		return nil, fmt.Errorf("bench: receiver did not start: %q %v", line, err)
+	}
+	r.addr = addr
+	return r, nil
+}
+
+// call sends one command and returns the fields of the reply. A broken child is a broken
+// benchmark: it panics rather than return numbers that mean nothing.
+func (r *remote) call(format string, args ...any) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := fmt.Fprintf(r.in, format+"\n", args...); err != nil {
+		panic(fmt.Sprintf("bench: receiver process: %v", err))
+	}
+	line, err := r.out.ReadString('\n')
+	if err != nil {
+		panic(fmt.Sprintf("bench: receiver process: %v", err))
+	}
+	f := strings.Fields(line)
+	if len(f) == 4 && f[0] == "n" {
+		r.violations, _ = strconv.ParseInt(f[2], 10, 64)
+		ns, _ := strconv.ParseInt(f[3], 10, 64)
+		r.cpu = time.Duration(ns)
+	}
+	return f
+}
+
+func (r *remote) count(f []string) int64 {
+	if len(f) != 4 || f[0] != "n" {
+		panic(fmt.Sprintf("bench: receiver process: bad reply %q", f))
+	}
+	n, _ := strconv.ParseInt(f[1], 10, 64)
+	return n
+}
+
+func (r *remote) Addr() string { return r.addr }
+
+func (r *remote) Count() int64 { return r.count(r.call("count")) }
+
+func (r *remote) Wait(want int64, quiet, max time.Duration) int64 {
+	return r.count(r.call("wait %d %d %d", want, quiet.Nanoseconds(), max.Nanoseconds()))
+}
+
+func (r *remote) Violations() int64 {
+	r.call("count")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.violations
+}
+
+func (r *remote) CPU() time.Duration {
+	r.call("count")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cpu
+}
+
+// Latencies returns, for a KindClock receiver, the latencies of the clocked tag's entries and
+// the number of other entries received.
+func (r *remote) Latencies() ([]time.Duration, int64) {
+	f := r.call("lat")
+	if len(f) < 2 || f[0] != "lat" {
+		panic(fmt.Sprintf("bench: receiver process: bad reply to lat: %.80q", f))
+	}
+	others, _ := strconv.ParseInt(f[1], 10, 64)
+	lat := make([]time.Duration, 0, len(f)-2)
+	for _, v := range f[2:] {
+		ns, _ := strconv.ParseInt(v, 10, 64)
+		lat = append(lat, time.Duration(ns))
+	}
+	return lat, others
+}
+
+func (r *remote) Stall()  { r.call("stall") }
+func (r *remote) Resume() { r.call("resume") }
+
+// Close asks the child to quit and waits for it.
+func (r *remote) Close() error {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		_, _ = fmt.Fprintln(r.in, "quit")
+		_ = r.in.Close()
+		r.mu.Unlock()
+		r.closeErr = r.cmd.Wait()
+	})
+	return r.closeErr
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Runs the bench module: `run.sh full` (make bench) or `run.sh smoke` (make bench-smoke).
+#
+# full: every benchmark with -count $COUNT (default 5), the IBM client in its own binary,
+# forwardtest's own receiver benchmark, cmd/throughput; raw output in bench/results/, then
+# benchstat (bench/results/benchstat.txt) and cmd/benchtable, which regenerates the tables of
+# bench/README.md and README.md and bench/chart.png.
+#
+# smoke: vet, then every benchmark once with a tiny -benchtime, the IBM binary, throughput for
+# 1s and the table generator on that output (into a temporary directory): proves that the
+# module builds and every contender still runs, in well under a minute.
+set -euo pipefail
+cd "$(dirname "$0")"
+GO=${GO:-go}
+COUNT=${COUNT:-5}
+BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
+
+# The benchmark groups and their -benchtime: the scenarios and micro-benchmarks are timed
+# (default 1s); outage and caller latency time a fixed number of calls; err latency logs one
+# err entry per 5ms.
+TIMED='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar|CoreWrite|Scaling|Buffers|Receiver)$'
+SCENARIOS='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar)$'
+
+# keep filters go test's output down to benchmark and configuration lines: the clients print
+# diagnostics of the form "word: text" that benchmark tools would take for configuration.
+keep() { grep -E '^(Benchmark|goos:|goarch:|pkg:|cpu:)' || true; }
+
+header() {
+	echo "goversion: $($GO env GOVERSION)"
+	echo "ncpu: $(nproc)"
+	echo "gomaxprocs: ${GOMAXPROCS:-$(nproc)}"
+	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "count: $1"
+	if c=$(git rev-parse --short HEAD 2>/dev/null); then echo "commit: $c"; fi
+	echo "loadavg-start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+gotest() { $GO test -run '^$' -benchmem -timeout 3h "$@"; }
+
+case "${1:-}" in
+full)
+	mkdir -p results
+	raw=results/raw.txt
+	header "$COUNT" >"$raw"
+	gotest -bench "$TIMED" -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	gotest -bench '^BenchmarkOutage$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	gotest -bench '^BenchmarkCallerLatency$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	gotest -bench '^BenchmarkErrLatency$' -benchtime 400x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
+
+	ibm=results/raw-ibm.txt
+	header "$COUNT" >"$ibm"
+	gotest -tags ibm -bench "$SCENARIOS/./contender=(ibm-fluent-forward-go|zap-json-discard)\$" -count "$COUNT" . | tee /dev/stderr | keep >>"$ibm"
+	gotest -tags ibm -bench '^BenchmarkOutage$/contender=ibm-fluent-forward-go$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$ibm"
+
+	(cd .. && $GO test -run '^$' -bench '^BenchmarkCountOnly$' -count "$COUNT" ./forwardtest/) | tee /dev/stderr | keep >results/forwardtest.txt
+
+	tp=results/throughput.txt
+	: >"$tp"
+	for i in $(seq "$COUNT"); do
+		$GO run ./cmd/throughput -d 10s -g 64 >>"$tp"
+		$GO run ./cmd/throughput -d 10s -g 64 -degrade off >>"$tp"
+	done
+
+	{
+		$GO run "$BENCHSTAT" "$raw"
+		echo
+		$GO run "$BENCHSTAT" "$ibm"
+		echo
+		$GO run "$BENCHSTAT" "$tp"
+	} >results/benchstat.txt
+	$GO run ./cmd/benchtable -results results -readme README.md -top ../README.md -chart chart.png
+	;;
+smoke)
+	$GO vet ./...
+	$GO vet -tags ibm ./...
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	header 1 >"$tmp/raw.txt"
+	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms | keep >>"$tmp/raw.txt"
+	gotest -tags ibm -bench '^Benchmark(AddingFields|Outage)$/(mode=single|contender=ibm-fluent-forward-go)$' -benchtime 200x -count 1 . -bench.outage=500ms | keep >"$tmp/raw-ibm.txt"
+	$GO test -count 1 ./...
+	$GO run ./cmd/throughput -d 1s -g 64 >"$tmp/throughput.txt"
+	cp README.md "$tmp/bench-README.md"
+	cp ../README.md "$tmp/README.md"
+	$GO run ./cmd/benchtable -results "$tmp" -readme "$tmp/bench-README.md" -top "$tmp/README.md" -chart "$tmp/chart.png"
+	for c in fluentcore fluentcore-degrade-off zap-json-discard zap-json-bws-tcp fluent-logger-async fluent-logger-sync fluent-logger-async-ack lestrrat-fluent-client; do
+		grep -q "contender=$c-" "$tmp/raw.txt" || { echo "bench-smoke: no results for $c"; exit 1; }
+	done
+	grep -q "contender=ibm-fluent-forward-go-" "$tmp/raw-ibm.txt" || { echo "bench-smoke: no results for the IBM client"; exit 1; }
+	echo "bench-smoke: ok"
+	;;
+*)
+	echo "usage: $0 full|smoke" >&2
+	exit 2
+	;;
+esac
