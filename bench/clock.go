@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
@@ -18,43 +17,25 @@ import (
 // anything else. forwardtest's count-only mode cannot tell when an entry of a given tag
 // arrived, hence this receiver. It is safe for concurrent use.
 type ClockReceiver struct {
-	tag  string
-	ln   net.Listener
-	done chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	*tcpServer
+	tag string
 
-	mu         sync.Mutex
+	// under tcpServer.mu:
 	lat        []time.Duration // of the clocked tag's entries, in arrival order
 	others     int64           // entries of other tags
 	violations int64
-	conns      map[net.Conn]struct{}
-	changed    chan struct{}
-	stalled    chan struct{}
-	closed     bool
 }
 
 // StartClock starts a ClockReceiver for tag on a free loopback port. It returns an error if it
 // cannot listen.
 func StartClock(tag string) (*ClockReceiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := listenTCP()
 	if err != nil {
-		return nil, fmt.Errorf("bench: listen: %w", err)
+		return nil, err
 	}
-	r := &ClockReceiver{tag: tag, ln: ln, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
-	r.wg.Add(1)
-	go r.accept()
+	r := &ClockReceiver{tcpServer: s, tag: tag}
+	s.start(r.serve, func() int64 { return int64(len(r.lat)) })
 	return r, nil
-}
-
-// Addr returns "tcp://127.0.0.1:PORT".
-func (r *ClockReceiver) Addr() string { return "tcp://" + r.ln.Addr().String() }
-
-// Count returns the entries of the clocked tag received so far.
-func (r *ClockReceiver) Count() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return int64(len(r.lat))
 }
 
 // Others returns the entries of other tags received so far.
@@ -78,103 +59,12 @@ func (r *ClockReceiver) Violations() int64 {
 	return r.violations
 }
 
-// CPU is 0: the receiver runs in the caller's process.
-func (r *ClockReceiver) CPU() time.Duration { return 0 }
-
 // Wait implements Counter.Wait for the clocked tag's entries.
 func (r *ClockReceiver) Wait(want int64, quiet, max time.Duration) int64 {
 	return waitDelivered(r, want, quiet, max)
 }
 
-func (r *ClockReceiver) waitFor(cond func(int64) bool, timeout time.Duration) (int64, bool) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		r.mu.Lock()
-		n := int64(len(r.lat))
-		if cond(n) {
-			r.mu.Unlock()
-			return n, true
-		}
-		if r.changed == nil {
-			r.changed = make(chan struct{})
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-r.done:
-			return r.Count(), false
-		case <-t.C:
-			return r.Count(), false
-		}
-	}
-}
-
-// Stall stops reading until Resume.
-func (r *ClockReceiver) Stall() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stalled == nil {
-		r.stalled = make(chan struct{})
-	}
-}
-
-// Resume undoes Stall.
-func (r *ClockReceiver) Resume() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stalled != nil {
-		close(r.stalled)
-		r.stalled = nil
-	}
-}
-
-// Close stops the receiver and waits for its goroutines.
-func (r *ClockReceiver) Close() error {
-	var err error
-	r.once.Do(func() {
-		r.mu.Lock()
-		r.closed = true
-		for c := range r.conns {
-			_ = c.Close()
-		}
-		r.mu.Unlock()
-		close(r.done)
-		err = r.ln.Close()
-		r.wg.Wait()
-	})
-	return err
-}
-
-func (r *ClockReceiver) accept() {
-	defer r.wg.Done()
-	for {
-		c, err := r.ln.Accept()
-		if err != nil {
-			return
-		}
-		r.mu.Lock()
-		if r.closed {
-			r.mu.Unlock()
-			_ = c.Close()
-			return
-		}
-		r.conns[c] = struct{}{}
-		r.wg.Add(1)
-		r.mu.Unlock()
-		go r.serve(c)
-	}
-}
-
 func (r *ClockReceiver) serve(c net.Conn) {
-	defer r.wg.Done()
-	defer func() {
-		_ = c.Close()
-		r.mu.Lock()
-		delete(r.conns, c)
-		r.mu.Unlock()
-	}()
 	rd := msgp.NewReaderSize(c, 64<<10)
 	var payload []byte
 	var lat []time.Duration
@@ -238,32 +128,9 @@ func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.
 	r.mu.Lock()
 	r.lat = append(r.lat, lat...)
 	r.others += others
-	if r.changed != nil {
-		close(r.changed)
-		r.changed = nil
-	}
+	r.changedLocked()
 	r.mu.Unlock()
 	return lat, nil
-}
-
-// gate blocks while stalled and reports false once the receiver is closed.
-func (r *ClockReceiver) gate() bool {
-	for {
-		r.mu.Lock()
-		ch, closed := r.stalled, r.closed
-		r.mu.Unlock()
-		if closed {
-			return false
-		}
-		if ch == nil {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-r.done:
-			return false
-		}
-	}
 }
 
 var _ Counter = (*ClockReceiver)(nil)

@@ -2,9 +2,7 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
@@ -98,142 +96,31 @@ func waitDelivered(w waiter, want int64, quiet, max time.Duration) int64 {
 // writing through a BufferedWriteSyncer to a socket. Counting is a bytes.Count over each
 // read, far cheaper per entry than any Forward decoding. It is safe for concurrent use.
 type LineReceiver struct {
-	ln   net.Listener
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	mu      sync.Mutex
-	count   int64
-	closed  bool
-	conns   map[net.Conn]struct{}
-	changed chan struct{} // closed on the next change; nil while nobody waits
-	stalled chan struct{} // non-nil while stalled
-	once    sync.Once
+	*tcpServer
+	lines int64 // under tcpServer.mu
 }
 
 // StartLines starts a LineReceiver on a free loopback port. It returns an error if it cannot
 // listen.
 func StartLines() (*LineReceiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := listenTCP()
 	if err != nil {
-		return nil, fmt.Errorf("bench: listen: %w", err)
+		return nil, err
 	}
-	r := &LineReceiver{ln: ln, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
-	r.wg.Add(1)
-	go r.accept()
+	r := &LineReceiver{tcpServer: s}
+	s.start(r.serve, func() int64 { return r.lines })
 	return r, nil
-}
-
-// Addr returns "tcp://127.0.0.1:PORT".
-func (r *LineReceiver) Addr() string { return "tcp://" + r.ln.Addr().String() }
-
-// Count returns the lines received so far.
-func (r *LineReceiver) Count() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.count
 }
 
 // Violations is always 0: lines are not checked.
 func (r *LineReceiver) Violations() int64 { return 0 }
-
-// CPU is 0: the receiver runs in the caller's process.
-func (r *LineReceiver) CPU() time.Duration { return 0 }
 
 // Wait implements Counter.Wait.
 func (r *LineReceiver) Wait(want int64, quiet, max time.Duration) int64 {
 	return waitDelivered(r, want, quiet, max)
 }
 
-func (r *LineReceiver) waitFor(cond func(int64) bool, timeout time.Duration) (int64, bool) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		r.mu.Lock()
-		n := r.count
-		if cond(n) {
-			r.mu.Unlock()
-			return n, true
-		}
-		if r.changed == nil {
-			r.changed = make(chan struct{})
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-r.done:
-			return r.Count(), false
-		case <-t.C:
-			return r.Count(), false
-		}
-	}
-}
-
-// Stall stops reading from every connection until Resume.
-func (r *LineReceiver) Stall() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stalled == nil {
-		r.stalled = make(chan struct{})
-	}
-}
-
-// Resume undoes Stall.
-func (r *LineReceiver) Resume() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stalled != nil {
-		close(r.stalled)
-		r.stalled = nil
-	}
-}
-
-// Close stops the receiver, closes every connection and waits for its goroutines.
-func (r *LineReceiver) Close() error {
-	var err error
-	r.once.Do(func() {
-		r.mu.Lock()
-		r.closed = true
-		for c := range r.conns {
-			_ = c.Close()
-		}
-		r.mu.Unlock()
-		close(r.done)
-		err = r.ln.Close()
-		r.wg.Wait()
-	})
-	return err
-}
-
-func (r *LineReceiver) accept() {
-	defer r.wg.Done()
-	for {
-		c, err := r.ln.Accept()
-		if err != nil {
-			return
-		}
-		r.mu.Lock()
-		if r.closed {
-			r.mu.Unlock()
-			_ = c.Close()
-			return
-		}
-		r.conns[c] = struct{}{}
-		r.wg.Add(1)
-		r.mu.Unlock()
-		go r.serve(c)
-	}
-}
-
 func (r *LineReceiver) serve(c net.Conn) {
-	defer r.wg.Done()
-	defer func() {
-		_ = c.Close()
-		r.mu.Lock()
-		delete(r.conns, c)
-		r.mu.Unlock()
-	}()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.Read(buf)
@@ -244,35 +131,12 @@ func (r *LineReceiver) serve(c net.Conn) {
 		}
 		if k := bytes.Count(buf[:n], []byte{'\n'}); k > 0 {
 			r.mu.Lock()
-			r.count += int64(k)
-			if r.changed != nil {
-				close(r.changed)
-				r.changed = nil
-			}
+			r.lines += int64(k)
+			r.changedLocked()
 			r.mu.Unlock()
 		}
 		if err != nil {
 			return
-		}
-	}
-}
-
-// gate blocks while stalled and reports false once the receiver is closed.
-func (r *LineReceiver) gate() bool {
-	for {
-		r.mu.Lock()
-		ch, closed := r.stalled, r.closed
-		r.mu.Unlock()
-		if closed {
-			return false
-		}
-		if ch == nil {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-r.done:
-			return false
 		}
 	}
 }
