@@ -35,24 +35,12 @@ func jsonTwin(buf *bytes.Buffer) zapcore.Core {
 
 func newTestCore(t *testing.T, r *forwardtest.Receiver, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
 	t.Helper()
-	cfg := fluentcore.Config{
-		Addr:          r.Addr(),
-		Tag:           "shop",
-		Level:         zapcore.DebugLevel,
-		FlushInterval: 10 * time.Millisecond,
-		RetryMin:      5 * time.Millisecond,
-		RetryMax:      50 * time.Millisecond,
-		Registerer:    reg,
-	}
-	if mod != nil {
-		mod(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	core := fluentcore.New(cfg)
-	t.Cleanup(func() { _ = core.Close() })
-	return core
+	return newTestCoreAt(t, r.Addr(), reg, func(c *fluentcore.Config) {
+		c.Level = zapcore.DebugLevel
+		if mod != nil {
+			mod(c)
+		}
+	})
 }
 
 // metric returns the value of one series from reg.
@@ -92,12 +80,7 @@ func value(m *dto.Metric) float64 {
 
 func checkIdentity(t *testing.T, st fluentcore.Stats) {
 	t.Helper()
-	for name, s := range map[string]fluentcore.StreamStats{"info": st.Info, "err": st.Err} {
-		if got := s.Delivered + s.Spilled + s.DroppedTotal(); got != s.Entries {
-			t.Errorf("%s: entries %d != delivered %d + spilled %d + dropped %d (%v)",
-				name, s.Entries, s.Delivered, s.Spilled, s.DroppedTotal(), s.Dropped)
-		}
-	}
+	fluentcore.IdentityHolds(t, st)
 }
 
 type user struct{ Name, Email string }

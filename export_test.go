@@ -9,6 +9,8 @@ var (
 	NormJSON   = normJSON
 	DiffValues = diff
 	WaitUntil  = waitUntil
+	// IdentityHolds checks entries = delivered + spilled + dropped for both streams.
+	IdentityHolds = identityHolds
 )
 
 // steadyAllocs returns the allocations per call of f, as the least of three

@@ -373,13 +373,24 @@ const heloGrace = 50 * time.Millisecond
 func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *endpoint, chunk string) (serverDown bool, err error) {
 	t := time.NewTimer(f.s.ackTimeout)
 	defer t.Stop()
-	select {
-	case got := <-c.acks:
+	check := func(got string) (bool, error) {
 		if got != chunk {
 			return false, fmt.Errorf("fluentcore: ack from %s does not match the chunk sent", ep.addr)
 		}
 		return false, nil
+	}
+	select {
+	case got := <-c.acks:
+		return check(got)
 	case <-c.dead:
+		// The reader queues an ack before it can see the close that follows it (fluentd with
+		// deny_keepalive acks, then closes): a queued ack wins, or select's random choice
+		// would resend an acknowledged batch.
+		select {
+		case got := <-c.acks:
+			return check(got)
+		default:
+		}
 		return true, fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", ep.addr, c.err)
 	case <-t.C:
 		return true, fmt.Errorf("fluentcore: no ack from %s within %v", ep.addr, f.s.ackTimeout)

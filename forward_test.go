@@ -629,3 +629,24 @@ func TestValidateForwardOptions(t *testing.T) {
 		}
 	}
 }
+
+// fluentd with deny_keepalive acks each request and then closes the connection. The ack is
+// read before the close, so no acknowledged batch may be taken for lost and sent again.
+func TestAckThenCloseIsNotAResend(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.DenyKeepalive())
+	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	for i := 0; i < 30; i++ {
+		logErrs(core, i, 1)
+		if err := core.Sync(); err != nil { // one batch, one connection each
+			t.Fatal(err)
+		}
+	}
+	for i, n := range indexes(r) {
+		if n != 1 {
+			t.Errorf("entry %d arrived %d times", i, n)
+		}
+	}
+	if st := core.Stats().Err; st.Delivered != 30 || st.SendErrors != 0 {
+		t.Fatalf("delivered %d, send errors %d; want 30 and 0", st.Delivered, st.SendErrors)
+	}
+}

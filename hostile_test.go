@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -158,8 +159,10 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 			func(c net.Conn) { flood(c, ackGiB, 0) }, "ack longer than 512 bytes"},
 		{"ack one byte at a time, never complete", false, true,
 			func(c net.Conn) { flood(c, ackGiB, 10*time.Millisecond) }, "no ack from"},
+		// The flood starts before the client writes: it sees a foreign ack, or, if the
+		// reader got past the acks first, the garbage after them. Either is a clear error.
 		{"acks for other chunks, forever", false, true,
-			func(c net.Conn) { flood(c, otherAcks, 0) }, "does not match"},
+			func(c net.Conn) { flood(c, otherAcks, 0) }, "does not match|malformed ack"},
 		{"ack with a map of 4 billion keys", false, true,
 			func(c net.Conn) { flood(c, []byte{0xdf, 0xff, 0xff, 0xff, 0xff}, 0) }, "ack"},
 	}
@@ -180,7 +183,7 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 			_, _, err := f.send(context.Background(), "t", entries, 1)
 			d := time.Since(start)
 			runtime.ReadMemStats(&after)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !slices.ContainsFunc(strings.Split(tc.want, "|"), func(w string) bool { return strings.Contains(err.Error(), w) }) {
 				t.Fatalf("send: %v; want an error mentioning %q", err, tc.want)
 			}
 			// Functional bounds with slack, not performance figures: the peer claimed a
