@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -238,5 +239,21 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 				t.Fatalf("send and close took %v; the timeout is %v", d, timeout)
 			}
 		})
+	}
+}
+
+// An ack already queued wins over the close that followed it (fluentd with deny_keepalive
+// acks, then closes): with both ready, awaitAck must report the batch acknowledged, every
+// time, not choose at random.
+func TestAwaitAckPrefersAQueuedAckOverTheClose(t *testing.T) {
+	f := newForwarder(resolve(Config{RequireAck: true}))
+	ep := &f.s.endpoints[0]
+	for i := 0; i < 100; i++ {
+		c := &fconn{acks: make(chan string, 1), dead: make(chan struct{}), err: io.EOF}
+		c.acks <- "tok"
+		close(c.dead)
+		if _, err := f.awaitAck(context.Background(), c, ep, "tok"); err != nil {
+			t.Fatalf("attempt %d: %v; the queued ack was there", i, err)
+		}
 	}
 }
