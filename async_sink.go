@@ -56,6 +56,7 @@ type stream struct {
 	degrade   *degradeControl // info only
 	kick      chan struct{}   // wakes the clock when the queue reaches the high watermark
 	highQueue int
+	wake      chan struct{} // err only: an entry is waiting; the sender seals and sends it at once
 
 	// err only, with SpillDir: the durable spill the sender moves batches to and replays.
 	disk       *diskSpill
@@ -113,6 +114,8 @@ func newStream(id streamID, tag string, budget int, s *settings, fwd *forwarder,
 	}
 	if id == infoStream {
 		st.degrade = newDegradeControl(s.degrade)
+	} else {
+		st.wake = make(chan struct{}, 1)
 	}
 	if disk != nil {
 		st.disk = disk
@@ -141,6 +144,15 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 	for {
 		switch s.tryWrite(sh, ctx, ent, fields) {
 		case written:
+			if s.wake != nil {
+				// Err entries do not wait for FlushInterval: the sender seals the open
+				// batches as soon as it is free, so entries written while it sends are
+				// batched together and an error under an info flood arrives in milliseconds.
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
+			}
 			return
 		case oversized:
 			// Err entries are never dropped: one that can't be truncated to fit goes to the
@@ -364,6 +376,8 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 				s.pending = b
 				return
 			}
+		case <-s.wake: // nil for info
+			s.flush()
 		case <-s.spillKick: // nil without a spill
 		case <-ctx.Done():
 			return

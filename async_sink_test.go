@@ -449,3 +449,34 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 	}
 	identityHolds(t, st)
 }
+
+// Err entries do not wait for FlushInterval: with an hour-long FlushInterval an Error entry
+// still reaches the receiver (no Sync), while an Info entry logged before it stays batched.
+// (Entries may arrive out of order: the buffers are sharded.)
+func TestErrSentWithoutWaitingForFlushInterval(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), Tag: "shop", FlushInterval: time.Hour})
+	defer core.Close()
+	logger := zap.New(core)
+	logger.Info("batched")
+	for i := range 3 {
+		logger.Error("prompt", zap.Int("i", i))
+	}
+	got, err := r.WaitForEntries(3, 20*time.Second)
+	if err != nil {
+		t.Fatalf("err entries not sent before FlushInterval: %v (stats %+v)", err, core.Stats().Err)
+	}
+	seen := map[any]bool{}
+	for _, e := range got {
+		if e.Tag != "shop.err" || e.Record["msg"] != "prompt" {
+			t.Fatalf("entry: %s %v", e.Tag, e.Record)
+		}
+		seen[e.Record["i"]] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("got %v", got)
+	}
+	if st := core.Stats(); st.Info.Delivered != 0 || st.Err.Delivered != 3 {
+		t.Fatalf("info delivered %d (want 0: still batched), err delivered %d", st.Info.Delivered, st.Err.Delivered)
+	}
+}

@@ -83,8 +83,10 @@ type Config struct {
 	// (it goes to the spill, SpillDir or ErrFallback, whole only if truncating can't make it
 	// fit). Default DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
 	MaxEntryBytes int `json:"max_entry_bytes,omitempty" yaml:"max_entry_bytes,omitempty"`
-	// FlushInterval is the longest an entry waits in a batch that is not full.
-	// Default DefaultFlushInterval (500ms).
+	// FlushInterval is the longest an info entry waits in a batch that is not full. Err
+	// entries do not wait for it: the err sender seals and sends them as soon as it is free
+	// (entries logged while it sends share the next frame). Default DefaultFlushInterval
+	// (500ms).
 	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
 	// after it the entry goes to the spill (SpillDir) or ErrFallback. Default
