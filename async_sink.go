@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -68,7 +69,8 @@ type stream struct {
 
 	doneMu   sync.Mutex
 	done     uint64        // seq of the last batch the sender finished with
-	progress chan struct{} // closed and replaced whenever done advances
+	progress chan struct{} // closed and replaced when done advances while someone waits
+	watched  bool          // a waitDone caller holds progress
 
 	pending *batch // a batch the sender was holding when Close aborted it
 
@@ -77,7 +79,7 @@ type stream struct {
 	delivered, spilled                             atomic.Uint64
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
-	metrics                                        *metrics
+	sendDuration                                   prometheus.Observer // this stream's histogram; nil until newSink sets it
 }
 
 func newStream(id streamID, tag string, budget int, s *settings, fwd *forwarder, sp spiller, disk *diskSpill) *stream {
@@ -334,6 +336,7 @@ func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
 	for {
 		s.doneMu.Lock()
 		done, ch := s.done, s.progress
+		s.watched = true
 		s.doneMu.Unlock()
 		if done >= seq {
 			return true
@@ -354,8 +357,13 @@ func (s *stream) finish(b *batch) {
 	s.free <- b
 	s.doneMu.Lock()
 	s.done = seq
-	close(s.progress)
-	s.progress = make(chan struct{})
+	if s.watched {
+		// Only then: a channel per batch would make the sender allocate, and an allocating
+		// sender is made to assist the garbage collector (even parked) under a log flood.
+		close(s.progress)
+		s.progress = make(chan struct{})
+		s.watched = false
+	}
 	s.doneMu.Unlock()
 }
 
@@ -440,8 +448,8 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 		s.sendErrors.Add(1)
 		return false
 	}
-	if s.metrics != nil {
-		s.metrics.sendDuration.WithLabelValues(s.id.String()).Observe(time.Since(start).Seconds())
+	if s.sendDuration != nil {
+		s.sendDuration.Observe(time.Since(start).Seconds())
 	}
 	s.sentBatches.Add(1)
 	s.sentBytes.Add(uint64(size))
@@ -638,7 +646,7 @@ func newSink(s *settings, constLabels map[string]string) *sink {
 	}
 	k.metrics = newMetrics(k, constLabels)
 	for _, st := range k.streams {
-		st.metrics = k.metrics
+		st.sendDuration = k.metrics.sendDuration.WithLabelValues(st.id.String())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel

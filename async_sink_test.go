@@ -1,9 +1,11 @@
 package fluentcore
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -478,5 +480,53 @@ func TestErrSentWithoutWaitingForFlushInterval(t *testing.T) {
 	}
 	if st := core.Stats(); st.Info.Delivered != 0 || st.Err.Delivered != 3 {
 		t.Fatalf("info delivered %d (want 0: still batched), err delivered %d", st.Info.Delivered, st.Err.Delivered)
+	}
+}
+
+// The sender allocates nothing per frame once connected. An allocating goroutine is made to
+// assist the garbage collector, and under a flood of allocating loggers the sender was parked
+// in those assists for most of the time, so delivery collapsed (bench: cmd/throughput -g 1024).
+func TestSenderAllocatesNothingPerFrame(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // until the client closes
+	}()
+	s := resolve(Config{Addr: ln.Addr().String(), Registerer: prometheus.NewRegistry()})
+	k := newSink(s, nil)
+	defer k.close(time.Second)
+	// A stream of the same settings whose sender is this test: deliver is what run calls.
+	st := newStream(infoStream, "t", 1<<20, s, newForwarder(s), nil, nil)
+	defer st.fwd.close()
+	st.sendDuration = k.metrics.sendDuration.WithLabelValues("info")
+	bo := s.newBackoff()
+	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
+	frame := func() {
+		b := <-st.free
+		b.buf = append(b.buf, entry...)
+		b.n = 1
+		st.queuedBatches.Add(1)
+		if !st.deliver(context.Background(), b, bo) {
+			t.Fatal("not delivered")
+		}
+	}
+	frame() // connects
+	if st.sentBatches.Load() != 1 {
+		t.Fatalf("sent %d batches", st.sentBatches.Load())
+	}
+	if a := steadyAllocs(200, frame); a != 0 {
+		t.Fatalf("the sender allocates %.1f times per frame", a)
 	}
 }
