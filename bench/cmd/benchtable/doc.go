@@ -215,15 +215,26 @@ func (d *doc) targets() string {
 		h := medv(g, "heap-B")
 		t.add("Outage: heap bounded by the configured buffer budget (12 MiB, allocated up front)", "heap retained after the stall: "+bytesIEC(h)+" more than before", status(h <= 12<<20))
 	}
+	// Two readings of "per-entry cost": what a log call costs its caller (delivery inside
+	// the timer), and wall time per entry the receiver got. The second is judged with the
+	// degrade policy off: with it on, how many entries are delivered is the sampling
+	// policy's choice (one message, kept 1 in SampleThereafter), not the sink's capacity.
 	g1, _ := d.lookup("Scaling", "fluentcore", map[string]string{"goroutines": "1"})
 	g1k, _ := d.lookup("Scaling", "fluentcore", map[string]string{"goroutines": "1024"})
-	if g1 != nil && g1k != nil {
+	o1, _ := d.lookup("Scaling", "fluentcore-degrade-off", map[string]string{"goroutines": "1"})
+	o1k, _ := d.lookup("Scaling", "fluentcore-degrade-off", map[string]string{"goroutines": "1024"})
+	if g1 != nil && g1k != nil && o1 != nil && o1k != nil {
 		perCall := medv(g1k, "ns/op") / medv(g1, "ns/op")
-		perEntry := perDelivered(g1k) / perDelivered(g1)
-		t.add("Scaling (issue 5): per-entry cost at 1024 goroutines ≤ 1.5 × at 1",
-			fmt.Sprintf("per call %s (%s vs %s); per delivered entry %s (%s vs %s)", ratio(perCall), med(g1k, "ns/op", ns), med(g1, "ns/op", ns),
-				ratio(perEntry), ns(perDelivered(g1k)), ns(perDelivered(g1))),
-			status(perEntry <= 1.5)+" (judged per delivered entry)")
+		perCallOff := medv(o1k, "ns/op") / medv(o1, "ns/op")
+		t.add("Scaling (issue 5): per-entry cost at 1024 goroutines ≤ 1.5 × at 1, per call",
+			fmt.Sprintf("default %s (%s vs %s); degrade off %s (%s vs %s)", ratio(perCall), med(g1k, "ns/op", ns), med(g1, "ns/op", ns),
+				ratio(perCallOff), med(o1k, "ns/op", ns), med(o1, "ns/op", ns)),
+			status(max(perCall, perCallOff) <= 1.5))
+		perEntry := perDelivered(o1k) / perDelivered(o1)
+		t.add("Scaling (issue 5): the same, per delivered entry (degrade off)",
+			fmt.Sprintf("%s (%s vs %s; %s vs %s delivered)", ratio(perEntry), ns(perDelivered(o1k)), ns(perDelivered(o1)),
+				med(o1k, "events/s", rate), med(o1, "events/s", rate)),
+			status(perEntry <= 1.5))
 	}
 	g, _ := d.lookup("CallerLatency", "fluentcore", map[string]string{"state": "degraded", "fields": "prebuilt"})
 	gc, _ := d.lookup("CallerLatency", "fluentcore", map[string]string{"state": "degraded", "fields": "per-call"})
