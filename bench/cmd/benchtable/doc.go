@@ -354,7 +354,7 @@ func (d *doc) errLatency() string {
 		t.add("`"+g.key("contender")+"`", count(g.iters()/float64(len(g.runs))), med(g, "p50-ns", ns), med(g, "p99-ns", ns), med(g, "p99.9-ns", ns), med(g, "max-ns", ns),
 			count(g.sum("err-lost")), count(g.sum("err-spilled")), med(g, "info-events/s", rate), dropped, med(g, "sched-p99-ns", ns))
 	}
-	return "### Err latency under an info flood (issue 5)\n\n16 goroutines log info entries flat out; one goroutine logs an Error entry every 5 ms. Latency: the receiver's arrival time minus the entry's EventTime (the log call). Default FlushInterval (500 ms). Run-queue wait p99: the runtime's `/sched/latencies` over the run, how long a runnable goroutine (a sender, the flush clock) waited for a CPU.\n\n" + t.String() + "\n"
+	return "### Err latency under an info flood (issue 5)\n\n16 goroutines log info entries flat out; one goroutine logs an Error entry every 5 ms. Latency: the receiver's arrival time minus the entry's EventTime (the log call). Default FlushInterval (500 ms), which bounds info only: the err sender seals and sends err entries as soon as it is free. Run-queue wait p99: the runtime's `/sched/latencies` over the run, how long a runnable goroutine (a sender, the flush clock) waited for a CPU.\n\n" + t.String() + "\n"
 }
 
 func (d *doc) buffers() string {
