@@ -5,8 +5,9 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 
 .PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke
 
-# The root package's fuzz targets; fuzz-smoke runs each for FUZZTIME.
-FUZZ_TARGETS ?= FuzzAppendEntry FuzzAppendJSON FuzzStringsMatchZap FuzzParseHELO FuzzParsePONG FuzzParseAck
+# The fuzz targets, as package:target; fuzz-smoke runs each for FUZZTIME.
+FUZZ_TARGETS ?= .:FuzzAppendEntry .:FuzzAppendJSON .:FuzzStringsMatchZap \
+	./internal/wire:FuzzParseHELO ./internal/wire:FuzzParsePONG ./internal/wire:FuzzParseAck
 FUZZTIME ?= 5s
 # How long `make soak` runs TestSoak.
 SOAK ?= 60s
@@ -34,9 +35,10 @@ interop:
 # fuzz-smoke fuzzes each target briefly (go test -fuzz takes one target at a time). New
 # interesting inputs are minimised for at most 100 runs, so the time goes to fuzzing.
 fuzz-smoke:
-	@for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x . || exit 1; \
+	@for pt in $(FUZZ_TARGETS); do \
+		p=$${pt%%:*}; t=$${pt#*:}; \
+		echo "fuzz $$t in $$p for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x $$p || exit 1; \
 	done
 
 # soak: full-rate logging with the receivers restarted every few seconds; RSS and

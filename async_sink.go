@@ -20,6 +20,10 @@ import (
 // entries under the shard's lock) -> sealed and queued -> the sender writes it -> free list.
 // Nothing is pooled or allocated per entry, so memory is bounded by configuration whatever
 // the receiver does.
+//
+// The two streams share all of that; what differs is a policy value per stream: the info
+// stream's (infoPolicy, here and in degrade.go) drops what it cannot carry and counts it,
+// the err stream's (errPolicy, err_spill.go) waits, truncates and spills instead.
 
 // batch is one buffer of encoded entries: the payload of one PackedForward frame.
 type batch struct {
@@ -41,28 +45,21 @@ type shard struct {
 
 // stream is one of the two streams: its buffers, its sender and its counters.
 type stream struct {
-	id        streamID
-	tag       string
-	shards    []shard
-	free      chan *batch // batches ready for writers
-	queue     chan *batch // sealed batches, in seq order, for the sender
-	nbatches  int
-	batchCap  int // bytes per batch
-	sealAt    int // a batch this full is sealed right away
-	entryCap  int // largest encoded entry accepted
-	errWait   time.Duration
-	closed    atomic.Bool
-	fwd       *forwarder
-	spill     spiller         // err only: where entries go when they cannot be delivered
-	degrade   *degradeControl // info only
-	kick      chan struct{}   // wakes the clock when the queue reaches the high watermark
-	highQueue int
-	wake      chan struct{} // err only: an entry is waiting; the sender seals and sends it at once
+	id       streamID
+	tag      string
+	shards   []shard
+	free     chan *batch // batches ready for writers
+	queue    chan *batch // sealed batches, in seq order, for the sender
+	nbatches int
+	batchCap int // bytes per batch
+	sealAt   int // a batch this full is sealed right away
+	entryCap int // largest encoded entry accepted
+	closed   atomic.Bool
+	fwd      *forwarder
 
-	// err only, with SpillDir: the durable spill the sender moves batches to and replays.
-	disk       *diskSpill
-	spillKick  chan struct{} // a writer spilled: the buffers are full
-	spillAfter time.Duration
+	// The stream's policy: exactly one is set.
+	info *infoPolicy
+	err  *errPolicy
 
 	sealMu sync.Mutex
 	sealed uint64 // seq of the last sealed batch
@@ -79,50 +76,37 @@ type stream struct {
 	delivered, spilled                             atomic.Uint64
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
-	sendDuration                                   prometheus.Observer // this stream's histogram; nil until newSink sets it
+	sendDuration                                   prometheus.Observer // this stream's histogram
 }
 
-func newStream(id streamID, tag string, budget int, s *settings, fwd *forwarder, sp spiller, disk *diskSpill) *stream {
-	nb := budget / s.batchBytes
-	if nb < 2 {
-		nb = 2
-	}
-	nshards := 2 * runtime.GOMAXPROCS(0)
-	if nshards > nb/2 {
-		nshards = nb / 2
-	}
+// infoPolicy is the info stream's: an entry that cannot be buffered is dropped and
+// counted by reason, and under backpressure Check sheds entries before they are encoded.
+type infoPolicy struct {
+	degrade *degradeControl
+	kick    chan struct{} // wakes the clock when the fill reaches the high watermark
+}
+
+func newStream(id streamID, budget int, s *settings, fwd *forwarder) *stream {
+	nb := max(budget/s.batchBytes, 2)
+	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	st := &stream{
-		id:        id,
-		tag:       tag,
-		shards:    make([]shard, nshards),
-		free:      make(chan *batch, nb),
-		queue:     make(chan *batch, nb),
-		nbatches:  nb,
-		batchCap:  s.batchBytes,
-		sealAt:    s.batchBytes - s.batchBytes/16,
-		entryCap:  s.entryBytes,
-		errWait:   s.errMaxWait,
-		fwd:       fwd,
-		spill:     sp,
-		kick:      make(chan struct{}, 1),
-		progress:  make(chan struct{}),
-		highQueue: int(float64(nb) * s.degrade.withDefaults().HighWatermark),
+		id:       id,
+		tag:      s.tags[id],
+		shards:   make([]shard, nshards),
+		free:     make(chan *batch, nb),
+		queue:    make(chan *batch, nb),
+		nbatches: nb,
+		batchCap: s.batchBytes,
+		sealAt:   s.batchBytes - s.batchBytes/16,
+		entryCap: s.entryBytes,
+		fwd:      fwd,
+		progress: make(chan struct{}),
 	}
 	for i := range st.shards {
 		st.shards[i].enc = newMsgpEncoder(s.enc)
 	}
-	for i := 0; i < nb; i++ {
+	for range nb {
 		st.free <- &batch{buf: make([]byte, 0, s.batchBytes)}
-	}
-	if id == infoStream {
-		st.degrade = newDegradeControl(s.degrade)
-	} else {
-		st.wake = make(chan struct{}, 1)
-	}
-	if disk != nil {
-		st.disk = disk
-		st.spillKick = make(chan struct{}, 1)
-		st.spillAfter = s.spillAfter
 	}
 	return st
 }
@@ -138,7 +122,7 @@ const (
 )
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
-// (queue_full); err entries wait up to errWait for one and are spilled after that.
+// (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that.
 func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
 	sh := &s.shards[rand.N(len(s.shards))]
 	sh.entries.Add(1)
@@ -146,35 +130,29 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 	for {
 		switch s.tryWrite(sh, ctx, ent, fields) {
 		case written:
-			if s.wake != nil {
-				// Err entries do not wait for FlushInterval: the sender seals the open
-				// batches as soon as it is free, so entries written while it sends are
-				// batched together and an error under an info flood arrives in milliseconds.
-				select {
-				case s.wake <- struct{}{}:
-				default:
-				}
+			if s.err != nil {
+				s.err.wakeSender()
 			}
 			return
 		case oversized:
 			// Err entries are never dropped: one that can't be truncated to fit goes to the
-			// fallback whole.
+			// spill whole.
 			s.spillEntry(ctx, ent, fields)
 			return
 		case streamClosed:
-			if s.id == errStream {
+			if s.err != nil {
 				s.spillEntry(ctx, ent, fields)
 				return
 			}
 			sh.dropped[dropClosed].Add(1)
 			return
 		case needBatch:
-			if s.id == infoStream {
+			if s.info != nil {
 				sh.dropped[dropQueueFull].Add(1)
 				return
 			}
 			if deadline.IsZero() {
-				deadline = time.Now().Add(s.errWait)
+				deadline = time.Now().Add(s.err.maxWait)
 			}
 			if !s.waitForBatch(sh, deadline) {
 				s.spillEntry(ctx, ent, fields)
@@ -207,7 +185,7 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 	}
 	if len(out)-start > s.entryCap {
 		b.buf = b.buf[:start]
-		if s.id != errStream {
+		if s.err == nil {
 			sh.dropped[dropTooLarge].Add(1)
 			return written
 		}
@@ -243,17 +221,6 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 		s.seal(b)
 	}
 	return written
-}
-
-// encodeSafely appends the entry and reports false if a marshaler panicked, so a panic can
-// never leave a shard locked or a batch holding half an entry.
-func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) (out []byte, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false // appendEntry resets the encoder's state at its start
-		}
-	}()
-	return enc.appendEntry(dst, ctx, ent, fields), true
 }
 
 func (s *stream) takeFree() *batch {
@@ -293,15 +260,15 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 // from; the queue has room for every batch, so this never blocks.
 func (s *stream) seal(b *batch) {
 	s.queuedBytes.Add(int64(len(b.buf)))
-	q := s.queuedBatches.Add(1)
+	s.queuedBatches.Add(1)
 	s.sealMu.Lock()
 	s.sealed++
 	b.seq = s.sealed
 	s.queue <- b
 	s.sealMu.Unlock()
-	if s.degrade != nil && int(q) >= s.highQueue && !s.degrade.active.Load() {
+	if s.info != nil && s.info.degrade.overHigh(s.fill()) {
 		select {
-		case s.kick <- struct{}{}:
+		case s.info.kick <- struct{}{}:
 		default:
 		}
 	}
@@ -349,6 +316,8 @@ func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
 	}
 }
 
+// finish returns a batch the sender is done with (delivered, spilled or dropped) to the
+// free list.
 func (s *stream) finish(b *batch) {
 	s.queuedBytes.Add(-int64(len(b.buf)))
 	s.queuedBatches.Add(-1)
@@ -371,8 +340,12 @@ func (s *stream) finish(b *batch) {
 // With a durable spill (err stream, SpillDir) it first replays whatever the spill holds —
 // also what a previous process left there — and sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
+	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
+	if s.err != nil {
+		wake, spillKick = s.err.wake, s.err.spillKick
+	}
 	for {
-		if s.disk != nil && !s.disk.empty() {
+		if s.err != nil && s.err.replaying() {
 			if !s.replay(ctx, bo) {
 				return
 			}
@@ -384,9 +357,9 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 				s.pending = b
 				return
 			}
-		case <-s.wake: // nil for info
+		case <-wake:
 			s.flush()
-		case <-s.spillKick: // nil without a spill
+		case <-spillKick:
 		case <-ctx.Done():
 			return
 		}
@@ -394,12 +367,16 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 }
 
 // deliver sends one batch, retrying with backoff until it is delivered (true) or ctx is
-// cancelled (false). With a durable spill, a batch that has failed for SpillAfter, or once
-// writers spill because the buffers are full, goes to the spill instead (true), and run
-// switches to replaying.
+// cancelled (false). On the err stream with a durable spill, a batch that has failed for
+// SpillAfter, or once writers spill because the buffers are full, goes to the spill
+// instead (true), and run switches to replaying.
 func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool {
 	bo.Reset()
 	var failingSince time.Time
+	var spillKick chan struct{}
+	if s.err != nil {
+		spillKick = s.err.spillKick
+	}
 	for {
 		start := time.Now()
 		if s.sendFrame(ctx, s.tag, b.buf, b.n) {
@@ -410,7 +387,7 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 		if failingSince.IsZero() {
 			failingSince = start
 		}
-		if s.disk != nil && (time.Since(failingSince) >= s.spillAfter || !s.disk.empty()) {
+		if s.err != nil && s.err.spillNow(failingSince) {
 			s.spillSealed(b)
 			return true
 		}
@@ -423,8 +400,8 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 			select {
 			case <-t.C:
 				waiting = false
-			case <-s.spillKick: // nil without a spill
-				if !s.disk.empty() { // else a stale kick from before the last replay
+			case <-spillKick:
+				if s.err.replaying() { // else a stale kick from before the last replay
 					t.Stop()
 					s.spillSealed(b)
 					return true
@@ -448,7 +425,7 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 		s.sendErrors.Add(1)
 		return false
 	}
-	if s.sendDuration != nil {
+	if s.sendDuration != nil { // nil only in tests that build a stream alone
 		s.sendDuration.Observe(time.Since(start).Seconds())
 	}
 	s.sentBatches.Add(1)
@@ -456,110 +433,15 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 	return true
 }
 
-// replay is the err sender while the durable spill holds frames. The spill is then the
-// queue: every sealed batch is appended to its tail (which frees the batch for writers at
-// once) and frames are sent from its head, oldest first, so spilled entries arrive before
-// newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
-// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
-// segment that cannot be read is retried like a failed send. It returns true once the spill
-// is empty, false when ctx is cancelled.
-func (s *stream) replay(ctx context.Context, bo backoff.BackOff) bool {
-	bo.Reset()
-	for {
-		s.drainToSpill()
-		fr, ok, err := s.disk.head()
-		if err == nil && !ok {
-			return true
-		}
-		if err == nil && s.sendFrame(ctx, fr.tag, fr.entries, fr.n) {
-			s.replayed.Add(uint64(fr.n))
-			s.disk.pop()
-			bo.Reset()
-			continue
-		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			wait = time.Second
-		}
-		if !s.spillWhileWaiting(ctx, wait) {
-			return false
-		}
-	}
-}
-
-// spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
-// as they are sealed.
-func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case b := <-s.queue:
-			s.spillSealed(b)
-		case <-s.spillKick:
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// drainToSpill moves every queued batch to the spill, without waiting.
-func (s *stream) drainToSpill() {
-	for {
-		select {
-		case b := <-s.queue:
-			s.spillSealed(b)
-		default:
-			return
-		}
-	}
-}
-
-// spillSealed hands a sealed err batch to the spill and frees it.
-func (s *stream) spillSealed(b *batch) {
-	s.countSpill(s.spill.spillBatch(s.tag, b.buf, b.n), b.n)
-	s.finish(b)
-}
-
-// countSpill counts n entries by what the spill said: spilled, or dropped with the reason
-// (the spill chain has written them to ErrFallback where it could): never silently.
-func (s *stream) countSpill(err error, n int) {
-	switch {
-	case err == nil:
-		s.spilled.Add(uint64(n))
-	case errors.Is(err, errSpillFull):
-		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
-	case errors.Is(err, errEncode):
-		s.shards[0].dropped[dropEncodeError].Add(uint64(n))
-	default:
-		s.shards[0].dropped[dropSpillFailed].Add(uint64(n))
-	}
-}
-
 // abandon accounts for a batch that was never delivered: err entries are spilled, info
 // entries counted as dropped at shutdown.
 func (s *stream) abandon(b *batch) {
-	if s.id == errStream {
+	if s.err != nil {
 		s.spillSealed(b)
 		return
 	}
 	s.shards[0].dropped[dropShutdown].Add(uint64(b.n))
 	s.finish(b)
-}
-
-// spillEntry spills one err entry that could not be buffered (to SpillDir or ErrFallback)
-// and counts it. With a durable spill it also wakes the sender: full buffers are a reason
-// to move the queued batches to the spill now.
-func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
-	s.countSpill(s.spill.spillEntry(s.tag, ctx, ent, fields), 1)
-	if s.spillKick != nil {
-		select {
-		case s.spillKick <- struct{}{}:
-		default:
-		}
-	}
 }
 
 func (s *stream) stats() StreamStats {
@@ -587,75 +469,60 @@ func (s *stream) stats() StreamStats {
 			st.Dropped[r.String()] += sh.dropped[r].Load()
 		}
 	}
-	if s.disk != nil {
-		st.SpillBytes = s.disk.bytes.Load()
-		st.SpillCorruptSegments = s.disk.corrupt.Load()
+	if s.err != nil && s.err.disk != nil {
+		st.SpillBytes = s.err.disk.Bytes()
+		st.SpillCorruptSegments = s.err.disk.CorruptSegments()
 	}
-	if s.degrade != nil {
-		st.Degraded = s.degrade.active.Load()
-		st.DegradeTransitions = s.degrade.transitions.Load()
+	if s.info != nil {
+		st.Degraded = s.info.degrade.active.Load()
+		st.DegradeTransitions = s.info.degrade.transitions.Load()
 	}
 	return st
 }
 
-// countCheckDrop counts an info entry dropped in Check (degraded or sampled).
-func (s *stream) countCheckDrop(r dropReason) {
+// countDrop counts an entry dropped before it reached a shard (in Check).
+func (s *stream) countDrop(r dropReason) {
 	sh := &s.shards[rand.N(len(s.shards))]
 	sh.entries.Add(1)
 	sh.dropped[r].Add(1)
 }
 
 // sink is the two streams, their senders and the clock that flushes them and drives the
-// degrade state machine.
+// degrade state machine. It implements entrySink.
 type sink struct {
-	streams   [numStreams]*stream
-	settings  *settings
-	metrics   *metrics
-	configErr error // what Validate found, reported by Sync and Close
-	spillErr  error // why SpillDir could not be used, if it could not
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	stopTick  chan struct{}
-	closing   sync.Once
-	closeErr  error
+	streams  [numStreams]*stream
+	s        *settings
+	spillErr error // why SpillDir could not be used, if it could not
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopTick chan struct{}
+	closing  sync.Once
+	closeErr error
 }
 
-func newSink(s *settings, constLabels map[string]string) *sink {
-	k := &sink{settings: s, stopTick: make(chan struct{})}
-	tags := s.tags
-	budgets := [numStreams]int{s.infoBufferBytes, s.errBufferBytes}
-	fallback := newJSONSpiller(s.errFallback, s.enc)
-	var (
-		sp   spiller = fallback
-		disk *diskSpill
-	)
-	if s.spillDir != "" {
-		var err error
-		if disk, err = openSpill(s.spillDir, s.spillMaxBytes, s.batchBytes, s.enc, s.onEvent); err != nil {
-			k.spillErr = err
-		} else {
-			sp = spillChain{disk: disk, fallback: fallback}
-		}
-	}
-	for id := streamID(0); id < numStreams; id++ {
-		var d *diskSpill
-		if id == errStream {
-			d = disk
-		}
-		k.streams[id] = newStream(id, tags[id], budgets[id], s, newForwarder(s), sp, d)
-	}
-	k.metrics = newMetrics(k, constLabels)
+var _ entrySink = (*sink)(nil)
+
+// newSink allocates both streams' buffers, opens the spill and starts the senders and the
+// clock. sendDuration receives each stream's send times.
+func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
+	k := &sink{s: s, stopTick: make(chan struct{})}
+	info := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s))
+	info.info = &infoPolicy{degrade: newDegradeControl(s.degrade), kick: make(chan struct{}, 1)}
+	errs := newStream(errStream, s.errBufferBytes, s, newForwarder(s))
+	errs.err, k.spillErr = newErrPolicy(s)
+	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
 	for _, st := range k.streams {
-		st.sendDuration = k.metrics.sendDuration.WithLabelValues(st.id.String())
+		st.sendDuration = sendDuration.WithLabelValues(st.id.String())
 	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
 	for _, st := range k.streams {
 		k.wg.Add(1)
 		go func() {
 			defer k.wg.Done()
-			if st.id == errStream && k.spillErr != nil && s.onEvent != nil {
-				s.onEvent(Event{Kind: EventSpillDisabled, Stream: st.id.String(), Time: time.Now(), Err: k.spillErr})
+			if st.err != nil && k.spillErr != nil {
+				s.event(time.Now(), EventSpillDisabled, k.spillErr)
 			}
 			st.run(ctx, s.newBackoff())
 		}()
@@ -668,22 +535,45 @@ func newSink(s *settings, constLabels map[string]string) *sink {
 	return k
 }
 
+func (k *sink) admit(ent zapcore.Entry) bool {
+	if k.s.split.streamFor(ent.Level) != infoStream {
+		return true
+	}
+	st := k.streams[infoStream]
+	if !st.info.degrade.active.Load() {
+		return true
+	}
+	ok, reason := st.info.degrade.admit(ent)
+	if !ok {
+		st.countDrop(reason)
+	}
+	return ok
+}
+
+func (k *sink) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
+	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, ent, fields)
+}
+
+func (k *sink) stats() Stats {
+	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}
+}
+
 // clock flushes the streams every FlushInterval and feeds the info stream's degrade state
-// machine several times a second (and at once when the queue reaches its high watermark).
+// machine several times a second (and at once when its fill reaches the high watermark).
 func (k *sink) clock() {
 	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
 	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
 	// the degrade machine is fed every observeEvery.
-	flush := time.NewTicker(k.settings.flushInterval)
+	flush := time.NewTicker(k.s.flushInterval)
 	defer flush.Stop()
-	observe := time.NewTicker(min(k.settings.flushInterval, observeEvery))
+	observe := time.NewTicker(min(k.s.flushInterval, observeEvery))
 	defer observe.Stop()
 	info := k.streams[infoStream]
 	for {
 		select {
 		case <-k.stopTick:
 			return
-		case <-info.kick:
+		case <-info.info.kick:
 		case <-observe.C:
 		case <-flush.C:
 			for _, st := range k.streams {
@@ -699,13 +589,13 @@ const observeEvery = 100 * time.Millisecond
 
 func (k *sink) observeDegrade(now time.Time) {
 	info := k.streams[infoStream]
-	changed, degraded := info.degrade.observe(now, info.fill(), info.fwd.disconnectedFor(now))
-	if changed && k.settings.onEvent != nil {
+	changed, degraded := info.info.degrade.observe(now, info.fill(), info.fwd.disconnectedFor(now))
+	if changed {
 		kind := EventRecovered
 		if degraded {
 			kind = EventDegraded
 		}
-		k.settings.onEvent(Event{Kind: kind, Stream: info.id.String(), Time: now})
+		k.s.event(now, kind, nil)
 	}
 }
 
@@ -752,8 +642,8 @@ func (k *sink) close(timeout time.Duration) error {
 				st.abandon(<-st.queue)
 			}
 			st.fwd.close()
-			if st.disk != nil {
-				st.disk.close() // releases SpillDir; later err entries go to ErrFallback
+			if st.err != nil && st.err.disk != nil {
+				st.err.disk.Close() // releases SpillDir; later err entries go to ErrFallback
 			}
 		}
 		if err != nil {

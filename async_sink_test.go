@@ -61,7 +61,7 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range core.sink.streams {
+	for _, st := range sinkOf(core).streams {
 		// Every batch is back on the free list or is a shard's (empty) open batch.
 		var all []*batch
 		for len(st.free) > 0 {
@@ -381,13 +381,13 @@ fluentcore_dropped_entries_total{reason="too_large",stream="info"} 0
 fluentcore_buffer_capacity_bytes{stream="err"} 4.194304e+06
 fluentcore_buffer_capacity_bytes{stream="info"} 8.388608e+06
 `
-	if err := testutil.CollectAndCompare(core.sink.metrics, strings.NewReader(want),
+	if err := testutil.CollectAndCompare(core.metrics, strings.NewReader(want),
 		"fluentcore_entries_total", "fluentcore_delivered_entries_total",
 		"fluentcore_spilled_entries_total", "fluentcore_dropped_entries_total",
 		"fluentcore_buffer_capacity_bytes"); err != nil {
 		t.Fatal(err)
 	}
-	if problems, err := testutil.CollectAndLint(core.sink.metrics); err != nil || len(problems) > 0 {
+	if problems, err := testutil.CollectAndLint(core.metrics); err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", err, problems)
 	}
 }
@@ -504,9 +504,9 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		defer c.Close()
 		_, _ = io.Copy(io.Discard, c) // until the client closes
 	}()
-	s := resolve(Config{Addr: ln.Addr().String()})
+	s := settingsFor(Config{Addr: ln.Addr().String()})
 	// A stream whose sender is this test: deliver is what run calls for each batch.
-	st := newStream(infoStream, "t", 1<<20, s, newForwarder(s), nil, nil)
+	st := newStream(infoStream, 1<<20, s, newForwarder(s))
 	defer st.fwd.close()
 	st.sendDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
 	bo := s.newBackoff()

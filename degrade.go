@@ -81,6 +81,8 @@ type DegradeConfig struct {
 	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
 }
 
+// withDefaults returns c with every unset field at its default; resolve applies it once and
+// the rest of the core reads the result.
 func (c DegradeConfig) withDefaults() DegradeConfig {
 	if c.HighWatermark <= 0 {
 		c.HighWatermark = 0.75
@@ -191,23 +193,31 @@ func fnv32a(s string) uint32 {
 	return h
 }
 
-// degradeControl wraps the state machine for the info stream: the sender's clock goroutine
+// degradeControl wraps the state machine for the info stream: the sink's clock goroutine
 // feeds observations; Core.Check reads the state with one atomic load.
 type degradeControl struct {
 	active      atomic.Bool
 	transitions atomic.Uint64
 	sampler     *sampler
+	high        float64 // HighWatermark, read without the lock
 
 	mu sync.Mutex
 	sm degrader
 }
 
+// newDegradeControl returns the control for cfg, whose every field is set (withDefaults).
 func newDegradeControl(cfg DegradeConfig) *degradeControl {
-	cfg = cfg.withDefaults()
 	return &degradeControl{
 		sm:      degrader{cfg: cfg},
 		sampler: newSampler(cfg.SampleInterval, cfg.SampleFirst, cfg.SampleThereafter),
+		high:    cfg.HighWatermark,
 	}
+}
+
+// overHigh reports whether a fill share calls for an observation now: the stream is not
+// degraded and the fill has reached the high watermark.
+func (c *degradeControl) overHigh(fill float64) bool {
+	return fill >= c.high && !c.active.Load()
 }
 
 // observe updates the state; it returns whether it changed and the new state.

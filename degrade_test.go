@@ -107,7 +107,7 @@ func TestAdmitByPolicy(t *testing.T) {
 		{DegradeKeepWarn, false, true, dropDegraded},
 	}
 	for _, c := range cases {
-		ctl := newDegradeControl(DegradeConfig{Policy: c.policy})
+		ctl := newDegradeControl(DegradeConfig{Policy: c.policy}.withDefaults())
 		if ok, r := ctl.admit(info); ok != c.infoKept || (!ok && r != c.infoReason) {
 			t.Errorf("%v: info admitted=%v reason=%v", c.policy, ok, r)
 		}
@@ -115,7 +115,7 @@ func TestAdmitByPolicy(t *testing.T) {
 			t.Errorf("%v: warn admitted=%v", c.policy, ok)
 		}
 	}
-	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000})
+	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000}.withDefaults())
 	if ok, _ := ctl.admit(info); !ok {
 		t.Fatal("sample policy dropped the first entry")
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -39,7 +40,7 @@ func (e *msgpEncoder) capEntry(entry []byte, limit int) ([]byte, bool) {
 	if len(entry) <= limit {
 		return entry, true
 	}
-	if len(entry) < 1 || entry[0] != 0x92 {
+	if len(entry) < 1 || entry[0] != wire.Array2 {
 		return nil, false
 	}
 	rest, err := msgp.Skip(entry[1:]) // the EventTime
@@ -111,7 +112,7 @@ func (e *msgpEncoder) capEntry(entry []byte, limit int) ([]byte, bool) {
 	}
 	out = append(out, entry[last:]...)
 	out = append(out, e.cfg.truncatedKey...)
-	out = append(out, mTrue)
+	out = append(out, wire.True)
 	e.capOut = out[:0]
 	return out, true
 }

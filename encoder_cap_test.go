@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -158,7 +159,7 @@ func TestCapEntry(t *testing.T) {
 // ours is map32, but capEntry must handle any header, so feed it a hand-made fixmap.
 func TestCapEntryHeaderGrowth(t *testing.T) {
 	b := []byte{0x92}
-	b = appendEventTime(b, 1, 2)
+	b = wire.AppendEventTime(b, 1, 2)
 	b = msgp.AppendMapHeader(b, 15)
 	for i := range 15 {
 		b = msgp.AppendString(b, "k"+strconv.Itoa(i))

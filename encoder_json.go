@@ -9,6 +9,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -92,11 +93,11 @@ func (p *jsonParser) value(dst []byte, depth int) ([]byte, error) {
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number(dst)
 	case c == 't':
-		return p.literal(dst, "true", mTrue)
+		return p.literal(dst, "true", wire.True)
 	case c == 'f':
-		return p.literal(dst, "false", mFalse)
+		return p.literal(dst, "false", wire.False)
 	case c == 'n':
-		return p.literal(dst, "null", mNil)
+		return p.literal(dst, "null", wire.Nil)
 	}
 	return dst, errJSONSyntax
 }
@@ -115,9 +116,9 @@ func (p *jsonParser) container(dst []byte, isMap bool, depth int) ([]byte, error
 	off := len(dst)
 	if isMap {
 		closing = '}'
-		dst = append(dst, mMap32, 0, 0, 0, 0)
+		dst = append(dst, wire.Map32, 0, 0, 0, 0)
 	} else {
-		dst = append(dst, mArray32, 0, 0, 0, 0)
+		dst = append(dst, wire.Array32, 0, 0, 0, 0)
 	}
 	p.i++
 	p.space()

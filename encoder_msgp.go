@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap/zapcore"
 )
@@ -20,18 +21,11 @@ import (
 // [EventTime, {record}], appended to the caller's buffer.
 //
 // Containers whose size is unknown up front get a map32/array32 header that is
-// back-patched when they close. Every value is counted in the innermost open container
-// (a frame), so whatever a marshaler does (fails midway, opens namespaces, uses an
+// back-patched when they close. Every value is counted in the innermost open container,
+// so whatever a marshaler does (fails midway, opens namespaces, uses an
 // ObjectEncoder as an ArrayEncoder) the output stays exactly one valid msgpack value.
 
 const (
-	mMap32   = 0xdf
-	mArray32 = 0xdd
-	mNil     = 0xc0
-	mFalse   = 0xc2
-	mTrue    = 0xc3
-	mEmpty   = 0xa0 // fixstr of length 0
-
 	// maxEventSec is the largest EventTime second we send: fluent-bit reserves
 	// 0xFFFFFFFF and 0xFFFFFFFE as group markers.
 	maxEventSec = 0xFFFFFFFD
@@ -99,7 +93,7 @@ func newEncoderConfig(c zapcore.EncoderConfig) *encoderConfig {
 			e := newMsgpEncoder(cfg)
 			for l := zapcore.DebugLevel; l <= zapcore.FatalLevel; l++ {
 				e.buf = e.buf[:0]
-				e.cur = frame{kind: kindArray}
+				e.cur = container{kind: kindArray}
 				c.EncodeLevel(l, e)
 				if e.cur.n == 1 {
 					cfg.levelVals[l+1] = bytes.Clone(e.buf)
@@ -119,12 +113,12 @@ func newEncoderConfig(c zapcore.EncoderConfig) *encoderConfig {
 	return cfg
 }
 
-// frameKind is what an open frame will be once closed.
-type frameKind uint8
+// containerKind is what an open container will be once closed.
+type containerKind uint8
 
 const (
-	kindMap   frameKind = iota // map32, n counts keys and values
-	kindArray                  // array32, n counts elements
+	kindMap   containerKind = iota // map32, n counts keys and values
+	kindArray                      // array32, n counts elements
 	// kindSlot is the value position handed to a user encoder func (EncodeTime, ...):
 	// no header; one value stays as it is, none gets the caller's fallback, several are
 	// wrapped in an array (or flow into a parent array, as zap JSON would write them).
@@ -134,11 +128,11 @@ const (
 	kindRaw
 )
 
-// frame is an open container.
-type frame struct {
+// container is an open msgpack map or array whose header is patched when it closes.
+type container struct {
 	off  int // offset of the header in buf; -1 for a context's headerless root
 	n    int // msgpack values written directly inside it
-	kind frameKind
+	kind containerKind
 }
 
 // encodedContext holds fields added with Core.With, encoded once; immutable after
@@ -146,9 +140,9 @@ type frame struct {
 type encodedContext struct {
 	buf []byte // the fields, ready to copy after the entry's own leading keys
 	n   int    // values buf adds to the record map itself
-	// open are the frames (namespaces) still open at the end of buf, outermost first,
+	// open are the containers (namespaces) still open at the end of buf, outermost first,
 	// with offsets relative to buf; each entry patches their headers in its own copy.
-	open []frame
+	open []container
 }
 
 // newContext returns parent's fields followed by fields, pre-encoded. parent may be nil.
@@ -159,7 +153,7 @@ func (c *encoderConfig) newContext(parent *encodedContext, fields []zapcore.Fiel
 		return parent
 	}
 	e := newMsgpEncoder(c)
-	e.cur = frame{off: -1, kind: kindMap}
+	e.cur = container{off: -1, kind: kindMap}
 	if parent != nil {
 		e.buf = make([]byte, 0, len(parent.buf)+64*len(fields))
 		e.appendContext(parent)
@@ -170,7 +164,7 @@ func (c *encoderConfig) newContext(parent *encodedContext, fields []zapcore.Fiel
 	ctx := &encodedContext{buf: slices.Clip(e.buf), n: e.cur.n}
 	if len(e.stack) > 0 {
 		ctx.n = e.stack[0].n
-		ctx.open = append(append([]frame(nil), e.stack[1:]...), e.cur)
+		ctx.open = append(append([]container(nil), e.stack[1:]...), e.cur)
 	}
 	return ctx
 }
@@ -181,8 +175,8 @@ func (c *encoderConfig) newContext(parent *encodedContext, fields []zapcore.Fiel
 type msgpEncoder struct {
 	cfg   *encoderConfig
 	buf   []byte
-	cur   frame   // innermost open frame
-	stack []frame // frames enclosing cur, outermost first
+	cur   container   // innermost open container
+	stack []container // containers enclosing cur, outermost first
 
 	scratch []byte // reused for rare rewrites (invalid UTF-8, msgp.Marshaler output)
 
@@ -205,7 +199,7 @@ var (
 )
 
 func newMsgpEncoder(cfg *encoderConfig) *msgpEncoder {
-	return &msgpEncoder{cfg: cfg, stack: make([]frame, 0, 16)}
+	return &msgpEncoder{cfg: cfg, stack: make([]container, 0, 16)}
 }
 
 // eventTimeOf clamps t into what EventTime can carry.
@@ -224,11 +218,11 @@ func eventTimeOf(t time.Time) (sec, nsec uint32) {
 // the extended slice. It must not retain dst. It never fails: encoder errors become fields.
 func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) []byte {
 	sec, nsec := eventTimeOf(ent.Time)
-	dst = append(dst, 0x92) // fixarray of 2
-	dst = appendEventTime(dst, sec, nsec)
+	dst = append(dst, wire.Array2)
+	dst = wire.AppendEventTime(dst, sec, nsec)
 	e.stack = e.stack[:0]
-	e.cur = frame{off: len(dst), kind: kindMap}
-	e.buf = append(dst, mMap32, 0, 0, 0, 0)
+	e.cur = container{off: len(dst), kind: kindMap}
+	e.buf = append(dst, wire.Map32, 0, 0, 0, 0)
 
 	e.appendEntryHead(ent)
 	if ctx != nil {
@@ -248,6 +242,17 @@ func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.E
 	out := e.buf
 	e.buf = nil
 	return out
+}
+
+// encodeSafely appends the entry and reports false if a marshaler panicked, so a panic can
+// never leave a shard locked or a batch holding half an entry.
+func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) (out []byte, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false // appendEntry resets the encoder's state at its start
+		}
+	}()
+	return enc.appendEntry(dst, ctx, ent, fields), true
 }
 
 // appendEntryHead writes level, time, name, caller, function and message, each with
@@ -338,7 +343,7 @@ func (e *msgpEncoder) appendCaller(ec zapcore.EntryCaller) {
 }
 
 // appendContext copies a pre-encoded context into the current map and reopens the
-// frames it left open, at their new offsets.
+// containers it left open, at their new offsets.
 func (e *msgpEncoder) appendContext(c *encodedContext) {
 	base := len(e.buf)
 	e.buf = append(e.buf, c.buf...)
@@ -352,35 +357,35 @@ func (e *msgpEncoder) appendContext(c *encodedContext) {
 
 // open starts a container of kind k inside cur (already counted) and returns the depth
 // to pass to closeTo.
-func (e *msgpEncoder) open(k frameKind) int {
+func (e *msgpEncoder) open(k containerKind) int {
 	d := len(e.stack)
 	e.stack = append(e.stack, e.cur)
-	e.cur = frame{off: len(e.buf), kind: k}
+	e.cur = container{off: len(e.buf), kind: k}
 	switch k {
 	case kindMap:
-		e.buf = append(e.buf, mMap32, 0, 0, 0, 0)
+		e.buf = append(e.buf, wire.Map32, 0, 0, 0, 0)
 	case kindArray:
-		e.buf = append(e.buf, mArray32, 0, 0, 0, 0)
+		e.buf = append(e.buf, wire.Array32, 0, 0, 0, 0)
 	}
 	return d
 }
 
-// closeTo closes frames until the one that was current at depth d is current again.
+// closeTo closes containers until the one that was current at depth d is current again.
 func (e *msgpEncoder) closeTo(d int) {
 	for len(e.stack) > d {
-		e.closeFrame()
+		e.closeContainer()
 	}
 }
 
-// pop makes the enclosing frame current without touching buf.
+// pop makes the enclosing container current without touching buf.
 func (e *msgpEncoder) pop() {
 	last := len(e.stack) - 1
 	e.cur = e.stack[last]
 	e.stack = e.stack[:last]
 }
 
-// closeFrame finishes cur and makes its parent current.
-func (e *msgpEncoder) closeFrame() {
+// closeContainer finishes cur and makes its parent current.
+func (e *msgpEncoder) closeContainer() {
 	f := e.cur
 	e.pop()
 	switch f.kind {
@@ -392,7 +397,7 @@ func (e *msgpEncoder) closeFrame() {
 		switch {
 		case f.n == 1:
 		case f.n == 0: // only for a slot abandoned by a recovered panic
-			e.buf = append(e.buf, mNil)
+			e.buf = append(e.buf, wire.Nil)
 		case e.cur.kind == kindArray || e.cur.kind == kindSlot:
 			e.cur.n += f.n - 1 // zap JSON writes them as separate elements
 		default:
@@ -401,11 +406,11 @@ func (e *msgpEncoder) closeFrame() {
 	}
 }
 
-// patchMap writes the size of map frame f, which must be the last thing in buf. A key
+// patchMap writes the size of map container f, which must be the last thing in buf. A key
 // left without its value (a panic recovered midway) gets nil, to keep the map whole.
-func (e *msgpEncoder) patchMap(f frame) {
+func (e *msgpEncoder) patchMap(f container) {
 	if f.n%2 != 0 {
-		e.buf = append(e.buf, mNil)
+		e.buf = append(e.buf, wire.Nil)
 		f.n++
 	}
 	putLen32(e.buf[f.off:], f.n/2)
@@ -421,7 +426,7 @@ func putLen32(b []byte, n int) {
 func (e *msgpEncoder) wrapArray(off, n int) {
 	e.buf = append(e.buf, 0, 0, 0, 0, 0)
 	copy(e.buf[off+5:], e.buf[off:len(e.buf)-5])
-	e.buf[off] = mArray32
+	e.buf[off] = wire.Array32
 	putLen32(e.buf[off:], n)
 }
 
@@ -436,7 +441,7 @@ func (e *msgpEncoder) closeSlot(d int) bool {
 		e.pop()
 		return false
 	}
-	e.closeFrame()
+	e.closeContainer()
 	return true
 }
 
@@ -445,7 +450,7 @@ func (e *msgpEncoder) closeSlot(d int) bool {
 // empty key, so the record stays a map with str keys.
 func (e *msgpEncoder) elem() {
 	if e.cur.kind == kindMap {
-		e.buf = append(e.buf, mEmpty)
+		e.buf = append(e.buf, wire.FixStr)
 		e.cur.n++
 	}
 	e.cur.n++
@@ -818,7 +823,7 @@ func appendRepaired[S string | []byte](dst []byte, s S, decode func(S) (rune, in
 // appendStrHeader appends the smallest str header for n bytes.
 func appendStrHeader(dst []byte, n int) []byte {
 	if n <= 31 {
-		return append(dst, 0xa0|byte(n))
+		return append(dst, wire.FixStr|byte(n))
 	}
 	return appendLongStrHeader(dst, n)
 }
@@ -826,9 +831,9 @@ func appendStrHeader(dst []byte, n int) []byte {
 func appendLongStrHeader(dst []byte, n int) []byte {
 	switch {
 	case n <= math.MaxUint8:
-		return append(dst, 0xd9, byte(n))
+		return append(dst, wire.Str8, byte(n))
 	case n <= math.MaxUint16:
-		return append(dst, 0xda, byte(n>>8), byte(n))
+		return append(dst, wire.Str16, byte(n>>8), byte(n))
 	}
-	return append(dst, 0xdb, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return append(dst, wire.Str32, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/multierr"
 	"go.uber.org/zap"
@@ -457,14 +458,14 @@ func decodeEntry(t *testing.T, b []byte) (sec, nsec uint32, rec map[string]any) 
 		t.Fatalf("entry is %T of len %d, want a 2-array", v, len(arr))
 	}
 	ext, ok := arr[0].(*msgp.RawExtension)
-	if !ok || ext.Type != eventTimeType || len(ext.Data) != 8 {
+	if !ok || ext.Type != wire.EventTimeType || len(ext.Data) != 8 {
 		t.Fatalf("entry time is %#v, want ext 0 of 8 bytes", arr[0])
 	}
 	if b[1] != 0xd7 {
 		t.Errorf("entry time header %#x, want fixext8", b[1])
 	}
 	// Read it again the way a client that registers nothing must: explicitly.
-	var et eventTime
+	var et wire.EventTime
 	if _, err := msgp.ReadExtensionBytes(b[1:], &et); err != nil {
 		t.Fatalf("entry time as EventTime: %v", err)
 	}
@@ -977,7 +978,7 @@ func TestReflectedMsgpMarshaler(t *testing.T) {
 		{"two values", &msgpValue{append(append([]byte(nil), good...), 0xc0)}, "via json"},
 		{"truncated", &msgpValue{good[:len(good)-1]}, "via json"},
 		{"empty", &msgpValue{}, "via json"},
-		{"extension", &msgpValue{appendEventTime(nil, 1, 2)}, "via json"},
+		{"extension", &msgpValue{wire.AppendEventTime(nil, 1, 2)}, "via json"},
 		{"nested extension", &msgpValue{msgp.AppendComplex64(msgp.AppendArrayHeader(nil, 1), 1i)}, "via json"},
 		{"invalid utf-8", &msgpValue{msgp.AppendString(nil, "\xff")}, "via json"},
 		{"nil pointer", (*msgpValue)(nil), nil},

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap/zapcore"
 )
@@ -52,17 +53,17 @@ var (
 )
 
 // appendReflected appends obj to e.buf as exactly one extension-free msgpack value, or
-// returns an error with e.buf and the open frames as they were.
+// returns an error with e.buf and the open containers as they were.
 func (e *msgpEncoder) appendReflected(obj any) (err error) {
 	if obj == nil {
 		e.buf = msgp.AppendNil(e.buf)
 		return nil
 	}
 	mark, depth, saved := len(e.buf), len(e.stack), e.cur
-	// Values written here are counted by the caller, not in a frame; a raw frame keeps
+	// Values written here are counted by the caller, not in a container; a raw container keeps
 	// what user encoders (EncodeTime, MarshalLogObject) write from leaking into cur.
 	e.stack = append(e.stack, e.cur)
-	e.cur = frame{off: mark, kind: kindRaw}
+	e.cur = container{off: mark, kind: kindRaw}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("PANIC=%v", r)
@@ -303,7 +304,7 @@ func (e *msgpEncoder) reflectStruct(p *typePlan, v reflect.Value, depth int) err
 	if p.fixed {
 		e.buf = msgp.AppendMapHeader(e.buf, uint32(len(p.fields)))
 	} else {
-		e.buf = append(e.buf, mMap32, 0, 0, 0, 0)
+		e.buf = append(e.buf, wire.Map32, 0, 0, 0, 0)
 	}
 	n := 0
 fields:
@@ -598,33 +599,33 @@ func plainValue(b []byte) bool {
 		c := b[0]
 		size, n := 1, 0 // header bytes; payload bytes
 		switch {
-		case c <= 0x7f || c >= 0xe0: // fixint
-		case c <= 0x8f:
+		case c < wire.FixMap || c >= wire.NegFix: // fixint
+		case c < wire.FixArray:
 			want += 2 * int(c&0x0f)
-		case c <= 0x9f:
+		case c < wire.FixStr:
 			want += int(c & 0x0f)
-		case c <= 0xbf:
+		case c < wire.Nil:
 			n = int(c & 0x1f)
-		case c == mNil || c == mFalse || c == mTrue:
-		case c == 0xc4 || c == 0xc5 || c == 0xc6: // bin
-			size, n = lenField(b, c-0xc4)
-		case c == 0xd9 || c == 0xda || c == 0xdb: // str
-			size, n = lenField(b, c-0xd9)
-		case c == 0xdc || c == 0xdd: // array16/32
-			size, n = lenField(b, c-0xdc+1)
+		case c == wire.Nil || c == wire.False || c == wire.True:
+		case c >= wire.Bin8 && c <= wire.Bin8+2: // bin8/16/32
+			size, n = lenField(b, c-wire.Bin8)
+		case c >= wire.Str8 && c <= wire.Str32:
+			size, n = lenField(b, c-wire.Str8)
+		case c == wire.Array16 || c == wire.Array32:
+			size, n = lenField(b, c-wire.Array16+1)
 			want, n = want+n, 0
-		case c == 0xde || c == 0xdf: // map16/32
-			size, n = lenField(b, c-0xde+1)
+		case c == wire.Map16 || c == wire.Map32:
+			size, n = lenField(b, c-wire.Map16+1)
 			want, n = want+2*n, 0
-		case c >= 0xca && c <= 0xd3: // floats and sized ints
-			size = 1 + fixedSize[c-0xca]
+		case c >= wire.Float32 && c < wire.Float32+byte(len(fixedSize)): // floats and sized ints
+			size = 1 + fixedSize[c-wire.Float32]
 		default: // extensions, and 0xc1 (never used)
 			return false
 		}
 		if size < 0 || n > len(b)-size || want > len(b) {
 			return false
 		}
-		if (c >= 0xa0 && c <= 0xbf || c >= 0xd9 && c <= 0xdb) && !isASCII(b[size:size+n]) && !utf8.Valid(b[size:size+n]) {
+		if (c >= wire.FixStr && c < wire.Nil || c >= wire.Str8 && c <= wire.Str32) && !isASCII(b[size:size+n]) && !utf8.Valid(b[size:size+n]) {
 			return false
 		}
 		b = b[size+n:]

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -644,7 +645,7 @@ func TestPlainValue(t *testing.T) {
 	}
 	bad := [][]byte{
 		msgp.AppendString(nil, "\xff"),
-		appendEventTime(msgp.AppendArrayHeader(nil, 1), 1, 2),
+		wire.AppendEventTime(msgp.AppendArrayHeader(nil, 1), 1, 2),
 		msgp.AppendComplex64(nil, 1i),
 		{0xc1},
 		msgp.AppendMapHeader(nil, 1<<31),

@@ -1,6 +1,6 @@
 package fluentcore
 
-import "testing"
+import "github.com/fluentcore/fluentcore/internal/testkit"
 
 // Test helpers shared with the external test package (core_test.go): the conformance
 // normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way.
@@ -13,14 +13,14 @@ var (
 	IdentityHolds = identityHolds
 )
 
-// steadyAllocs returns the allocations per call of f, as the least of three
-// testing.AllocsPerRun measurements. AllocsPerRun counts every allocation in the process,
-// so a goroutine of an earlier test winding down can add one to a single measurement; an
-// allocation f itself makes shows up in all three.
-func steadyAllocs(runs int, f func()) float64 {
-	least := testing.AllocsPerRun(runs, f)
-	for i := 0; i < 2 && least > 0; i++ {
-		least = min(least, testing.AllocsPerRun(runs, f))
-	}
-	return least
+// steadyAllocs is testkit.SteadyAllocs, under the name the tests of this package use.
+var steadyAllocs = testkit.SteadyAllocs
+
+// settingsFor returns cfg's settings, whatever resolve thinks of cfg.
+func settingsFor(cfg Config) *settings {
+	s, _ := resolve(cfg)
+	return s
 }
+
+// sinkOf returns the sink behind a Core made by New.
+func sinkOf(c *Core) *sink { return c.sink.(*sink) }

@@ -413,7 +413,7 @@ func (e *faultEnv) received() (info, err map[int64]int) {
 }
 
 func (e *faultEnv) forwarders() [numStreams]*forwarder {
-	return [numStreams]*forwarder{e.core.sink.streams[infoStream].fwd, e.core.sink.streams[errStream].fwd}
+	return [numStreams]*forwarder{sinkOf(e.core).streams[infoStream].fwd, sinkOf(e.core).streams[errStream].fwd}
 }
 
 // lastErr is the last send error of both streams, joined.
@@ -832,7 +832,7 @@ func faultCases() []faultCase {
 		},
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
-			f := e.core.sink.streams[errStream].fwd
+			f := sinkOf(e.core).streams[errStream].fwd
 			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
 		},
 		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },

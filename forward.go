@@ -2,74 +2,40 @@ package fluentcore
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/tinylib/msgp/msgp"
+	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/fluentcore/fluentcore/internal/wire"
 )
 
-// errUnexpectedHELO: the receiver requires the shared-key handshake and the client has no
-// key configured.
-var errUnexpectedHELO = fmt.Errorf("%w: receiver sent HELO: it requires the shared_key handshake (set Config.SharedKey)", ErrHandshake)
-
-// maxResponseBytes bounds what a receiver may send us in one message (an ack): a hostile or
-// broken peer cannot make the client buffer more than this.
-const maxResponseBytes = 512
-
-// parseAddr splits a Config.Addr into a network and an address. Accepted forms:
-// "tcp://host:port", "host:port", "tls://host:port" and "unix:///path".
-func parseAddr(addr string) (network, address string, useTLS bool, err error) {
-	switch {
-	case addr == "":
-		return "", "", false, errors.New("fluentcore: empty address")
-	case strings.HasPrefix(addr, "unix://"):
-		path := strings.TrimPrefix(addr, "unix://")
-		if path == "" {
-			return "", "", false, fmt.Errorf("fluentcore: address %q has no socket path", addr)
-		}
-		return "unix", path, false, nil
-	case strings.HasPrefix(addr, "tls://"):
-		address, useTLS = strings.TrimPrefix(addr, "tls://"), true
-	case strings.HasPrefix(addr, "tcp://"):
-		address = strings.TrimPrefix(addr, "tcp://")
-	case strings.Contains(addr, "://"):
-		return "", "", false, fmt.Errorf("fluentcore: address %q: scheme must be tcp, tls or unix", addr)
-	default:
-		address = addr
-	}
-	host, port, err := net.SplitHostPort(address)
-	if err != nil {
-		return "", "", false, fmt.Errorf("fluentcore: address %q: %w", addr, err)
-	}
-	if host == "" || port == "" {
-		return "", "", false, fmt.Errorf("fluentcore: address %q needs a host and a port", addr)
-	}
-	return "tcp", address, useTLS, nil
-}
+// ErrHandshake is wrapped by every error of the shared-key handshake: the receiver did not
+// send a valid HELO, rejected the PING (wrong shared key, user or password), answered with
+// a PONG that does not prove it knows the key, or closed or timed out before PONG; also by
+// the error of a receiver that asks for the handshake when Config.SharedKey is not set.
+// Test for it with errors.Is on what Sync and Close return. Its messages never contain the
+// shared key or the password.
+var ErrHandshake = wire.ErrHandshake
 
 // forwarder is one stream's connection to its receivers. Only the stream's sender
 // goroutine calls send; close is called once the sender has stopped. The counters and
 // lastError may be read from any goroutine.
 type forwarder struct {
 	s     *settings
-	bal   *balancer
-	fr    *framer
+	bal   *dial.Balancer
+	fr    *wire.Framer
 	conn  *fconn
 	tried []bool      // scratch: servers tried in this connection attempt
 	ackT  *time.Timer // reused by awaitAck; nil until the first ack wait
 
 	// dialRaw opens the transport connection (TLS runs on top of it). It is given the
 	// address as configured, host name included, so every reconnect resolves it again.
-	dialRaw func(ctx context.Context, network, address string) (net.Conn, error)
+	dialRaw dial.DialFunc
 
 	// The ack token of a batch whose send failed: resending the same batch reuses it, as
 	// fluentd does, so a receiver could tell a resend from new data.
@@ -88,8 +54,8 @@ type forwarder struct {
 func newForwarder(s *settings) *forwarder {
 	f := &forwarder{
 		s:     s,
-		bal:   newBalancer(s.endpoints, s.newBackoff),
-		fr:    newFramer(s.compression),
+		bal:   dial.NewBalancer(s.endpoints, s.newBackoff),
+		fr:    wire.NewFramer(s.compression),
 		tried: make([]bool, len(s.endpoints)),
 	}
 	d := &net.Dialer{KeepAlive: 30 * time.Second}
@@ -158,17 +124,6 @@ func (c *fconn) cause(err error) error {
 	return err
 }
 
-// handshakeMessage reports whether b starts with an array whose first element is "HELO"
-// or "PONG": a receiver that expects a handshake the client did not start.
-func handshakeMessage(b []byte) bool {
-	_, b, err := msgp.ReadArrayHeaderBytes(b)
-	if err != nil {
-		return false
-	}
-	typ, _, err := msgp.ReadStringZC(b)
-	return err == nil && (string(typ) == "HELO" || string(typ) == "PONG")
-}
-
 // send writes one frame of n entries and, with RequireAck, waits for its ack. It returns
 // the frame size and whether a new connection was opened for it. On any error the
 // connection is closed (and its server marked down, unless the error was only a
@@ -188,7 +143,7 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	if f.s.requireAck {
 		chunk = f.chunkFor(entries)
 	}
-	hdr, payload, opt := f.fr.frame(tag, entries, n, chunk)
+	hdr, payload, opt := f.fr.Frame(tag, entries, n, chunk)
 	size := len(hdr) + len(payload) + len(opt)
 
 	// Close aborts a write or an ack wait at once: the connection's cancel hook (see
@@ -202,9 +157,9 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	// The frame's parts are written one by one, not in one writev: on a connection the
 	// receiver has already closed, the header's write draws the reset that fails the
 	// payload's (at once on a local connection), so the frame is retried instead of counted
-	// delivered and lost — what the fault suite's receiver-down rows check without acks.
-	// Nothing here allocates: an allocating sender pays GC assists, and under a logging
-	// flood it was parked in them.
+	// delivered and lost (the fault suite's receiver-down rows check it without acks).
+	// Nothing here allocates: an allocating sender is made to assist the garbage collector,
+	// and under a logging flood that stalls delivery.
 	var werr error
 	for _, part := range [...][]byte{hdr, payload, opt} {
 		if len(part) > 0 {
@@ -214,21 +169,21 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 		}
 	}
 	if err := werr; err != nil {
-		err = fmt.Errorf("fluentcore: write to %s: %w", ep.addr, c.cause(err)) // before closing it ourselves
+		err = fmt.Errorf("fluentcore: write to %s: %w", ep.Addr, c.cause(err)) // before closing it ourselves
 		f.dropConn(true)
-		f.bal.markDown(c.server, time.Now())
+		f.bal.MarkDown(c.server, time.Now())
 		return 0, fresh, f.fail(err)
 	}
 	if chunk != "" {
 		if serverDown, err := f.awaitAck(ctx, c, ep, chunk); err != nil {
 			f.dropConn(true)
 			if serverDown {
-				f.bal.markDown(c.server, time.Now())
+				f.bal.MarkDown(c.server, time.Now())
 			}
 			return 0, fresh, f.fail(err)
 		}
 	}
-	f.bal.markUp(c.server)
+	f.bal.MarkUp(c.server)
 	f.retryChunk, f.retryOf = "", nil
 	f.downSince.Store(0)
 	f.setLastError(nil)
@@ -240,7 +195,7 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 
 // fail records a failed attempt and returns err.
 func (f *forwarder) fail(err error) error {
-	if errors.Is(err, errUnexpectedHELO) {
+	if errors.Is(err, wire.ErrUnexpectedHELO) {
 		f.handshakeFailures.Add(1) // the receiver wants a handshake we were not configured for
 	}
 	f.downSince.CompareAndSwap(0, time.Now().UnixNano())
@@ -269,7 +224,7 @@ func (f *forwarder) chunkFor(entries []byte) string {
 	if f.retryChunk != "" && len(entries) > 0 && &entries[0] == f.retryOf && len(entries) == f.retryLen {
 		return f.retryChunk
 	}
-	chunk := newChunkID()
+	chunk := wire.NewChunkID()
 	if len(entries) > 0 {
 		f.retryChunk, f.retryOf, f.retryLen = chunk, &entries[0], len(entries)
 	}
@@ -288,23 +243,23 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 		default:
 		}
 	}
-	if f.conn != nil && !f.bal.preferred(f.conn.server, now) {
+	if f.conn != nil && !f.bal.ShouldYield(f.conn.server, now) {
 		return false, nil
 	}
 	clear(f.tried)
 	var errs []error
 	for {
-		i := f.bal.pick(now, f.tried)
+		i := f.bal.Pick(now, f.tried)
 		if i < 0 {
 			break
 		}
-		if f.conn != nil && (f.s.endpoints[i].standby || !f.bal.available(i, now)) {
+		if f.conn != nil && (f.s.endpoints[i].Standby || !f.bal.Available(i, now)) {
 			break // only a regular server that is due is worth leaving the standby for
 		}
 		f.tried[i] = true
 		c, err := f.connect(ctx, i)
 		if err != nil {
-			f.bal.markDown(i, time.Now())
+			f.bal.MarkDown(i, time.Now())
 			errs = append(errs, err)
 			if ctx.Err() != nil {
 				break
@@ -329,25 +284,16 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 	ep := &f.s.endpoints[i]
 	dctx, cancel := context.WithTimeout(ctx, f.s.dialTimeout)
-	nc, err := f.dialRaw(dctx, ep.network, ep.address)
-	raw := nc
-	if err == nil && ep.useTLS {
-		tc := tls.Client(nc, ep.tlsConfig)
-		if err = tc.HandshakeContext(dctx); err != nil {
-			_ = nc.Close()
-			err = fmt.Errorf("TLS handshake: %w", err)
-		}
-		nc = tc
-	}
+	nc, raw, err := dial.Dial(dctx, f.dialRaw, ep)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.addr, err)
+		return nil, err
 	}
 	keepalive := true
 	if f.s.creds != nil {
 		_ = nc.SetDeadline(time.Now().Add(f.s.handshakeTimeout))
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-		keepalive, err = handshake(nc, f.s.creds, ep.addr)
+		keepalive, err = wire.Handshake(nc, f.s.creds, ep.Addr)
 		if stop() {
 			_ = nc.SetDeadline(time.Time{})
 		}
@@ -372,7 +318,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 		select {
 		case <-fc.dead:
 			t.Stop()
-			return nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.addr, fc.err)
+			return nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.Addr, fc.err)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -394,7 +340,7 @@ const heloGrace = 50 * time.Millisecond
 // awaitAck waits up to AckTimeout for the ack of chunk. serverDown says whether the
 // failure counts against the server (no answer, a broken one, a lost connection) or only
 // against the connection (an ack for another chunk).
-func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *endpoint, chunk string) (serverDown bool, err error) {
+func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *dial.Endpoint, chunk string) (serverDown bool, err error) {
 	if f.ackT == nil {
 		f.ackT = time.NewTimer(f.s.ackTimeout)
 	} else {
@@ -404,7 +350,7 @@ func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *endpoint, chunk 
 	defer t.Stop()
 	check := func(got string) (bool, error) {
 		if got != chunk {
-			return false, fmt.Errorf("fluentcore: ack from %s does not match the chunk sent", ep.addr)
+			return false, fmt.Errorf("fluentcore: ack from %s does not match the chunk sent", ep.Addr)
 		}
 		return false, nil
 	}
@@ -420,62 +366,31 @@ func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *endpoint, chunk 
 			return check(got)
 		default:
 		}
-		return true, fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", ep.addr, c.err)
+		return true, fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", ep.Addr, c.err)
 	case <-t.C:
-		return true, fmt.Errorf("fluentcore: no ack from %s within %v", ep.addr, f.s.ackTimeout)
+		return true, fmt.Errorf("fluentcore: no ack from %s within %v", ep.Addr, f.s.ackTimeout)
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
 }
 
-// readLoop reads what the receiver sends: one ack map per frame that asked for one, and
-// nothing otherwise. Anything else, or more than maxResponseBytes in one message, ends the
-// connection with an error the sender reports.
+// readLoop reads what the receiver sends (wire.AckReader): one ack per frame that asked
+// for one, and nothing otherwise. Anything else ends the connection with an error the
+// sender reports.
 func (f *forwarder) readLoop(c *fconn) {
 	defer f.readers.Done()
 	defer close(c.dead)
-	buf := make([]byte, maxResponseBytes)
-	n := 0
+	r := wire.NewAckReader(f.s.requireAck)
 	for {
-		m, err := c.Read(buf[n:])
+		tok, err := r.Next(c)
 		if err != nil {
 			c.err = err
 			c.abort()
 			return
 		}
-		n += m
-		if !f.s.requireAck {
-			c.err = errors.New("receiver sent data the client did not ask for")
-			if handshakeMessage(buf[:n]) {
-				c.err = errUnexpectedHELO
-			}
-			c.abort()
-			return
-		}
-		for n > 0 {
-			var a ackResponse
-			rest, err := a.UnmarshalMsg(buf[:n])
-			if errors.Is(err, msgp.ErrShortBytes) {
-				if n == len(buf) {
-					c.err = fmt.Errorf("ack longer than %d bytes", maxResponseBytes)
-					c.abort()
-					return
-				}
-				break
-			}
-			if err != nil {
-				c.err = fmt.Errorf("malformed ack: %w", err)
-				if handshakeMessage(buf[:n]) {
-					c.err = errUnexpectedHELO
-				}
-				c.abort()
-				return
-			}
-			n = copy(buf, buf[n-len(rest):n])
-			select {
-			case c.acks <- a.Ack:
-			default: // an ack nobody waits for: the next wait sees a mismatch if it matters
-			}
+		select {
+		case c.acks <- tok:
+		default: // an ack nobody waits for: the next wait sees a mismatch if it matters
 		}
 	}
 }
@@ -508,11 +423,4 @@ func (f *forwarder) dropConn(failed bool) {
 func (f *forwarder) close() {
 	f.dropConn(false)
 	f.readers.Wait()
-}
-
-// newChunkID returns an ack token: base64 of 16 random bytes, 24 ASCII characters.
-func newChunkID() string {
-	var id [16]byte
-	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails on supported platforms
-	return base64.StdEncoding.EncodeToString(id[:])
 }

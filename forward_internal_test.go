@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"io"
 	"net"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
+	"github.com/fluentcore/fluentcore/internal/wire"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // Every reconnect hands the dialer the host name as configured, never an address cached
@@ -20,7 +24,7 @@ import (
 func TestReconnectResolvesTheNameAgain(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
-	f := newForwarder(resolve(Config{Addr: "localhost:" + port, RequireAck: true}))
+	f := newForwarder(settingsFor(Config{Addr: "localhost:" + port, RequireAck: true}))
 	defer f.close()
 	var mu sync.Mutex
 	var dialed []string
@@ -31,7 +35,7 @@ func TestReconnectResolvesTheNameAgain(t *testing.T) {
 		mu.Unlock()
 		return real(ctx, network, address)
 	}
-	entries := testEntries(1, "x")
+	entries := testkit.Entries(1, "x")
 	ctx := context.Background()
 	for round := range 3 {
 		deadline := time.Now().Add(5 * time.Second)
@@ -59,14 +63,14 @@ func TestReconnectResolvesTheNameAgain(t *testing.T) {
 }
 
 func TestDialTimeout(t *testing.T) {
-	f := newForwarder(resolve(Config{Addr: "fluentd.invalid:24224", DialTimeout: 50 * time.Millisecond}))
+	f := newForwarder(settingsFor(Config{Addr: "fluentd.invalid:24224", DialTimeout: 50 * time.Millisecond}))
 	defer f.close()
 	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
 		<-ctx.Done() // a peer that never answers
 		return nil, ctx.Err()
 	}
 	start := time.Now()
-	_, _, err := f.send(context.Background(), "t", testEntries(1, "x"), 1)
+	_, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("send: %v, want the dial deadline", err)
 	}
@@ -81,8 +85,8 @@ func TestDialTimeout(t *testing.T) {
 // A batch that failed is resent with the same ack token, as fluentd does; a new batch
 // gets a new one.
 func TestResendReusesTheChunk(t *testing.T) {
-	f := newForwarder(resolve(Config{RequireAck: true}))
-	a, b := testEntries(2, "a"), testEntries(2, "b")
+	f := newForwarder(settingsFor(Config{RequireAck: true}))
+	a, b := testkit.Entries(2, "a"), testkit.Entries(2, "b")
 	first := f.chunkFor(a)
 	if again := f.chunkFor(a); again != first {
 		t.Fatalf("resend got token %q, first attempt %q", again, first)
@@ -96,9 +100,9 @@ func TestResendReusesTheChunk(t *testing.T) {
 // the next attempt goes through.
 func TestWriteTimeout(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	f := newForwarder(resolve(Config{Addr: r.Addr(), WriteTimeout: 50 * time.Millisecond}))
+	f := newForwarder(settingsFor(Config{Addr: r.Addr(), WriteTimeout: 50 * time.Millisecond}))
 	defer f.close()
-	entries := testEntries(40_000, "fills the socket buffers quickly") // about 2 MB
+	entries := testkit.Entries(40_000, "fills the socket buffers quickly") // about 2 MB
 	r.Stall()
 	var err error
 	for i := 0; i < 200 && err == nil; i++ {
@@ -202,7 +206,7 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 			if tc.ack {
 				r.SetAckFault(forwardtest.AckWithhold)
 			}
-			f := newForwarder(resolve(Config{Addr: r.Addr(), TLS: cert.ClientConfig(), WriteTimeout: timeout, AckTimeout: timeout, RequireAck: tc.ack}))
+			f := newForwarder(settingsFor(Config{Addr: r.Addr(), TLS: cert.ClientConfig(), WriteTimeout: timeout, AckTimeout: timeout, RequireAck: tc.ack}))
 			var stalled atomic.Bool
 			f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
 				var d net.Dialer
@@ -213,7 +217,7 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 				return &stallConn{Conn: c, stalled: &stalled, changed: make(chan struct{}), closed: make(chan struct{})}, nil
 			}
 			if !tc.ack {
-				if _, _, err := f.send(context.Background(), "t", testEntries(1, "x"), 1); err != nil {
+				if _, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1); err != nil {
 					t.Fatal(err) // connected, TLS done
 				}
 			}
@@ -227,7 +231,7 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 				}
 			}()
 			start := time.Now()
-			_, _, err := f.send(context.Background(), "t", testEntries(1, "x"), 1)
+			_, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1)
 			<-armed
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("send: %v, want %q", err, tc.want)
@@ -246,7 +250,7 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 // acks, then closes): with both ready, awaitAck must report the batch acknowledged, every
 // time, not choose at random.
 func TestAwaitAckPrefersAQueuedAckOverTheClose(t *testing.T) {
-	f := newForwarder(resolve(Config{RequireAck: true}))
+	f := newForwarder(settingsFor(Config{RequireAck: true}))
 	ep := &f.s.endpoints[0]
 	for i := 0; i < 100; i++ {
 		c := &fconn{acks: make(chan string, 1), dead: make(chan struct{}), err: io.EOF}
@@ -255,5 +259,38 @@ func TestAwaitAckPrefersAQueuedAckOverTheClose(t *testing.T) {
 		if _, err := f.awaitAck(context.Background(), c, ep, "tok"); err != nil {
 			t.Fatalf("attempt %d: %v; the queued ack was there", i, err)
 		}
+	}
+}
+
+// The largest batch, incompressible, still makes a frame fluent-bit accepts: forwardtest
+// enforces its 6144000-byte limit on the frame and on the decompressed entries.
+func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	s := settingsFor(Config{Addr: r.Addr(), Compression: "gzip", MaxBatchBytes: maxBatchLimit, RequireAck: true})
+	f := newForwarder(s)
+	defer f.close()
+
+	noise := make([]byte, maxBatchLimit-64)
+	_, _ = rand.Read(noise)
+	var entries []byte
+	entries = msgp.AppendArrayHeader(entries, 2)
+	entries = wire.AppendEventTime(entries, 1_700_000_000, 0)
+	entries = msgp.AppendMapHeader(entries, 1)
+	entries = msgp.AppendString(entries, "noise")
+	entries = msgp.AppendBytes(entries, noise)
+	if len(entries) > maxBatchLimit {
+		t.Fatalf("test batch is %d bytes, over the limit", len(entries))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	size, _, err := f.send(ctx, "big", entries, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size <= len(entries) || size > wire.MaxFrameBytes {
+		t.Fatalf("frame of %d bytes (entries %d, limit %d)", size, len(entries), wire.MaxFrameBytes)
+	}
+	if err := r.WaitFor(func(st forwardtest.Stats) bool { return st.Acks == 1 }, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
+	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
@@ -102,7 +104,7 @@ func flood(c net.Conn, prefix []byte, every time.Duration) {
 
 // validHELO is fluentd's HELO: bin nonce and auth, keepalive true.
 func validHELO() []byte {
-	return heloMsg([]byte("0123456789abcdef"), []byte("fedcba9876543210"), false, "keepalive", true)
+	return testkit.HELO([]byte("0123456789abcdef"), []byte("fedcba9876543210"), false, "keepalive", true)
 }
 
 // afterPING sends a valid HELO, reads the client's PING, then floods.
@@ -111,9 +113,9 @@ func afterPING(prefix []byte, every time.Duration) func(c net.Conn) {
 		if _, err := c.Write(validHELO()); err != nil {
 			return
 		}
-		var buf [maxHandshakeBytes]byte
+		var buf [wire.MaxHandshakeBytes]byte
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := readMessage(c, buf[:]); err != nil {
+		if _, err := wire.ReadMessage(c, buf[:]); err != nil {
 			return
 		}
 		flood(c, prefix, every)
@@ -173,9 +175,9 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 			if tc.handshake {
 				cfg.SharedKey, cfg.SelfHostname = "k", "client.test"
 			}
-			f := newForwarder(resolve(cfg))
+			f := newForwarder(settingsFor(cfg))
 			defer f.close()
-			entries := testEntries(1, "x")
+			entries := testkit.Entries(1, "x")
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -202,12 +204,12 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 // the client reads at most 512 bytes of it and never blocks on it.
 func TestUnaskedBytesEndTheConnection(t *testing.T) {
 	addr := hostileServer(t, func(c net.Conn) { flood(c, nil, 0) })
-	f := newForwarder(resolve(Config{Addr: addr, WriteTimeout: time.Second}))
+	f := newForwarder(settingsFor(Config{Addr: addr, WriteTimeout: time.Second}))
 	defer f.close()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, _, err := f.send(context.Background(), "t", testEntries(1, "x"), 1)
+	_, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1)
 	if err != nil && !strings.Contains(err.Error(), "did not ask for") {
 		t.Fatalf("send: %v", err)
 	}
@@ -270,11 +272,11 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 		if _, err := c.Write(validHELO()); err != nil {
 			return
 		}
-		var buf [maxHandshakeBytes]byte
-		if _, err := readMessage(c, buf[:]); err != nil {
+		var buf [wire.MaxHandshakeBytes]byte
+		if _, err := wire.ReadMessage(c, buf[:]); err != nil {
 			return
 		}
-		_, _ = c.Write(pong(false, "no: "+key+" / "+password, "", ""))
+		_, _ = c.Write(testkit.PONG(false, "no: "+key+" / "+password, "", ""))
 	}
 
 	cases := []struct {
@@ -330,7 +332,7 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 			if err := core.Sync(); err != nil {
 				said.WriteString(err.Error() + "\n")
 			}
-			for _, f := range []*forwarder{core.sink.streams[infoStream].fwd, core.sink.streams[errStream].fwd} {
+			for _, f := range []*forwarder{sinkOf(core).streams[infoStream].fwd, sinkOf(core).streams[errStream].fwd} {
 				if err := f.lastError(); err != nil {
 					said.WriteString(err.Error() + "\n")
 				}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/spill"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -36,7 +37,7 @@ func downAddr(t testing.TB) string {
 // segmentFiles lists the spill's segment files, in name order.
 func segmentFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*"+spillSuffix))
+	names, err := filepath.Glob(filepath.Join(dir, "*"+spill.SegmentSuffix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 
 // errEntryRange encodes err entries from..to-1 (field "i") as one batch.
 func errEntryRange(from, to int) []byte {
-	enc := newMsgpEncoder(resolve(Config{}).enc)
+	enc := newMsgpEncoder(settingsFor(Config{}).enc)
 	var buf []byte
 	for i := from; i < to; i++ {
 		buf = enc.appendEntry(buf, nil, zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},
@@ -313,16 +314,16 @@ func errEntryRange(from, to int) []byte {
 // it again: one new segment.
 func writeSegments(t *testing.T, dir string, batches ...[2]int) {
 	t.Helper()
-	d, err := openSpill(dir, 1<<20, 1024, resolve(Config{}).enc, nil)
+	d, err := spill.Open(dir, 1<<20, 1024, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range batches {
-		if err := d.spillBatch("shop.err", errEntryRange(b[0], b[1]), b[1]-b[0]); err != nil {
+		if err := d.Append("shop.err", errEntryRange(b[0], b[1]), b[1]-b[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d.close()
+	d.Close()
 }
 
 // A segment cut in the middle of a frame with garbage after it, a segment of garbage, an
@@ -348,11 +349,11 @@ func TestSpillCorruptSegmentsAreSkippedAndReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not a segment name: ignored, and left alone.
-	if err := os.WriteFile(filepath.Join(dir, segmentName(3)+".tmp"), []byte("x"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, spill.SegmentName(3)+".tmp"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A segment created by a process killed before its first frame.
-	if err := os.WriteFile(filepath.Join(dir, segmentName(5)), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, spill.SegmentName(5)), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -386,7 +387,7 @@ fluentcore_spill_bytes{stream="info"} 0
 fluentcore_spill_corrupt_segments_total{stream="err"} 2
 fluentcore_spill_corrupt_segments_total{stream="info"} 0
 `
-	if err := testutil.CollectAndCompare(core.sink.metrics, strings.NewReader(want), "fluentcore_replayed_entries_total",
+	if err := testutil.CollectAndCompare(core.metrics, strings.NewReader(want), "fluentcore_replayed_entries_total",
 		"fluentcore_spill_bytes", "fluentcore_spill_corrupt_segments_total"); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ fluentcore_spill_corrupt_segments_total{stream="info"} 0
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, segmentName(3)+".tmp")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, spill.SegmentName(3)+".tmp")); err != nil {
 		t.Fatalf("a file that is not a segment was touched: %v", err)
 	}
 	if r.Len() != 9 {
@@ -417,67 +418,6 @@ func appendFile(t *testing.T, name string, p []byte) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// A batch of several entries becomes one JSON line per entry in ErrFallback.
-func TestJSONFallbackWritesOneLinePerEntry(t *testing.T) {
-	var fb syncCounter
-	j := newJSONSpiller(&fb, resolve(Config{}).enc)
-	if err := j.spillBatch("shop.err", errEntryRange(0, 3), 3); err != nil {
-		t.Fatal(err)
-	}
-	if fb.lines() != 3 {
-		t.Fatalf("%d lines for 3 entries", fb.lines())
-	}
-}
-
-// Each frame the spill reads back is checked as strictly as a receiver checks it.
-func TestSpillReadFrameRejectsWhatReceiversReject(t *testing.T) {
-	good := errEntryRange(0, 2)
-	frame := func(tag string, entries []byte, opts string) []byte {
-		b := []byte{0x93}
-		b = append(b, byte(0xa0|len(tag)))
-		b = append(b, tag...)
-		b = append(b, 0xc4, byte(len(entries)))
-		b = append(b, entries...)
-		return append(b, opts...)
-	}
-	size2 := "\x81\xa4size\x02"
-	cases := []struct {
-		name string
-		data []byte
-		want string // "" means valid
-	}{
-		{"valid", frame("t", good, size2), ""},
-		{"size mismatch", frame("t", good, "\x81\xa4size\x03"), "size says 3"},
-		{"no size", frame("t", good, "\x80"), "size"},
-		{"chunk", frame("t", good, "\x82\xa4size\x02\xa5chunk\xa1x"), "chunk"},
-		{"not an array", append([]byte{0x92}, frame("t", good, size2)[1:]...), "3-element"},
-		{"int tag", append([]byte{0x93, 0x01}, frame("t", good, size2)[3:]...), "not a str"},
-		{"truncated", frame("t", good, size2)[:20], "truncated"},
-		{"ext in record", frame("t", []byte("\x92\xd7\x00\x00\x00\x00\x01\x00\x00\x00\x00\x81\xa1k\xd4\x05\x00"), "\x81\xa4size\x01"), "type"},
-		{"float time", frame("t", []byte("\x92\xcb\x00\x00\x00\x00\x00\x00\x00\x00\x80"), "\x81\xa4size\x01"), "time"},
-		{"int key", frame("t", []byte("\x92\xd7\x00\x00\x00\x00\x01\x00\x00\x00\x00\x81\x01\x01"), "\x81\xa4size\x01"), "key"},
-	}
-	for _, c := range cases {
-		name := filepath.Join(t.TempDir(), "seg")
-		if err := os.WriteFile(name, c.data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := &diskSpill{rf: f}
-		fr, err := d.readFrame(int64(len(c.data)))
-		f.Close()
-		switch {
-		case c.want == "" && (err != nil || fr.n != 2 || fr.tag != "t" || fr.size != int64(len(c.data))):
-			t.Errorf("%s: %+v, %v", c.name, fr, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
-		}
 	}
 }
 
@@ -642,63 +582,4 @@ func TestSpillSurvivesKill9(t *testing.T) {
 	if st.Replayed != childEntries || st.Entries != 0 || len(segmentFiles(t, dir)) != 0 {
 		t.Fatalf("replayed %d, entries %d, segments left %v", st.Replayed, st.Entries, segmentFiles(t, dir))
 	}
-}
-
-// BenchmarkSpillAppend measures one append to the spill — what moving a sealed err batch
-// (256 KiB, the default MaxBatchBytes) or one overflowing err entry to disk costs — with
-// the fsync every append gets ("fsync") and without it ("nosync", for comparison only).
-func BenchmarkSpillAppend(b *testing.B) {
-	entry := errEntryRange(0, 1)
-	var batch []byte
-	for i := 0; len(batch) < DefaultMaxBatchBytes-len(entry); i++ {
-		batch = append(batch, entry...)
-	}
-	for _, size := range []struct {
-		name    string
-		entries []byte
-	}{{"entry", entry}, {"batch256KiB", batch}} {
-		for _, sync := range []bool{true, false} {
-			name := size.name + "/nosync"
-			if sync {
-				name = size.name + "/fsync"
-			}
-			b.Run(name, func(b *testing.B) {
-				d, err := openSpill(b.TempDir(), 64<<20, DefaultMaxBatchBytes, resolve(Config{}).enc, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer d.close()
-				d.noSync = !sync
-				n := len(size.entries) / len(entry)
-				b.SetBytes(int64(len(size.entries)))
-				b.ResetTimer()
-				for range b.N {
-					err := d.spillBatch("shop.err", size.entries, n)
-					if errors.Is(err, errSpillFull) {
-						b.StopTimer()
-						discardSegments(b, d)
-						b.StartTimer()
-						err = d.spillBatch("shop.err", size.entries, n)
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
-	}
-}
-
-// discardSegments deletes every segment of d, as if all were delivered.
-func discardSegments(tb testing.TB, d *diskSpill) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.closeWriterLocked()
-	for _, seg := range d.segs {
-		if err := os.Remove(d.path(seg.seq)); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	d.segs = nil
-	d.bytes.Store(0)
 }

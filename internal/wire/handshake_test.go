@@ -1,4 +1,4 @@
-package fluentcore
+package wire
 
 import (
 	"bytes"
@@ -9,33 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/tinylib/msgp/msgp"
 )
-
-// heloMsg encodes a HELO; nonce and auth are written as bin unless asStr.
-func heloMsg(nonce, auth []byte, asStr bool, extra ...any) []byte {
-	b := msgp.AppendArrayHeader(nil, 2)
-	b = msgp.AppendString(b, "HELO")
-	b = msgp.AppendMapHeader(b, uint32(2+len(extra)/2))
-	for _, kv := range [][2]any{{"nonce", nonce}, {"auth", auth}} {
-		b = msgp.AppendString(b, kv[0].(string))
-		if asStr {
-			b = msgp.AppendStringFromBytes(b, kv[1].([]byte))
-		} else {
-			b = msgp.AppendBytes(b, kv[1].([]byte))
-		}
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		var err error
-		if b, err = msgp.AppendIntf(b, extra[i]); err != nil {
-			panic(err)
-		}
-		if b, err = msgp.AppendIntf(b, extra[i+1]); err != nil {
-			panic(err)
-		}
-	}
-	return b
-}
 
 // notUTF8 is 16 bytes that are not valid UTF-8, as fluent-bit's str nonce may be.
 var notUTF8 = []byte{0xff, 0xfe, 0xc0, 0x80, 0xed, 0xa0, 0x80, 1, 2, 3, 4, 5, 6, 7, 8, 9}
@@ -49,10 +25,10 @@ func TestDecodeHELO(t *testing.T) {
 		auth      []byte
 		keepalive bool
 	}{
-		{"fluentd: bin, keepalive true", heloMsg(nonce, auth, false, "keepalive", true), nonce, auth, true},
-		{"fluent-bit: str not UTF-8, no keepalive", heloMsg(notUTF8, notUTF8, true), notUTF8, notUTF8, true},
-		{"keepalive false", heloMsg(nonce, nil, false, "keepalive", false), nonce, nil, false},
-		{"unknown keys ignored", heloMsg(nonce, auth, false, "future", map[string]any{"x": 1}, 7, "int key"), nonce, auth, true},
+		{"fluentd: bin, keepalive true", testkit.HELO(nonce, auth, false, "keepalive", true), nonce, auth, true},
+		{"fluent-bit: str not UTF-8, no keepalive", testkit.HELO(notUTF8, notUTF8, true), notUTF8, notUTF8, true},
+		{"keepalive false", testkit.HELO(nonce, nil, false, "keepalive", false), nonce, nil, false},
+		{"unknown keys ignored", testkit.HELO(nonce, auth, false, "future", map[string]any{"x": 1}, 7, "int key"), nonce, auth, true},
 	}
 	for _, c := range ok {
 		h, err := decodeHELO(c.msg)
@@ -69,9 +45,9 @@ func TestDecodeHELO(t *testing.T) {
 		"wrong type":    append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "PONG"), 0x80),
 		"three items":   append(msgp.AppendString(msgp.AppendArrayHeader(nil, 3), "HELO"), 0x80, 0xc0),
 		"no nonce":      append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO"), 0x80),
-		"int nonce":     heloMsg(nil, nil, false, "nonce", 5)[:0],
+		"int nonce":     testkit.HELO(nil, nil, false, "nonce", 5)[:0],
 		"options array": append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO"), 0x90),
-		"truncated":     heloMsg(nonce, auth, false)[:20],
+		"truncated":     testkit.HELO(nonce, auth, false)[:20],
 	}
 	b := msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO")
 	b = msgp.AppendMapHeader(b, 1)
@@ -88,14 +64,14 @@ func TestDecodeHELO(t *testing.T) {
 // the PING and answers with what answer returns (nothing: it keeps the connection open
 // and reports any byte the client sends before it closes). After an answer it closes.
 type fakeReceiver struct {
-	ping  chan pingMessage
+	ping  chan Ping
 	extra chan int // bytes the client sent after its PING, counted until it closes
 }
 
-func startFakeReceiver(t *testing.T, helo []byte, answer func(p pingMessage) []byte) (net.Conn, *fakeReceiver) {
+func startFakeReceiver(t *testing.T, helo []byte, answer func(p Ping) []byte) (net.Conn, *fakeReceiver) {
 	t.Helper()
 	client, server := net.Pipe()
-	f := &fakeReceiver{ping: make(chan pingMessage, 1), extra: make(chan int, 1)}
+	f := &fakeReceiver{ping: make(chan Ping, 1), extra: make(chan int, 1)}
 	done := make(chan struct{})
 	t.Cleanup(func() {
 		_ = client.Close()
@@ -109,11 +85,11 @@ func startFakeReceiver(t *testing.T, helo []byte, answer func(p pingMessage) []b
 			return
 		}
 		var buf [4096]byte
-		msg, err := readMessage(server, buf[:])
+		msg, err := ReadMessage(server, buf[:])
 		if err != nil {
 			return
 		}
-		var p pingMessage
+		var p Ping
 		if _, err := p.UnmarshalMsg(msg); err != nil {
 			return
 		}
@@ -129,24 +105,19 @@ func startFakeReceiver(t *testing.T, helo []byte, answer func(p pingMessage) []b
 	return client, f
 }
 
-func pong(ok bool, reason, hostname, digest string) []byte {
-	b, _ := (&pongMessage{Type: "PONG", AuthResult: ok, Reason: reason, Hostname: hostname, Digest: digest}).MarshalMsg(nil)
-	return b
-}
-
 const (
 	testKey      = "s3cr3t-shared-key"
 	testPassword = "p4ssw0rd-of-alice"
 )
 
-func testCreds() *credentials {
-	return &credentials{sharedKey: testKey, selfHostname: "client.example", username: "alice", password: testPassword}
+func testCreds() *Credentials {
+	return &Credentials{SharedKey: testKey, SelfHostname: "client.example", Username: "alice", Password: testPassword}
 }
 
-func runHandshake(t *testing.T, conn net.Conn, cr *credentials) (bool, error) {
+func runHandshake(t *testing.T, conn net.Conn, cr *Credentials) (bool, error) {
 	t.Helper()
 	_ = conn.SetDeadline(time.Now().Add(200 * time.Millisecond))
-	keepalive, err := handshake(conn, cr, "fake:24224")
+	keepalive, err := Handshake(conn, cr, "fake:24224")
 	if err != nil {
 		if !errors.Is(err, ErrHandshake) {
 			t.Errorf("error %v does not wrap ErrHandshake", err)
@@ -160,11 +131,11 @@ func runHandshake(t *testing.T, conn net.Conn, cr *credentials) (bool, error) {
 
 func TestHandshakeProvesTheKeyAndChecksThePONG(t *testing.T) {
 	nonce, auth := []byte("0123456789abcdef"), notUTF8
-	goodPong := func(p pingMessage) []byte {
-		return pong(true, "", "receiver.example", hexSHA512(p.Salt, "receiver.example", string(nonce), testKey))
+	goodPong := func(p Ping) []byte {
+		return testkit.PONG(true, "", "receiver.example", hexSHA512(p.Salt, "receiver.example", string(nonce), testKey))
 	}
 	for _, asStr := range []bool{false, true} {
-		conn, fr := startFakeReceiver(t, heloMsg(nonce, auth, asStr, "keepalive", false), goodPong)
+		conn, fr := startFakeReceiver(t, testkit.HELO(nonce, auth, asStr, "keepalive", false), goodPong)
 		keepalive, err := runHandshake(t, conn, testCreds())
 		if err != nil {
 			t.Fatalf("str=%v: %v", asStr, err)
@@ -185,7 +156,7 @@ func TestHandshakeProvesTheKeyAndChecksThePONG(t *testing.T) {
 	}
 
 	// Empty auth: the receiver does not authenticate users, so none is sent.
-	conn, fr := startFakeReceiver(t, heloMsg(nonce, nil, false), goodPong)
+	conn, fr := startFakeReceiver(t, testkit.HELO(nonce, nil, false), goodPong)
 	if _, err := runHandshake(t, conn, testCreds()); err != nil {
 		t.Fatal(err)
 	}
@@ -196,30 +167,30 @@ func TestHandshakeProvesTheKeyAndChecksThePONG(t *testing.T) {
 
 func TestHandshakeFailures(t *testing.T) {
 	nonce := []byte("0123456789abcdef")
-	helo := heloMsg(nonce, nonce, false)
-	digest := func(p pingMessage, host, key string) string { return hexSHA512(p.Salt, host, string(nonce), key) }
+	helo := testkit.HELO(nonce, nonce, false)
+	digest := func(p Ping, host, key string) string { return hexSHA512(p.Salt, host, string(nonce), key) }
 	cases := []struct {
 		name   string
 		helo   []byte
-		answer func(p pingMessage) []byte
+		answer func(p Ping) []byte
 		want   string
 	}{
-		{"wrong PONG digest", helo, func(p pingMessage) []byte {
-			return pong(true, "", "r", digest(p, "r", "another key"))
+		{"wrong PONG digest", helo, func(p Ping) []byte {
+			return testkit.PONG(true, "", "r", digest(p, "r", "another key"))
 		}, "digest does not match"},
-		{"echoed PING digest", helo, func(p pingMessage) []byte {
-			return pong(true, "", p.Hostname, p.Digest)
+		{"echoed PING digest", helo, func(p Ping) []byte {
+			return testkit.PONG(true, "", p.Hostname, p.Digest)
 		}, "equals SelfHostname"},
-		{"rejected, reason echoes the secrets", helo, func(p pingMessage) []byte {
-			return pong(false, "bad key "+testKey+" or password "+testPassword, "", "")
+		{"rejected, reason echoes the secrets", helo, func(p Ping) []byte {
+			return testkit.PONG(false, "bad key "+testKey+" or password "+testPassword, "", "")
 		}, "rejected the credentials"},
-		{"closed without PONG", helo, func(p pingMessage) []byte { return []byte{} }, "reading PONG"},
-		{"PONG not an array", helo, func(p pingMessage) []byte { return msgp.AppendString(nil, "PONG") }, "malformed PONG"},
-		{"PONG too long", helo, func(p pingMessage) []byte {
-			return pong(true, strings.Repeat("x", maxHandshakeBytes), "r", digest(p, "r", testKey))
+		{"closed without PONG", helo, func(p Ping) []byte { return []byte{} }, "reading PONG"},
+		{"PONG not an array", helo, func(p Ping) []byte { return msgp.AppendString(nil, "PONG") }, "malformed PONG"},
+		{"PONG too long", helo, func(p Ping) []byte {
+			return testkit.PONG(true, strings.Repeat("x", MaxHandshakeBytes), "r", digest(p, "r", testKey))
 		}, "longer than"},
-		{"bytes after PONG", helo, func(p pingMessage) []byte {
-			return append(pong(true, "", "r", digest(p, "r", testKey)), 0xc0)
+		{"bytes after PONG", helo, func(p Ping) []byte {
+			return append(testkit.PONG(true, "", "r", digest(p, "r", testKey)), 0xc0)
 		}, "unexpected data"},
 		{"malformed HELO", msgp.AppendString(nil, "hello"), nil, "malformed HELO"},
 		{"not msgpack", []byte{0xc1}, nil, "malformed msgpack"},
@@ -228,9 +199,9 @@ func TestHandshakeFailures(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			answer := c.answer
 			if answer == nil {
-				answer = func(pingMessage) []byte { return []byte{} }
+				answer = func(Ping) []byte { return []byte{} }
 			}
-			conn, _ := startFakeReceiver(t, c.helo, func(p pingMessage) []byte {
+			conn, _ := startFakeReceiver(t, c.helo, func(p Ping) []byte {
 				r := answer(p)
 				if len(r) == 0 {
 					return []byte{} // close without answering
@@ -249,7 +220,7 @@ func TestHandshakeFailures(t *testing.T) {
 // answers gets no data, and the handshake ends at its deadline.
 func TestHandshakeSendsNoDataBeforePONG(t *testing.T) {
 	nonce := []byte("0123456789abcdef")
-	conn, fr := startFakeReceiver(t, heloMsg(nonce, nil, false), func(pingMessage) []byte { return nil })
+	conn, fr := startFakeReceiver(t, testkit.HELO(nonce, nil, false), func(Ping) []byte { return nil })
 	start := time.Now()
 	_, err := runHandshake(t, conn, testCreds())
 	if err == nil || !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "reading PONG") {

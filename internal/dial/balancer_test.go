@@ -1,4 +1,4 @@
-package fluentcore
+package dial
 
 import (
 	"crypto/tls"
@@ -8,14 +8,21 @@ import (
 	"github.com/cenkalti/backoff/v4"
 )
 
+// Server is a test's shorthand for NewEndpoint's arguments.
+type Server struct {
+	Addr    string
+	Weight  int
+	Standby bool
+}
+
 func constantBackOff(d time.Duration) func() backoff.BackOff {
 	return func() backoff.BackOff { return backoff.NewConstantBackOff(d) }
 }
 
-func eps(servers ...Server) []endpoint {
-	out := make([]endpoint, len(servers))
+func eps(servers ...Server) []Endpoint {
+	out := make([]Endpoint, len(servers))
 	for i, s := range servers {
-		ep, err := newEndpoint(s, nil)
+		ep, err := NewEndpoint(s.Addr, s.Weight, s.Standby, nil)
 		if err != nil {
 			panic(err)
 		}
@@ -24,10 +31,10 @@ func eps(servers ...Server) []endpoint {
 	return out
 }
 
-func counts(b *balancer, now time.Time, picks int) []int {
+func counts(b *Balancer, now time.Time, picks int) []int {
 	c := make([]int, len(b.nodes))
 	for range picks {
-		c[b.pick(now, nil)]++
+		c[b.Pick(now, nil)]++
 	}
 	return c
 }
@@ -35,7 +42,7 @@ func counts(b *balancer, now time.Time, picks int) []int {
 var t0 = time.Unix(1_700_000_000, 0)
 
 func TestBalancerWeightedRoundRobin(t *testing.T) {
-	b := newBalancer(eps(Server{Addr: "a:1", Weight: 30}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "c:1"}), constantBackOff(time.Second))
+	b := NewBalancer(eps(Server{Addr: "a:1", Weight: 30}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "c:1"}), constantBackOff(time.Second))
 	// Weight 0 means 60: shares 30:10:60 of every 100 picks, exactly.
 	if got := counts(b, t0, 100); got[0] != 30 || got[1] != 10 || got[2] != 60 {
 		t.Fatalf("picks per server = %v, want [30 10 60]", got)
@@ -43,7 +50,7 @@ func TestBalancerWeightedRoundRobin(t *testing.T) {
 	// Smooth: the heaviest server never takes more than two picks in a row here.
 	run, last := 0, -1
 	for range 100 {
-		i := b.pick(t0, nil)
+		i := b.Pick(t0, nil)
 		if i == last {
 			run++
 		} else {
@@ -56,8 +63,8 @@ func TestBalancerWeightedRoundRobin(t *testing.T) {
 }
 
 func TestBalancerSkipsDownServersUntilTheirBackoffPasses(t *testing.T) {
-	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
-	b.markDown(0, t0)
+	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
+	b.MarkDown(0, t0)
 	if got := counts(b, t0.Add(999*time.Millisecond), 10); got[0] != 0 || got[1] != 10 {
 		t.Fatalf("while a is down: %v, want all on b", got)
 	}
@@ -65,22 +72,21 @@ func TestBalancerSkipsDownServersUntilTheirBackoffPasses(t *testing.T) {
 	if got := counts(b, t0.Add(time.Second), 10); got[0] != 5 || got[1] != 5 {
 		t.Fatalf("once a is due: %v, want [5 5]", got)
 	}
-	if !b.isDown(0) {
+	if !b.IsDown(0) {
 		t.Fatal("a marked up without a delivery")
 	}
-	b.markUp(0)
-	if b.isDown(0) {
+	b.MarkUp(0)
+	if b.IsDown(0) {
 		t.Fatal("markUp did not mark a up")
 	}
 }
 
 func TestBalancerBackoffGrowsAndResets(t *testing.T) {
-	s := resolve(Config{RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
-	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), s.newBackoff)
+	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), func() backoff.BackOff { return NewBackOff(100*time.Millisecond, time.Second) })
 	now := t0
 	var waits []time.Duration
 	for range 10 {
-		b.markDown(0, now)
+		b.MarkDown(0, now)
 		waits = append(waits, b.nodes[0].retryAt.Sub(now))
 	}
 	// Exponential (×1.5) with ±50% jitter: the first wait is within [50ms, 150ms]; the
@@ -91,71 +97,71 @@ func TestBalancerBackoffGrowsAndResets(t *testing.T) {
 	if waits[9] < 500*time.Millisecond || waits[9] > 1500*time.Millisecond {
 		t.Errorf("tenth wait %v outside [0.5s, 1.5s]", waits[9])
 	}
-	b.markUp(0)
-	b.markDown(0, now)
+	b.MarkUp(0)
+	b.MarkDown(0, now)
 	if w := b.nodes[0].retryAt.Sub(now); w > 150*time.Millisecond {
 		t.Errorf("wait after a delivery reset = %v, want at most 150ms", w)
 	}
 }
 
 func TestBalancerStandby(t *testing.T) {
-	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "s:1", Standby: true}), constantBackOff(time.Second))
+	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "s:1", Standby: true}), constantBackOff(time.Second))
 	if got := counts(b, t0, 70); got[2] != 0 {
 		t.Fatalf("standby used while primaries are up: %v", got)
 	}
-	if b.preferred(0, t0) {
+	if b.ShouldYield(0, t0) {
 		t.Fatal("a primary connection should never make way")
 	}
-	b.markDown(0, t0)
+	b.MarkDown(0, t0)
 	if got := counts(b, t0, 10); got[1] != 10 {
 		t.Fatalf("one primary down: %v, want all on b", got)
 	}
-	b.markDown(1, t0)
+	b.MarkDown(1, t0)
 	if got := counts(b, t0, 10); got[2] != 10 {
 		t.Fatalf("both primaries down: %v, want all on the standby", got)
 	}
-	if b.preferred(2, t0.Add(500*time.Millisecond)) {
+	if b.ShouldYield(2, t0.Add(500*time.Millisecond)) {
 		t.Fatal("standby connection left before a primary is due")
 	}
-	if !b.preferred(2, t0.Add(time.Second)) {
+	if !b.ShouldYield(2, t0.Add(time.Second)) {
 		t.Fatal("standby connection kept although a primary is due")
 	}
 }
 
 func TestBalancerAllDownAndExclusions(t *testing.T) {
-	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
-	b.markDown(1, t0)
-	b.markDown(0, t0.Add(10*time.Millisecond))
+	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
+	b.MarkDown(1, t0)
+	b.MarkDown(0, t0.Add(10*time.Millisecond))
 	// Nobody is due: the one due first is returned, so a lone server is always tried.
-	if i := b.pick(t0.Add(20*time.Millisecond), nil); i != 1 {
+	if i := b.Pick(t0.Add(20*time.Millisecond), nil); i != 1 {
 		t.Fatalf("all down: picked %d, want 1 (due first)", i)
 	}
-	if i := b.pick(t0.Add(20*time.Millisecond), []bool{false, true}); i != 0 {
+	if i := b.Pick(t0.Add(20*time.Millisecond), []bool{false, true}); i != 0 {
 		t.Fatalf("all down, 1 excluded: picked %d, want 0", i)
 	}
-	if i := b.pick(t0, []bool{true, true}); i != -1 {
+	if i := b.Pick(t0, []bool{true, true}); i != -1 {
 		t.Fatalf("all excluded: picked %d, want -1", i)
 	}
-	one := newBalancer(eps(Server{Addr: "a:1"}), constantBackOff(time.Hour))
-	one.markDown(0, t0)
-	if i := one.pick(t0, nil); i != 0 {
+	one := NewBalancer(eps(Server{Addr: "a:1"}), constantBackOff(time.Hour))
+	one.MarkDown(0, t0)
+	if i := one.Pick(t0, nil); i != 0 {
 		t.Fatalf("single server down: picked %d, want 0", i)
 	}
 }
 
 func TestEndpointTLSServerName(t *testing.T) {
 	base := &tls.Config{MinVersion: tls.VersionTLS13}
-	ep, err := newEndpoint(Server{Addr: "tls://logs.example.com:24224"}, base)
+	ep, err := NewEndpoint("tls://logs.example.com:24224", 0, false, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.tlsConfig == base || ep.tlsConfig.ServerName != "logs.example.com" || ep.tlsConfig.MinVersion != tls.VersionTLS13 {
-		t.Fatalf("tls config %+v", ep.tlsConfig)
+	if ep.TLS == base || ep.TLS.ServerName != "logs.example.com" || ep.TLS.MinVersion != tls.VersionTLS13 {
+		t.Fatalf("tls config %+v", ep.TLS)
 	}
 	if base.ServerName != "" {
 		t.Fatal("Config.TLS modified")
 	}
-	if _, err := newEndpoint(Server{Addr: "a:1", Weight: -1}, nil); err == nil {
+	if _, err := NewEndpoint("a:1", -1, false, nil); err == nil {
 		t.Fatal("negative weight accepted")
 	}
 }

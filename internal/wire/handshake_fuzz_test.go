@@ -1,4 +1,4 @@
-package fluentcore
+package wire
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -88,10 +89,10 @@ var fuzzNonce, fuzzAuth = []byte("0123456789abcdef"), notUTF8
 
 func FuzzParseHELO(f *testing.F) {
 	nonce := []byte("0123456789abcdef")
-	f.Add(heloMsg(nonce, nonce, false, "keepalive", true), uint8(63)) // fluentd
-	f.Add(heloMsg(notUTF8, notUTF8, true), uint8(0))                  // fluent-bit
-	f.Add(heloMsg(nonce, nil, false, "keepalive", false), uint8(3))
-	f.Add(heloMsg(nonce, nonce, false, "future", []any{1, "x"}, 7, "int key"), uint8(5))
+	f.Add(testkit.HELO(nonce, nonce, false, "keepalive", true), uint8(63)) // fluentd
+	f.Add(testkit.HELO(notUTF8, notUTF8, true), uint8(0))                  // fluent-bit
+	f.Add(testkit.HELO(nonce, nil, false, "keepalive", false), uint8(3))
+	f.Add(testkit.HELO(nonce, nonce, false, "future", []any{1, "x"}, 7, "int key"), uint8(5))
 	f.Add(append(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO"), 0x81, 0xa5, 'n', 'o', 'n', 'c', 'e', 0xc6, 0x40, 0, 0, 0), uint8(1))
 	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, uint8(2))
 	f.Add([]byte{0xc1}, uint8(0))
@@ -107,7 +108,7 @@ func FuzzParseHELO(f *testing.F) {
 		}
 		// The whole handshake with data as the receiver's HELO: it fails (no PONG ever
 		// comes), with a handshake error, whatever the bytes.
-		_, err := handshake(&scriptConn{in: data, chunk: fuzzChunk(chunk)}, testCreds(), "fuzz:24224")
+		_, err := Handshake(&scriptConn{in: data, chunk: fuzzChunk(chunk)}, testCreds(), "fuzz:24224")
 		checkHandshakeError(t, err)
 		checkAllocBound(t, start, len(data))
 
@@ -127,9 +128,9 @@ func FuzzParseHELO(f *testing.F) {
 			{false, []any{"keepalive", false}, false}, // fluentd, deny_keepalive
 			{true, nil, true},                         // fluent-bit
 		} {
-			msg := heloMsg(nonce, auth, form.asStr, form.extra...)
-			var buf [maxHandshakeBytes]byte
-			got, err := readMessage(&scriptConn{in: msg, chunk: fuzzChunk(chunk)}, buf[:])
+			msg := testkit.HELO(nonce, auth, form.asStr, form.extra...)
+			var buf [MaxHandshakeBytes]byte
+			got, err := ReadMessage(&scriptConn{in: msg, chunk: fuzzChunk(chunk)}, buf[:])
 			if err != nil {
 				t.Fatalf("reading a valid HELO: %v", err)
 			}
@@ -142,9 +143,9 @@ func FuzzParseHELO(f *testing.F) {
 }
 
 func FuzzParsePONG(f *testing.F) {
-	f.Add(pong(true, "", "fluentd.example", strings.Repeat("a", 128)), "fluentd.example", uint8(63))
-	f.Add(pong(false, "shared_key mismatch", "", ""), "fluent-bit", uint8(0))
-	f.Add(pong(false, "username/password mismatch", "", ""), "localhost", uint8(7))
+	f.Add(testkit.PONG(true, "", "fluentd.example", strings.Repeat("a", 128)), "fluentd.example", uint8(63))
+	f.Add(testkit.PONG(false, "shared_key mismatch", "", ""), "fluent-bit", uint8(0))
+	f.Add(testkit.PONG(false, "username/password mismatch", "", ""), "localhost", uint8(7))
 	f.Add(append(msgp.AppendString(msgp.AppendArrayHeader(nil, 5), "PONG"), 0xc3, 0xdb, 0x40, 0, 0, 0), "h", uint8(1))
 	f.Add(msgp.AppendString(nil, "PONG"), "client.example", uint8(2)) // the client's own name
 	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, "", uint8(3))
@@ -153,9 +154,9 @@ func FuzzParsePONG(f *testing.F) {
 		start := heapAllocated()
 		// A receiver with a valid HELO that answers the PING with data: data cannot prove
 		// the key (it cannot know the salt), so the handshake fails, with an error.
-		c := &scriptConn{in: heloMsg(fuzzNonce, fuzzAuth, false, "keepalive", true), chunk: fuzzChunk(chunk),
+		c := &scriptConn{in: testkit.HELO(fuzzNonce, fuzzAuth, false, "keepalive", true), chunk: fuzzChunk(chunk),
 			reply: func([]byte) []byte { return data }}
-		_, err := handshake(c, testCreds(), "fuzz:24224")
+		_, err := Handshake(c, testCreds(), "fuzz:24224")
 		checkHandshakeError(t, err)
 		checkAllocBound(t, start, len(data))
 
@@ -163,17 +164,17 @@ func FuzzParsePONG(f *testing.F) {
 		// is accepted, unless the hostname is the client's own (fluentd's rule).
 		host := hostname[:min(len(hostname), 255)]
 		for _, asStr := range []bool{false, true} {
-			c := &scriptConn{in: heloMsg(fuzzNonce, fuzzAuth, asStr), chunk: fuzzChunk(chunk),
+			c := &scriptConn{in: testkit.HELO(fuzzNonce, fuzzAuth, asStr), chunk: fuzzChunk(chunk),
 				reply: func(p []byte) []byte {
-					var ping pingMessage
+					var ping Ping
 					if _, err := ping.UnmarshalMsg(p); err != nil {
 						t.Fatalf("the client's PING: %v", err)
 					}
-					return pong(true, "", host, hexSHA512(ping.Salt, host, string(fuzzNonce), testKey))
+					return testkit.PONG(true, "", host, hexSHA512(ping.Salt, host, string(fuzzNonce), testKey))
 				}}
-			_, err := handshake(c, testCreds(), "fuzz:24224")
+			_, err := Handshake(c, testCreds(), "fuzz:24224")
 			switch {
-			case host == testCreds().selfHostname:
+			case host == testCreds().SelfHostname:
 				if err == nil || !strings.Contains(err.Error(), "equals SelfHostname") {
 					t.Fatalf("PONG with the client's own hostname: %v", err)
 				}
@@ -195,23 +196,23 @@ func FuzzParseAck(f *testing.F) {
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff}, "\xff", uint8(2))
 	f.Add(msgp.AppendString(msgp.AppendArrayHeader(nil, 2), "HELO"), "", uint8(3))
 	f.Add([]byte{0xc1}, "", uint8(0))
-	fw := newForwarder(resolve(Config{RequireAck: true}))
 	f.Fuzz(func(t *testing.T, data []byte, token string, chunk uint8) {
-		read := func(in []byte) *fconn {
+		// read runs a reader over in until it fails, as the sender's reader goroutine does,
+		// and returns the acks it delivered and the error that ended it.
+		read := func(in []byte) ([]string, error) {
 			sc := &scriptConn{in: in, chunk: fuzzChunk(chunk)}
-			c := &fconn{Conn: sc, raw: sc, acks: make(chan string, 1), dead: make(chan struct{})}
-			fw.readers.Add(1)
-			fw.readLoop(c) // returns at the script's end, or at the first error
-			return c
+			r := NewAckReader(true)
+			var acks []string
+			for {
+				tok, err := r.Next(sc) // returns at the script's end, or at the first error
+				if err != nil {
+					return acks, err
+				}
+				acks = append(acks, tok)
+			}
 		}
 		start := heapAllocated()
-		c := read(data)
-		select {
-		case <-c.dead:
-		default:
-			t.Fatal("the reader returned without marking the connection dead")
-		}
-		if c.err == nil {
+		if _, err := read(data); err == nil {
 			t.Fatal("the reader ended without saying why")
 		}
 		checkAllocBound(t, start, len(data))
@@ -219,17 +220,12 @@ func FuzzParseAck(f *testing.F) {
 		// The ack fluentd or fluent-bit sends, {"ack": token} with the token as str, is
 		// delivered to the waiting sender, however it is split across reads.
 		tok := token[:min(len(token), 400)]
-		c = read(ack(tok))
-		if !errors.Is(c.err, io.EOF) {
-			t.Fatalf("a valid ack ended the connection: %v", c.err)
+		acks, err := read(ack(tok))
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("a valid ack ended the connection: %v", err)
 		}
-		select {
-		case got := <-c.acks:
-			if got != tok {
-				t.Fatalf("ack %q read as %q", tok, got)
-			}
-		default:
-			t.Fatalf("valid ack %q not delivered", tok)
+		if len(acks) != 1 || acks[0] != tok {
+			t.Fatalf("valid ack %q read as %q", tok, acks)
 		}
 	})
 }

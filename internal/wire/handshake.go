@@ -1,4 +1,4 @@
-package fluentcore
+package wire
 
 import (
 	"bytes"
@@ -16,18 +16,17 @@ import (
 
 // ErrHandshake is wrapped by every error of the shared-key handshake: the receiver did not
 // send a valid HELO, rejected the PING (wrong shared key, user or password), answered with
-// a PONG that does not prove it knows the key, or closed or timed out before PONG. Test for
-// it with errors.Is on what Sync and Close return. Its messages never contain the shared
-// key or the password.
+// a PONG that does not prove it knows the key, or closed or timed out before PONG. The root
+// package exports it as fluentcore.ErrHandshake.
 var ErrHandshake = errors.New("fluentcore: shared-key handshake failed")
 
-// maxHandshakeBytes bounds HELO and PONG. fluentd's HELO is about 60 bytes, a PONG about
+// MaxHandshakeBytes bounds HELO and PONG. fluentd's HELO is about 60 bytes, a PONG about
 // 150 plus the receiver's hostname; fluent-bit reads the PING through a 1024-byte buffer.
-const maxHandshakeBytes = 1024
+const MaxHandshakeBytes = 1024
 
-// credentials are what the client proves in the handshake.
-type credentials struct {
-	sharedKey, selfHostname, username, password string
+// Credentials are what the client proves in the handshake.
+type Credentials struct {
+	SharedKey, SelfHostname, Username, Password string
 }
 
 // helo is what the client uses of the receiver's HELO.
@@ -36,17 +35,18 @@ type helo struct {
 	keepalive   bool
 }
 
-// handshake runs HELO/PING/PONG on a new connection; the caller sets its deadline. It
+// Handshake runs HELO/PING/PONG on a new connection; the caller sets its deadline. It
 // reports whether the receiver keeps the connection open after a request (HELO's
-// keepalive). Nothing else is written before PONG has been verified.
-func handshake(c net.Conn, cr *credentials, addr string) (keepalive bool, err error) {
+// keepalive). Nothing else is written before PONG has been verified. Every error wraps
+// ErrHandshake and names addr, never the shared key or the password.
+func Handshake(c net.Conn, cr *Credentials, addr string) (keepalive bool, err error) {
 	fail := func(format string, args ...any) (bool, error) {
 		msg := redact(fmt.Sprintf(format, args...), cr)
 		return false, fmt.Errorf("%w with %s: %s", ErrHandshake, addr, msg)
 	}
 
-	var buf [maxHandshakeBytes]byte
-	msg, err := readMessage(c, buf[:])
+	var buf [MaxHandshakeBytes]byte
+	msg, err := ReadMessage(c, buf[:])
 	if err != nil {
 		return fail("reading HELO: %v (does the receiver expect a shared key?)", err)
 	}
@@ -56,48 +56,48 @@ func handshake(c net.Conn, cr *credentials, addr string) (keepalive bool, err er
 	}
 
 	salt := newSalt()
-	ping := pingMessage{
+	ping := Ping{
 		Type:     "PING",
-		Hostname: cr.selfHostname,
+		Hostname: cr.SelfHostname,
 		Salt:     salt,
-		Digest:   hexSHA512(salt, cr.selfHostname, string(h.nonce), cr.sharedKey),
+		Digest:   hexSHA512(salt, cr.SelfHostname, string(h.nonce), cr.SharedKey),
 	}
 	if len(h.auth) > 0 {
-		ping.Username = cr.username
-		ping.PasswordDigest = hexSHA512(string(h.auth), cr.username, cr.password)
+		ping.Username = cr.Username
+		ping.PasswordDigest = hexSHA512(string(h.auth), cr.Username, cr.Password)
 	}
 	out, _ := ping.MarshalMsg(buf[:0]) // cannot fail
 	if _, err := c.Write(out); err != nil {
 		return fail("writing PING: %v", err)
 	}
 
-	msg, err = readMessage(c, buf[:])
+	msg, err = ReadMessage(c, buf[:])
 	if err != nil {
 		return fail("reading PONG: %v (a closed connection usually means the receiver rejected the shared key)", err)
 	}
-	var pong pongMessage
+	var pong Pong
 	if rest, err := pong.UnmarshalMsg(msg); err != nil || len(rest) != 0 || pong.Type != "PONG" {
 		return fail("malformed PONG (want [\"PONG\", bool, str, str, str])")
 	}
 	if !pong.AuthResult {
 		return fail("receiver rejected the credentials: %q", redact(pong.Reason, cr))
 	}
-	if pong.Hostname == cr.selfHostname {
+	if pong.Hostname == cr.SelfHostname {
 		// The PONG digest would then equal our own PING digest: a peer that merely echoes it
 		// would pass. fluentd refuses this configuration too.
 		return fail("receiver's hostname %q equals SelfHostname; give the client (Config.SelfHostname) or the receiver (self_hostname) another name", pong.Hostname)
 	}
-	want := hexSHA512(salt, pong.Hostname, string(h.nonce), cr.sharedKey)
+	want := hexSHA512(salt, pong.Hostname, string(h.nonce), cr.SharedKey)
 	if subtle.ConstantTimeCompare([]byte(pong.Digest), []byte(want)) != 1 {
 		return fail("PONG digest does not match: the receiver does not know the shared key")
 	}
 	return h.keepalive, nil
 }
 
-// readMessage reads exactly one msgpack value from c into buf and returns it. More than
+// ReadMessage reads exactly one msgpack value from c into buf and returns it. More than
 // len(buf) bytes, bytes after the value, or bytes that are not msgpack are errors. Reads
 // are bounded by the connection's deadline.
-func readMessage(c net.Conn, buf []byte) ([]byte, error) {
+func ReadMessage(c net.Conn, buf []byte) ([]byte, error) {
 	n := 0
 	for {
 		if n > 0 {
@@ -211,8 +211,8 @@ func newSalt() string {
 
 // redact removes the shared key and the password from a message built from what the
 // receiver sent: a hostile receiver could echo them back in its PONG reason.
-func redact(msg string, cr *credentials) string {
-	for _, secret := range []string{cr.sharedKey, cr.password} {
+func redact(msg string, cr *Credentials) string {
+	for _, secret := range []string{cr.SharedKey, cr.Password} {
 		if secret != "" {
 			msg = strings.ReplaceAll(msg, secret, "[redacted]")
 		}

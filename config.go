@@ -1,0 +1,208 @@
+package fluentcore
+
+import (
+	"crypto/tls"
+	"io"
+	"time"
+
+	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+)
+
+// Defaults of Config's fields.
+const (
+	DefaultAddr            = "tcp://127.0.0.1:24224"
+	DefaultTag             = "app"
+	DefaultMaxBatchBytes   = 256 << 10
+	DefaultMaxEntryBytes   = 64 << 10
+	DefaultInfoBufferBytes = 8 << 20
+	DefaultErrBufferBytes  = 4 << 20
+	DefaultFlushInterval   = 500 * time.Millisecond
+	DefaultErrMaxWait      = 50 * time.Millisecond
+	DefaultSyncTimeout     = 5 * time.Second
+	DefaultCloseTimeout    = 10 * time.Second
+	DefaultDialTimeout     = 5 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultAckTimeout      = 30 * time.Second
+	DefaultRetryMin        = 100 * time.Millisecond
+	DefaultRetryMax        = 10 * time.Second
+	DefaultSpillAfter      = 5 * time.Second
+	DefaultSpillMaxBytes   = 256 << 20
+)
+
+// maxBatchLimit keeps every frame under fluent-bit's 6144000-byte message limit
+// (wire.MaxFrameBytes), with room for the frame's header, option map and gzip's overhead.
+const maxBatchLimit = 6_000_000
+
+// StreamConfig configures one stream.
+type StreamConfig struct {
+	// Tag is the Forward tag of the stream's entries. Default: Config.Tag + ".info" for the
+	// info stream, Config.Tag + ".err" for the err stream.
+	Tag string `json:"tag,omitempty" yaml:"tag,omitempty"`
+	// BufferBytes is the stream's buffer budget: the memory of all its batch buffers,
+	// allocated once by New. Default 8 MiB for info, 4 MiB for err; at least
+	// 2 × MaxBatchBytes.
+	BufferBytes int `json:"buffer_bytes,omitempty" yaml:"buffer_bytes,omitempty"`
+}
+
+// Config configures a Core. The zero value is usable: every field has a documented default.
+// Config is read once by New; changing it afterwards has no effect.
+type Config struct {
+	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port" or
+	// "unix:///path". Default DefaultAddr, unless Servers is set (then Addr must be empty).
+	// The name is resolved again on every reconnect.
+	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
+	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
+	// Default DefaultTag ("app").
+	Tag string `json:"tag,omitempty" yaml:"tag,omitempty"`
+	// Info and Err configure the two streams.
+	Info StreamConfig `json:"info,omitempty" yaml:"info,omitempty"`
+	Err  StreamConfig `json:"err,omitempty" yaml:"err,omitempty"`
+	// Level is the minimum level logged. Default zapcore.InfoLevel.
+	Level zapcore.LevelEnabler `json:"level,omitempty" yaml:"level,omitempty"`
+	// ErrLevel selects the entries sent on the err stream; a zapcore.Level works here.
+	// Default zapcore.ErrorLevel.
+	ErrLevel zapcore.LevelEnabler `json:"err_level,omitempty" yaml:"err_level,omitempty"`
+	// EncoderConfig names the record's keys and encodes levels, callers, durations and time
+	// fields, as in zap. Default: zap.NewProductionEncoderConfig() with no TimeKey, because
+	// each entry's time travels as its Forward EventTime. A zero EncoderConfig (no keys and
+	// no encoders) means the default.
+	EncoderConfig zapcore.EncoderConfig `json:"-" yaml:"-"`
+	// MaxBatchBytes is the size of one batch buffer, the largest frame payload sent.
+	// Default DefaultMaxBatchBytes (256 KiB); at most 6,000,000 (fluent-bit's limit).
+	MaxBatchBytes int `json:"max_batch_bytes,omitempty" yaml:"max_batch_bytes,omitempty"`
+	// MaxEntryBytes is the largest encoded entry. A larger info entry is dropped (too_large);
+	// a larger err entry is delivered with its largest string and binary values truncated,
+	// each ending in "…(truncated N bytes)", and "<MessageKey>Truncated": true in its record
+	// (it goes to the spill, SpillDir or ErrFallback, whole only if truncating can't make it
+	// fit). Default DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
+	MaxEntryBytes int `json:"max_entry_bytes,omitempty" yaml:"max_entry_bytes,omitempty"`
+	// FlushInterval is the longest an info entry waits in a batch that is not full. Err
+	// entries do not wait for it: the err sender seals and sends them as soon as it is free
+	// (entries logged while it sends share the next frame). Default DefaultFlushInterval
+	// (500ms).
+	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
+	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
+	// after it the entry goes to the spill (SpillDir) or ErrFallback. Default
+	// DefaultErrMaxWait (50ms).
+	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
+	// ErrFallback receives err entries that cannot be delivered — buffers full past
+	// ErrMaxWait, larger than MaxEntryBytes even truncated, logged after Close, or undelivered when Close
+	// gives up — as JSON lines {"tag","time","record"}. Default os.Stderr. Writes to it are
+	// serialised. With SpillDir those entries go to the spill instead, and ErrFallback only
+	// gets what the spill cannot take: entries refused because the spill is full
+	// (counted as dropped, spill_full) or because writing it failed (spill_failed), entries
+	// logged after Close, and entries too large for any frame (over 6,144,000 bytes).
+	ErrFallback io.Writer `json:"-" yaml:"-"`
+	// SpillDir turns on the durable err spill: a directory (created if missing, mode 0700)
+	// where err batches that cannot be delivered are appended to segment files in Forward
+	// wire format, fsynced, and replayed in order — before newer err entries — once the
+	// receiver is back, also by the next process after a crash. See the README's "Durable
+	// err spill". Default "": off, err entries that cannot be delivered go to ErrFallback.
+	// The directory is locked (flock) for the life of the core; if it cannot be created or
+	// locked (another core uses it), the core runs without a spill and New reports the
+	// problem through Sync, Close and OnEvent (EventSpillDisabled).
+	SpillDir string `json:"spill_dir,omitempty" yaml:"spill_dir,omitempty"`
+	// SpillAfter is how long the err stream keeps retrying a batch in memory before it
+	// moves its batches to the spill. The err buffers filling up past ErrMaxWait moves them
+	// at once. Default DefaultSpillAfter (5s). Only with SpillDir.
+	SpillAfter time.Duration `json:"spill_after,omitempty" yaml:"spill_after,omitempty"`
+	// SpillMaxBytes bounds the spill's segment files; an err entry that does not fit is
+	// counted as dropped (spill_full) and written to ErrFallback. Default
+	// DefaultSpillMaxBytes (256 MiB); at least 2 × MaxBatchBytes. Only with SpillDir.
+	SpillMaxBytes int64 `json:"spill_max_bytes,omitempty" yaml:"spill_max_bytes,omitempty"`
+	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry.
+	// Default DefaultSyncTimeout (5s).
+	SyncTimeout time.Duration `json:"sync_timeout,omitempty" yaml:"sync_timeout,omitempty"`
+	// CloseTimeout bounds how long Close tries to deliver what was logged.
+	// Default DefaultCloseTimeout (10s).
+	CloseTimeout time.Duration `json:"close_timeout,omitempty" yaml:"close_timeout,omitempty"`
+	// DialTimeout bounds connecting, TLS handshake included. Default 5s.
+	DialTimeout time.Duration `json:"dial_timeout,omitempty" yaml:"dial_timeout,omitempty"`
+	// HandshakeTimeout bounds the shared-key handshake (HELO, PING, PONG) of a new
+	// connection. Default: DialTimeout.
+	HandshakeTimeout time.Duration `json:"handshake_timeout,omitempty" yaml:"handshake_timeout,omitempty"`
+	// WriteTimeout bounds writing one frame. Default 10s.
+	WriteTimeout time.Duration `json:"write_timeout,omitempty" yaml:"write_timeout,omitempty"`
+	// RequireAck asks the receiver to acknowledge every frame (at-least-once delivery:
+	// a frame whose ack is lost is sent again, so duplicates are possible). Default false
+	// (at-most-once, like fluentd's out_forward).
+	RequireAck bool `json:"require_ack,omitempty" yaml:"require_ack,omitempty"`
+	// AckTimeout bounds the wait for one ack. Default 30s.
+	AckTimeout time.Duration `json:"ack_timeout,omitempty" yaml:"ack_timeout,omitempty"`
+	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
+	// send a frame. Defaults 100ms and 10s.
+	RetryMin time.Duration `json:"retry_min,omitempty" yaml:"retry_min,omitempty"`
+	RetryMax time.Duration `json:"retry_max,omitempty" yaml:"retry_max,omitempty"`
+	// TLS configures "tls://" addresses: RootCAs, client Certificates for mutual TLS,
+	// ServerName, versions. Default: system roots, TLS 1.2 or later. A config without
+	// ServerName gets the host of each address. The receiver's certificate is verified
+	// unless InsecureSkipVerify is set.
+	TLS *tls.Config `json:"-" yaml:"-"`
+	// Compression is "" (the default: PackedForward, entries as bin) or "gzip"
+	// (CompressedPackedForward: each batch is one gzip member, options say
+	// "compressed":"gzip"). Anything else is a Validate error and means "".
+	Compression string `json:"compression,omitempty" yaml:"compression,omitempty"`
+	// SharedKey, if set, makes every new connection run the shared_key handshake
+	// (HELO/PING/PONG) before any data is sent. Default "" (no handshake). A failed
+	// handshake is an error wrapping ErrHandshake (never containing the key or the
+	// password), counted in fluentcore_handshake_failures_total; the sender keeps retrying
+	// with backoff.
+	SharedKey string `json:"shared_key,omitempty" yaml:"shared_key,omitempty"`
+	// SelfHostname is the client's name in the handshake. It must differ from the
+	// receiver's self_hostname (fluentd's rule: otherwise the receiver's proof would be our
+	// own). Default os.Hostname(), or "localhost" if that fails.
+	SelfHostname string `json:"self_hostname,omitempty" yaml:"self_hostname,omitempty"`
+	// Username and Password answer a receiver that asks for user authentication in its
+	// HELO (fluentd's user_auth, fluent-bit's security.users). They need SharedKey.
+	// Default "" (none).
+	Username string `json:"username,omitempty" yaml:"username,omitempty"`
+	Password string `json:"password,omitempty" yaml:"password,omitempty"`
+	// Servers, if set, replaces Addr by several receivers: new connections go to the
+	// servers that are up by weighted round robin, standbys take over while every other
+	// server is down, and a server that fails is left alone for its own backoff (RetryMin
+	// to RetryMax, with jitter) before it is tried again. Each stream keeps its connection
+	// until it fails. Default nil: Addr only.
+	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
+	// Degrade tunes the info stream's degrade state machine.
+	Degrade DegradeConfig `json:"degrade,omitempty" yaml:"degrade,omitempty"`
+	// Registerer receives the core's Prometheus metrics. Default nil: none registered
+	// (Core.Stats still reports them).
+	Registerer prometheus.Registerer `json:"-" yaml:"-"`
+	// ConstLabels are added to every metric, so that several cores can share a Registerer.
+	ConstLabels prometheus.Labels `json:"const_labels,omitempty" yaml:"const_labels,omitempty"`
+	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
+	// (on the sink's own goroutine) and on spill events: EventSpillDisabled,
+	// EventSpillFull, EventSpillCorrupt, EventSpillFailed (on the goroutine that met the
+	// condition, which may be a logging one). It must not block or log through this core.
+	OnEvent func(Event) `json:"-" yaml:"-"`
+}
+
+// DefaultServerWeight is a Server's weight when Weight is 0, as in fluentd's out_forward.
+const DefaultServerWeight = dial.DefaultWeight
+
+// Server is one receiver of Config.Servers. It is a plain value, safe to copy and share.
+type Server struct {
+	// Addr is the receiver, in the forms Config.Addr takes ("tcp://host:port", "host:port",
+	// "tls://host:port", "unix:///path"). Required: an empty or malformed Addr is a Validate
+	// error, and makes every send fail.
+	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
+	// Weight is the server's share of new connections among the servers in use: with weights
+	// 60 and 30, two connections in three go to the first. Default DefaultServerWeight (60)
+	// when 0; negative is a Validate error.
+	Weight int `json:"weight,omitempty" yaml:"weight,omitempty"`
+	// Standby servers take connections only while every server that is not a standby is
+	// down; once one of those is due to be tried again, the next send moves back to it.
+	// Default false.
+	Standby bool `json:"standby,omitempty" yaml:"standby,omitempty"`
+}
+
+// Validate reports every problem that keeps cfg from working as written: a malformed
+// address, a negative or inconsistent size or duration, joined into one error. It is for
+// callers who want to fail fast; New accepts any Config. Safe to call at any time: it only
+// reads cfg (and stats SpillDir).
+func (cfg Config) Validate() error {
+	_, err := resolve(cfg)
+	return err
+}

@@ -1,0 +1,56 @@
+package fluentcore
+
+import "time"
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventDegraded reports that the stream entered the degraded state.
+	EventDegraded EventKind = iota
+	// EventRecovered reports that the stream left the degraded state.
+	EventRecovered
+	// EventSpillDisabled reports that SpillDir cannot be used (not creatable, or locked by another
+	// core); err entries go to ErrFallback. Reported once, when the err sender starts.
+	EventSpillDisabled
+	// EventSpillFull reports that the spill reached SpillMaxBytes; err entries it refuses are counted
+	// (spill_full) and written to ErrFallback. Reported once per episode.
+	EventSpillFull
+	// EventSpillCorrupt reports that a damaged segment tail (a frame cut by a crash, garbage) was
+	// skipped during replay; the frames before it were replayed.
+	EventSpillCorrupt
+	// EventSpillFailed reports that writing or deleting a segment failed.
+	EventSpillFailed
+)
+
+var eventKindNames = [...]string{"degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt", "spill_failed"}
+
+// String returns "degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt"
+// or "spill_failed" ("degraded" for an unknown value).
+func (k EventKind) String() string {
+	if k < 0 || int(k) >= len(eventKindNames) {
+		return eventKindNames[0]
+	}
+	return eventKindNames[k]
+}
+
+// Event is a state change of a stream, passed to Config.OnEvent.
+type Event struct {
+	Kind   EventKind
+	Stream string // "info" for degrade events, "err" for spill events
+	Time   time.Time
+	Err    error // for spill events: what happened, naming the directory or segment
+}
+
+// event reports kind to Config.OnEvent, if set. Degrade events are the info stream's,
+// spill events the err stream's.
+func (s *settings) event(now time.Time, kind EventKind, err error) {
+	if s.onEvent == nil {
+		return
+	}
+	id := errStream
+	if kind == EventDegraded || kind == EventRecovered {
+		id = infoStream
+	}
+	s.onEvent(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
+}

@@ -1,0 +1,107 @@
+package dial
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// DefaultWeight is an endpoint's weight when none is given, as in fluentd's out_forward.
+const DefaultWeight = 60
+
+// ParseAddr splits an address into a network and an address to dial. Accepted forms:
+// "tcp://host:port", "host:port", "tls://host:port" and "unix:///path". The error names
+// the address and what is wrong with it.
+func ParseAddr(addr string) (network, address string, useTLS bool, err error) {
+	switch {
+	case addr == "":
+		return "", "", false, errors.New("fluentcore: empty address")
+	case strings.HasPrefix(addr, "unix://"):
+		path := strings.TrimPrefix(addr, "unix://")
+		if path == "" {
+			return "", "", false, fmt.Errorf("fluentcore: address %q has no socket path", addr)
+		}
+		return "unix", path, false, nil
+	case strings.HasPrefix(addr, "tls://"):
+		address, useTLS = strings.TrimPrefix(addr, "tls://"), true
+	case strings.HasPrefix(addr, "tcp://"):
+		address = strings.TrimPrefix(addr, "tcp://")
+	case strings.Contains(addr, "://"):
+		return "", "", false, fmt.Errorf("fluentcore: address %q: scheme must be tcp, tls or unix", addr)
+	default:
+		address = addr
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", "", false, fmt.Errorf("fluentcore: address %q: %w", addr, err)
+	}
+	if host == "" || port == "" {
+		return "", "", false, fmt.Errorf("fluentcore: address %q needs a host and a port", addr)
+	}
+	return "tcp", address, useTLS, nil
+}
+
+// Endpoint is one receiver, parsed once and read-only afterwards.
+type Endpoint struct {
+	Addr             string      // as configured, for messages
+	Network, Address string      // for net.Dialer; Address keeps the host name, resolved on every dial
+	TLS              *tls.Config // nil without TLS; per endpoint: ServerName comes from its own address
+	Weight           int
+	Standby          bool
+}
+
+// NewEndpoint parses one server. weight 0 means DefaultWeight; tlsBase is the configured
+// TLS (nil for the defaults: system roots, TLS 1.2 or later), cloned and given the
+// address's host as ServerName when it has none. A malformed address or a negative weight
+// is an error; the endpoint is returned all the same, for messages.
+func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (Endpoint, error) {
+	ep := Endpoint{Addr: addr, Weight: weight, Standby: standby}
+	if ep.Weight == 0 {
+		ep.Weight = DefaultWeight
+	}
+	network, address, useTLS, err := ParseAddr(addr)
+	if err != nil {
+		return ep, err
+	}
+	ep.Network, ep.Address = network, address
+	if weight < 0 {
+		return ep, fmt.Errorf("fluentcore: server %q: negative weight %d", addr, weight)
+	}
+	if useTLS {
+		if tlsBase != nil {
+			ep.TLS = tlsBase.Clone()
+		} else {
+			ep.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		if ep.TLS.ServerName == "" {
+			host, _, _ := net.SplitHostPort(ep.Address)
+			ep.TLS.ServerName = host
+		}
+	}
+	return ep, nil
+}
+
+// DialFunc opens a transport connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// Dial opens a connection to ep within ctx: the transport, then TLS if ep has it. conn is
+// the top layer (TLS's, when there is one), raw the socket under it. The error names the
+// address; nothing is left open when there is one.
+func Dial(ctx context.Context, dial DialFunc, ep *Endpoint) (conn, raw net.Conn, err error) {
+	raw, err = dial(ctx, ep.Network, ep.Address)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.Addr, err)
+	}
+	if ep.TLS == nil {
+		return raw, raw, nil
+	}
+	tc := tls.Client(raw, ep.TLS)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, nil, fmt.Errorf("fluentcore: connect to %s: TLS handshake: %w", ep.Addr, err)
+	}
+	return tc, raw, nil
+}

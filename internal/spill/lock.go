@@ -1,0 +1,40 @@
+package spill
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// errLocked is tryLock's answer when another open file holds the lock.
+var errLocked = errors.New("locked")
+
+// lockDir takes the exclusive lock of path (SpillDir/LOCK) without waiting. The lock
+// belongs to the open file, so it also keeps out a second core of the same process, and
+// the kernel releases it when the process dies however it dies. The holder's pid is
+// written into the file for humans; it plays no part in the locking. Closing the file
+// releases the lock.
+func lockDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("fluentcore: SpillDir lock: %w", err)
+	}
+	if err := tryLock(f); err != nil {
+		owner, _ := os.ReadFile(path)
+		_ = f.Close()
+		if errors.Is(err, errLocked) {
+			who := strings.TrimSpace(string(owner))
+			if who == "" {
+				who = "unknown"
+			}
+			return nil, fmt.Errorf("fluentcore: SpillDir %s is in use by another core (pid %s): spill disabled, err entries go to ErrFallback", strings.TrimSuffix(path, string(os.PathSeparator)+lockName), who)
+		}
+		return nil, err
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}

@@ -1,0 +1,207 @@
+package fluentcore
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/fluentcore/fluentcore/internal/wire"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// settings is a Config with every default applied, read by every part of the core. It is
+// built once, by resolve, and never changed.
+type settings struct {
+	tags                                  [numStreams]string
+	level                                 zapcore.LevelEnabler
+	split                                 levelSplit
+	enc                                   *encoderConfig
+	infoBufferBytes, errBufferBytes       int
+	batchBytes, entryBytes                int
+	flushInterval, errMaxWait             time.Duration
+	syncTimeout, closeTimeout             time.Duration
+	dialTimeout, writeTimeout, ackTimeout time.Duration
+	handshakeTimeout                      time.Duration
+	retryMin, retryMax                    time.Duration
+	requireAck                            bool
+	compression                           string            // "" or wire.Gzip
+	endpoints                             []dial.Endpoint   // Addr, or Servers; at least one
+	creds                                 *wire.Credentials // nil: no handshake
+	addrErr                               error             // a bad Addr or server: every send fails with it
+	degrade                               DegradeConfig     // every field set
+	errFallback                           io.Writer
+	spillDir                              string
+	spillAfter                            time.Duration
+	spillMaxBytes                         int64
+	onEvent                               func(Event)
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// resolve applies the defaults and checks cfg. It is the one place that does either:
+// Validate returns its error, New uses its settings. A value the error reports is replaced
+// by its default, except the address, whose error every send reports, and the degrade
+// watermarks and policy, which are kept as given.
+func resolve(cfg Config) (*settings, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("fluentcore: "+format, args...)) }
+	s := &settings{
+		level:         cfg.Level,
+		split:         newLevelSplit(cfg.ErrLevel),
+		flushInterval: orDefault(cfg.FlushInterval, DefaultFlushInterval),
+		errMaxWait:    orDefault(cfg.ErrMaxWait, DefaultErrMaxWait),
+		syncTimeout:   orDefault(cfg.SyncTimeout, DefaultSyncTimeout),
+		closeTimeout:  orDefault(cfg.CloseTimeout, DefaultCloseTimeout),
+		dialTimeout:   orDefault(cfg.DialTimeout, DefaultDialTimeout),
+		writeTimeout:  orDefault(cfg.WriteTimeout, DefaultWriteTimeout),
+		ackTimeout:    orDefault(cfg.AckTimeout, DefaultAckTimeout),
+		retryMin:      orDefault(cfg.RetryMin, DefaultRetryMin),
+		retryMax:      orDefault(cfg.RetryMax, DefaultRetryMax),
+		requireAck:    cfg.RequireAck,
+		degrade:       cfg.Degrade.withDefaults(),
+		errFallback:   cfg.ErrFallback,
+		spillDir:      cfg.SpillDir,
+		spillAfter:    orDefault(cfg.SpillAfter, DefaultSpillAfter),
+		onEvent:       cfg.OnEvent,
+	}
+	if s.level == nil {
+		s.level = zapcore.InfoLevel
+	}
+	if s.errFallback == nil {
+		s.errFallback = os.Stderr
+	}
+
+	s.resolveServers(cfg, &errs)
+	switch cfg.Compression {
+	case "":
+	case wire.Gzip:
+		s.compression = wire.Gzip
+	default:
+		bad("Compression %q: want \"\" or \"gzip\"", cfg.Compression)
+	}
+	if cfg.SharedKey != "" {
+		s.creds = &wire.Credentials{SharedKey: cfg.SharedKey, SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password}
+		if s.creds.SelfHostname == "" {
+			s.creds.SelfHostname = defaultHostname()
+		}
+	} else if cfg.Username != "" || cfg.Password != "" {
+		bad("Username and Password need a SharedKey")
+	}
+
+	// Sizes: the batch first, since the others are bounded by it.
+	s.batchBytes = orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	switch {
+	case cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit:
+		bad("MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
+		s.batchBytes = DefaultMaxBatchBytes
+	case cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > s.batchBytes:
+		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, s.batchBytes)
+	}
+	s.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, s.batchBytes)), s.batchBytes)
+	budget := func(name string, v, def int) int {
+		if v < 0 || (v > 0 && v < 2*s.batchBytes) {
+			bad("%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*s.batchBytes)
+		}
+		return max(orDefault(v, def), 2*s.batchBytes)
+	}
+	s.infoBufferBytes = budget("Info.BufferBytes", cfg.Info.BufferBytes, DefaultInfoBufferBytes)
+	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
+	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(s.batchBytes)) {
+		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*s.batchBytes)
+	}
+	s.spillMaxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(s.batchBytes))
+
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"FlushInterval", cfg.FlushInterval}, {"ErrMaxWait", cfg.ErrMaxWait}, {"SyncTimeout", cfg.SyncTimeout},
+		{"CloseTimeout", cfg.CloseTimeout}, {"DialTimeout", cfg.DialTimeout}, {"HandshakeTimeout", cfg.HandshakeTimeout}, {"WriteTimeout", cfg.WriteTimeout},
+		{"AckTimeout", cfg.AckTimeout}, {"RetryMin", cfg.RetryMin}, {"RetryMax", cfg.RetryMax},
+		{"SpillAfter", cfg.SpillAfter}} {
+		if d.v < 0 {
+			bad("%s is negative (%v)", d.name, d.v)
+		}
+	}
+	s.handshakeTimeout = orDefault(cfg.HandshakeTimeout, s.dialTimeout)
+	s.retryMax = max(s.retryMax, s.retryMin)
+
+	if cfg.SpillDir != "" {
+		// A missing directory is fine: New creates it.
+		if fi, err := os.Stat(cfg.SpillDir); err == nil && !fi.IsDir() {
+			bad("SpillDir %s is not a directory", cfg.SpillDir)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			bad("SpillDir: %w", err)
+		}
+	}
+	if dg := s.degrade; dg.HighWatermark > 1 || dg.LowWatermark >= dg.HighWatermark {
+		bad("Degrade watermarks need 0 < low (%v) < high (%v) <= 1", dg.LowWatermark, dg.HighWatermark)
+	}
+	if p := s.degrade.Policy; p < DegradeSample || p > DegradeOff {
+		bad("unknown Degrade.Policy %d", p)
+	}
+
+	if cfg.Tag == "" {
+		cfg.Tag = DefaultTag
+	}
+	s.tags = streamTags(&cfg)
+	ec := cfg.EncoderConfig
+	if isZeroEncoderConfig(ec) {
+		ec = zap.NewProductionEncoderConfig()
+		ec.TimeKey = ""
+	}
+	s.enc = newEncoderConfig(ec)
+	return s, errors.Join(errs...)
+}
+
+// resolveServers parses Addr or Servers into endpoints. Every problem is added to errs; the
+// first is also addrErr, which every send then reports.
+func (s *settings) resolveServers(cfg Config, errs *[]error) {
+	servers := cfg.Servers
+	if len(servers) == 0 {
+		servers = []Server{{Addr: cmp.Or(cfg.Addr, DefaultAddr)}}
+	} else if cfg.Addr != "" {
+		s.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
+		*errs = append(*errs, s.addrErr)
+	}
+	for _, srv := range servers {
+		ep, err := dial.NewEndpoint(srv.Addr, srv.Weight, srv.Standby, cfg.TLS)
+		if err != nil && s.addrErr == nil {
+			s.addrErr = err
+		}
+		if err != nil && !(len(cfg.Servers) > 0 && cfg.Addr != "") {
+			*errs = append(*errs, err)
+		}
+		s.endpoints = append(s.endpoints, ep)
+	}
+}
+
+// defaultHostname is SelfHostname's default.
+func defaultHostname() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "localhost"
+}
+
+func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {
+	return c.MessageKey == "" && c.LevelKey == "" && c.TimeKey == "" && c.NameKey == "" &&
+		c.CallerKey == "" && c.FunctionKey == "" && c.StacktraceKey == "" &&
+		c.EncodeLevel == nil && c.EncodeTime == nil && c.EncodeDuration == nil &&
+		c.EncodeCaller == nil && c.EncodeName == nil
+}
+
+// newBackoff returns the retry schedule of one sender or server: exponential with jitter
+// from RetryMin to RetryMax, never giving up, reset after each delivered batch.
+func (s *settings) newBackoff() backoff.BackOff { return dial.NewBackOff(s.retryMin, s.retryMax) }

@@ -1,0 +1,81 @@
+package fluentcore
+
+// dropReason is the closed set of reasons an entry is dropped; each is a key of
+// StreamStats.Dropped and a value of the "reason" label of
+// fluentcore_dropped_entries_total, pre-initialised to 0.
+type dropReason uint8
+
+const (
+	dropDegraded    dropReason = iota // info stream degraded, policy dropped it (in Check)
+	dropSampled                       // info stream degraded, sampler dropped it (in Check)
+	dropQueueFull                     // info buffers all in use
+	dropTooLarge                      // entry larger than MaxEntryBytes (info)
+	dropClosed                        // logged after Close (info)
+	dropEncodeError                   // a marshaler panicked while encoding
+	dropShutdown                      // accepted, but not delivered before Close's deadline (info)
+	dropSpillFailed                   // err entry the spill (or, without SpillDir, ErrFallback) failed to take
+	dropSpillFull                     // err entry the spill refused: SpillMaxBytes reached (written to ErrFallback)
+	numDropReasons
+)
+
+var dropReasonNames = [numDropReasons]string{
+	"degraded", "sampled", "queue_full", "too_large", "closed", "encode_error", "shutdown",
+	"spill_failed", "spill_full",
+}
+
+// String returns the reason's label value.
+func (r dropReason) String() string { return dropReasonNames[r] }
+
+// StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
+// point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after
+// Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
+// as Spilled when they went to the spill (by this process, or by an earlier one that used
+// the same SpillDir), so within one process Replayed <= Spilled + what the spill held at
+// start.
+type StreamStats struct {
+	// Entries counts every entry at an enabled level that reached the core, including those
+	// dropped before encoding.
+	Entries uint64
+	// Delivered counts entries the receiver has: written (or acknowledged, with RequireAck).
+	Delivered uint64
+	// Spilled counts entries set aside instead of delivered (err only): appended to the
+	// durable spill with Config.SpillDir, written to ErrFallback without it.
+	Spilled uint64
+	// Replayed counts entries delivered from the durable spill (err only). They are not
+	// counted in Delivered again.
+	Replayed uint64
+	// Dropped counts dropped entries by reason: degraded, sampled, queue_full, too_large,
+	// closed, encode_error, shutdown, spill_failed, spill_full. Every reason is present,
+	// zero or not.
+	Dropped map[string]uint64
+	// SpillBytes is the size of the durable spill's segment files; SpillCorruptSegments
+	// counts segments whose damaged tail was skipped on replay (err only).
+	SpillBytes           int64
+	SpillCorruptSegments uint64
+	// BufferedBytes is the size of the batches waiting to be sent; CapacityBytes the
+	// stream's buffer budget.
+	BufferedBytes, CapacityBytes int64
+	// Degraded is true while the stream is degraded; DegradeTransitions counts changes.
+	Degraded           bool
+	DegradeTransitions uint64
+	// SentBatches and SentBytes count frames written; SendErrors failed attempts;
+	// Reconnects connections opened after the first.
+	SentBatches, SentBytes, SendErrors, Reconnects uint64
+	// HandshakeFailures counts new connections whose shared-key handshake failed (also
+	// counted in SendErrors).
+	HandshakeFailures uint64
+}
+
+// DroppedTotal returns the sum of Dropped over all reasons.
+func (s StreamStats) DroppedTotal() uint64 {
+	var n uint64
+	for _, v := range s.Dropped {
+		n += v
+	}
+	return n
+}
+
+// Stats holds the numbers of both streams, the same ones the Prometheus metrics expose.
+type Stats struct {
+	Info, Err StreamStats
+}
