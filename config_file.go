@@ -17,8 +17,8 @@ import (
 // the same three ways: JSON, YAML, and FLUENT_<KEY> environment variables. One reflective
 // decoder serves all three, so they cannot drift apart.
 
-// durationType is declared with the encoder's reflection types.
 var (
+	durationType     = reflect.TypeFor[time.Duration]()
 	levelEnablerType = reflect.TypeFor[zapcore.LevelEnabler]()
 	textUnmarshaler  = reflect.TypeFor[encoding.TextUnmarshaler]()
 )

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fluentcore/fluentcore/internal/reflectplan"
 	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap/zapcore"
@@ -49,7 +50,7 @@ import (
 
 var (
 	errReflectedEmpty = errors.New("fluentcore: reflected encoder wrote no value")
-	errReflectedDepth = fmt.Errorf("fluentcore: reflected value nests deeper than %d levels (a cycle?)", maxReflectedDepth)
+	errReflectedDepth = fmt.Errorf("fluentcore: reflected value nests deeper than %d levels (a cycle?)", reflectplan.MaxDepth)
 )
 
 // appendReflected appends obj to e.buf as exactly one extension-free msgpack value, or
@@ -74,7 +75,7 @@ func (e *msgpEncoder) appendReflected(obj any) (err error) {
 		e.stack, e.cur = e.stack[:depth], saved
 	}()
 	v := reflect.ValueOf(obj)
-	p := planFor(v.Type())
+	p := reflectplan.For(v.Type())
 	if e.cfg.zc.NewReflectedEncoder != nil && !zapOrMsgpPlan(p) {
 		return e.appendCustomReflected(obj)
 	}
@@ -83,12 +84,12 @@ func (e *msgpEncoder) appendReflected(obj any) (err error) {
 
 // zapOrMsgpPlan reports whether p writes the value through zap's or msgp's marshalers,
 // which a custom ReflectedEncoder does not replace.
-func zapOrMsgpPlan(p *typePlan) bool {
-	switch p.op {
-	case opObject, opLogArray, opMsgp:
+func zapOrMsgpPlan(p *reflectplan.Plan) bool {
+	switch p.Op {
+	case reflectplan.OpObject, reflectplan.OpLogArray, reflectplan.OpMsgp:
 		return true
 	}
-	return p.addr != nil && p.box
+	return p.Addr != nil && p.Box
 }
 
 // appendCustomReflected encodes obj with the configured ReflectedEncoder, whose output is
@@ -111,126 +112,126 @@ func (e *msgpEncoder) appendCustomReflected(obj any) error {
 }
 
 // reflectValue appends v, whose plan is p.
-func (e *msgpEncoder) reflectValue(p *typePlan, v reflect.Value, depth int) error {
-	if p.addr != nil {
+func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth int) error {
+	if p.Addr != nil {
 		// The addr plan always calls a method; errors name v's type, as encoding/json's do.
 		switch {
 		case v.CanAddr():
-			return e.reflectMethod(p.addr, v.Addr(), depth, p.typ)
-		case p.box:
-			c := reflect.New(p.typ)
+			return e.reflectMethod(p.Addr, v.Addr(), depth, p.Type)
+		case p.Box:
+			c := reflect.New(p.Type)
 			c.Elem().Set(v)
-			return e.reflectMethod(p.addr, c, depth, p.typ)
+			return e.reflectMethod(p.Addr, c, depth, p.Type)
 		}
 	}
-	switch p.op {
-	case opBool:
+	switch p.Op {
+	case reflectplan.OpBool:
 		e.buf = msgp.AppendBool(e.buf, v.Bool())
-	case opInt:
+	case reflectplan.OpInt:
 		e.buf = msgp.AppendInt64(e.buf, v.Int())
-	case opUint:
+	case reflectplan.OpUint:
 		e.buf = msgp.AppendUint64(e.buf, v.Uint())
-	case opFloat32:
+	case reflectplan.OpFloat32:
 		f := v.Float()
 		if f-f != 0 {
 			return nonFiniteError(f, 32)
 		}
 		e.buf = msgp.AppendFloat32(e.buf, float32(f))
-	case opFloat64:
+	case reflectplan.OpFloat64:
 		f := v.Float()
 		if f-f != 0 {
 			return nonFiniteError(f, 64)
 		}
 		e.buf = msgp.AppendFloat64(e.buf, f)
-	case opString:
+	case reflectplan.OpString:
 		e.buf = appendStr(e.buf, v.String())
-	case opNumber:
+	case reflectplan.OpNumber:
 		s, err := numberLiteral(v.String())
 		if err != nil {
 			return err
 		}
 		e.buf = appendJSONNumber(e.buf, s)
-	case opBytes:
+	case reflectplan.OpBytes:
 		if v.IsNil() {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
 		e.buf = msgp.AppendBytes(e.buf, v.Bytes())
-	case opSlice:
+	case reflectplan.OpSlice:
 		if v.IsNil() {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
 		return e.reflectArray(p, v, depth)
-	case opArray:
+	case reflectplan.OpArray:
 		return e.reflectArray(p, v, depth)
-	case opMap:
+	case reflectplan.OpMap:
 		if v.IsNil() {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		if depth++; depth > maxReflectedDepth {
+		if depth++; depth > reflectplan.MaxDepth {
 			return errReflectedDepth
 		}
 		switch {
-		case p.anyMap:
+		case p.AnyMap:
 			m, _ := reflect.TypeAssert[map[string]any](v)
 			return e.reflectAnyMap(m, depth)
-		case p.strMap:
+		case p.StrMap:
 			m, _ := reflect.TypeAssert[map[string]string](v)
 			e.reflectStrMap(m)
 			return nil
 		}
 		return e.reflectMap(p, v, depth)
-	case opPtr:
+	case reflectplan.OpPtr:
 		if v.IsNil() {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		if depth++; depth > maxReflectedDepth {
+		if depth++; depth > reflectplan.MaxDepth {
 			return errReflectedDepth
 		}
-		return e.reflectValue(p.elem, v.Elem(), depth)
-	case opInterface:
+		return e.reflectValue(p.Elem, v.Elem(), depth)
+	case reflectplan.OpInterface:
 		if v.IsNil() {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
 		v = v.Elem()
-		return e.reflectValue(planFor(v.Type()), v, depth)
-	case opStruct:
-		if depth++; depth > maxReflectedDepth {
+		return e.reflectValue(reflectplan.For(v.Type()), v, depth)
+	case reflectplan.OpStruct:
+		if depth++; depth > reflectplan.MaxDepth {
 			return errReflectedDepth
 		}
 		return e.reflectStruct(p, v, depth)
-	case opTime:
+	case reflectplan.OpTime:
 		t, _ := reflect.TypeAssert[time.Time](v)
 		e.appendTime(t)
-	case opDuration:
+	case reflectplan.OpDuration:
 		e.appendDuration(time.Duration(v.Int()))
 	default:
-		return e.reflectMethod(p, v, depth, p.typ)
+		return e.reflectMethod(p, v, depth, p.Type)
 	}
 	return nil
 }
 
 // reflectMethod handles the ops that call a method of the value; errors name errType.
-func (e *msgpEncoder) reflectMethod(p *typePlan, v reflect.Value, depth int, errType reflect.Type) error {
-	if p.op == opUnsupported {
-		return &json.UnsupportedTypeError{Type: p.typ}
+func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth int, errType reflect.Type) error {
+	if p.Op == reflectplan.OpUnsupported {
+		return &json.UnsupportedTypeError{Type: p.Type}
 	}
 	if v.Kind() == reflect.Pointer && v.IsNil() {
 		e.buf = msgp.AppendNil(e.buf)
 		return nil
 	}
-	switch p.op {
-	case opObject:
+	switch p.Op {
+	case reflectplan.OpObject:
 		m, _ := reflect.TypeAssert[zapcore.ObjectMarshaler](v)
 		return e.appendObject(m)
-	case opLogArray:
+	case reflectplan.OpLogArray:
 		m, _ := reflect.TypeAssert[zapcore.ArrayMarshaler](v)
 		return e.appendArray(m)
-	case opMsgp:
+	case reflectplan.OpMsgp:
 		m, _ := reflect.TypeAssert[msgp.Marshaler](v)
 		b, err := m.MarshalMsg(e.scratch[:0]) // not into buf: a buggy marshaler can't touch the batch
 		if b != nil {
@@ -240,8 +241,8 @@ func (e *msgpEncoder) reflectMethod(p *typePlan, v reflect.Value, depth int, err
 			e.buf = append(e.buf, b...)
 			return nil
 		}
-		return e.reflectValue(p.next, v, depth)
-	case opJSON:
+		return e.reflectValue(p.Next, v, depth)
+	case reflectplan.OpJSON:
 		m, _ := reflect.TypeAssert[json.Marshaler](v)
 		js, err := m.MarshalJSON()
 		if err == nil {
@@ -250,14 +251,14 @@ func (e *msgpEncoder) reflectMethod(p *typePlan, v reflect.Value, depth int, err
 		if err != nil {
 			return &json.MarshalerError{Type: errType, Err: err}
 		}
-	case opText:
+	case reflectplan.OpText:
 		m, _ := reflect.TypeAssert[encoding.TextMarshaler](v)
 		b, err := m.MarshalText()
 		if err != nil {
 			return textMarshalerError(errType, err)
 		}
 		e.buf = appendStrBytes(e.buf, b)
-	case opError:
+	case reflectplan.OpError:
 		m, _ := reflect.TypeAssert[error](v)
 		e.buf = appendStr(e.buf, m.Error())
 	}
@@ -285,37 +286,37 @@ func numberLiteral(s string) (string, error) {
 	return s, nil
 }
 
-func (e *msgpEncoder) reflectArray(p *typePlan, v reflect.Value, depth int) error {
-	if depth++; depth > maxReflectedDepth {
+func (e *msgpEncoder) reflectArray(p *reflectplan.Plan, v reflect.Value, depth int) error {
+	if depth++; depth > reflectplan.MaxDepth {
 		return errReflectedDepth
 	}
 	n := v.Len()
 	e.buf = msgp.AppendArrayHeader(e.buf, uint32(n))
 	for i := 0; i < n; i++ {
-		if err := e.reflectValue(p.elem, v.Index(i), depth); err != nil {
+		if err := e.reflectValue(p.Elem, v.Index(i), depth); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (e *msgpEncoder) reflectStruct(p *typePlan, v reflect.Value, depth int) error {
+func (e *msgpEncoder) reflectStruct(p *reflectplan.Plan, v reflect.Value, depth int) error {
 	hdr := len(e.buf)
-	if p.fixed {
-		e.buf = msgp.AppendMapHeader(e.buf, uint32(len(p.fields)))
+	if p.Fixed {
+		e.buf = msgp.AppendMapHeader(e.buf, uint32(len(p.Fields)))
 	} else {
 		e.buf = append(e.buf, wire.Map32, 0, 0, 0, 0)
 	}
 	n := 0
 fields:
-	for i := range p.fields {
-		f := &p.fields[i]
+	for i := range p.Fields {
+		f := &p.Fields[i]
 		var fv reflect.Value
-		if len(f.index) == 1 {
-			fv = v.Field(f.index[0])
+		if len(f.Index) == 1 {
+			fv = v.Field(f.Index[0])
 		} else {
 			fv = v
-			for _, x := range f.index {
+			for _, x := range f.Index {
 				if fv.Kind() == reflect.Pointer {
 					if fv.IsNil() {
 						continue fields
@@ -325,22 +326,22 @@ fields:
 				fv = fv.Field(x)
 			}
 		}
-		if f.omitNil && isEmptyValue(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
+		if f.OmitNil && isEmptyValue(fv) || f.OmitZero && (f.IsZero == nil && fv.IsZero() || f.IsZero != nil && f.IsZero(fv)) {
 			continue
 		}
-		e.buf = append(e.buf, f.key...)
+		e.buf = append(e.buf, f.Key...)
 		var err error
-		if f.quoted {
-			err = e.reflectQuoted(f.plan, fv, depth)
+		if f.Quoted {
+			err = e.reflectQuoted(f.Plan, fv, depth)
 		} else {
-			err = e.reflectValue(f.plan, fv, depth)
+			err = e.reflectValue(f.Plan, fv, depth)
 		}
 		if err != nil {
 			return err
 		}
 		n++
 	}
-	if !p.fixed {
+	if !p.Fixed {
 		e.buf = shrinkHeader(e.buf, hdr, n, true)
 	}
 	return nil
@@ -380,29 +381,29 @@ func shrinkHeader(b []byte, off, n int, isMap bool) []byte {
 
 // reflectQuoted writes a field with the ",string" option: booleans, numbers and strings
 // become the str of their JSON text, as encoding/json writes them.
-func (e *msgpEncoder) reflectQuoted(p *typePlan, v reflect.Value, depth int) error {
-	if p.op == opPtr {
+func (e *msgpEncoder) reflectQuoted(p *reflectplan.Plan, v reflect.Value, depth int) error {
+	if p.Op == reflectplan.OpPtr {
 		if v.IsNil() {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		p, v = p.elem, v.Elem()
+		p, v = p.Elem, v.Elem()
 	}
-	if p.addr != nil && (p.box || v.CanAddr()) {
+	if p.Addr != nil && (p.Box || v.CanAddr()) {
 		return e.reflectValue(p, v, depth)
 	}
 	mark := len(e.buf)
 	e.buf = append(e.buf, 0, 0)
-	switch p.op {
-	case opBool:
+	switch p.Op {
+	case reflectplan.OpBool:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
-	case opInt:
+	case reflectplan.OpInt:
 		e.buf = strconv.AppendInt(e.buf, v.Int(), 10)
-	case opUint:
+	case reflectplan.OpUint:
 		e.buf = strconv.AppendUint(e.buf, v.Uint(), 10)
-	case opFloat32, opFloat64:
+	case reflectplan.OpFloat32, reflectplan.OpFloat64:
 		bits := 64
-		if p.op == opFloat32 {
+		if p.Op == reflectplan.OpFloat32 {
 			bits = 32
 		}
 		f := v.Float()
@@ -411,9 +412,9 @@ func (e *msgpEncoder) reflectQuoted(p *typePlan, v reflect.Value, depth int) err
 			return nonFiniteError(f, bits)
 		}
 		e.buf = appendJSONFloat(e.buf, f, bits)
-	case opString:
+	case reflectplan.OpString:
 		e.buf = appendJSONString(e.buf, v.String())
-	case opNumber:
+	case reflectplan.OpNumber:
 		s, err := numberLiteral(v.String())
 		if err != nil {
 			e.buf = e.buf[:mark]
@@ -442,7 +443,7 @@ type anyKV struct {
 }
 
 // reflectMap writes a map with its keys resolved and sorted as encoding/json does.
-func (e *msgpEncoder) reflectMap(p *typePlan, v reflect.Value, depth int) error {
+func (e *msgpEncoder) reflectMap(p *reflectplan.Plan, v reflect.Value, depth int) error {
 	n := v.Len()
 	base := len(e.mapKVs)
 	defer func() {
@@ -452,10 +453,10 @@ func (e *msgpEncoder) reflectMap(p *typePlan, v reflect.Value, depth int) error 
 	// Copy keys and values out with one allocation each, instead of one per entry. Values
 	// copied this way are addressable, which encoding/json's are not: types for which that
 	// matters take the per-entry copy.
-	keys := reflect.MakeSlice(p.keySlice, n, n)
+	keys := reflect.MakeSlice(p.KeySlice, n, n)
 	var vals reflect.Value
-	if !p.elem.addrSensitive {
-		vals = reflect.MakeSlice(p.valSlice, n, n)
+	if !p.Elem.AddrSensitive {
+		vals = reflect.MakeSlice(p.ValSlice, n, n)
 	}
 	var it reflect.MapIter
 	it.Reset(v)
@@ -484,7 +485,7 @@ func (e *msgpEncoder) reflectMap(p *typePlan, v reflect.Value, depth int) error 
 		if vals.IsValid() {
 			ev = vals.Index(kv.i)
 		}
-		if err := e.reflectValue(p.elem, ev, depth); err != nil {
+		if err := e.reflectValue(p.Elem, ev, depth); err != nil {
 			return err
 		}
 	}
@@ -492,13 +493,13 @@ func (e *msgpEncoder) reflectMap(p *typePlan, v reflect.Value, depth int) error 
 }
 
 // mapKeyString resolves a map key as encoding/json does.
-func mapKeyString(p *typePlan, k reflect.Value) (string, error) {
-	switch p.keyOp {
-	case opString:
+func mapKeyString(p *reflectplan.Plan, k reflect.Value) (string, error) {
+	switch p.KeyOp {
+	case reflectplan.OpString:
 		return k.String(), nil
-	case opInt:
+	case reflectplan.OpInt:
 		return strconv.FormatInt(k.Int(), 10), nil
-	case opUint:
+	case reflectplan.OpUint:
 		return strconv.FormatUint(k.Uint(), 10), nil
 	}
 	if k.Kind() == reflect.Pointer && k.IsNil() {
@@ -577,13 +578,13 @@ func (e *msgpEncoder) reflectAny(x any, depth int) error {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		if depth++; depth > maxReflectedDepth {
+		if depth++; depth > reflectplan.MaxDepth {
 			return errReflectedDepth
 		}
 		return e.reflectAnyMap(x, depth)
 	default:
 		v := reflect.ValueOf(x)
-		return e.reflectValue(planFor(v.Type()), v, depth)
+		return e.reflectValue(reflectplan.For(v.Type()), v, depth)
 	}
 	return nil
 }

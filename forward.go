@@ -35,7 +35,7 @@ type forwarder struct {
 
 	// dialRaw opens the transport connection (TLS runs on top of it). It is given the
 	// address as configured, host name included, so every reconnect resolves it again.
-	dialRaw dial.DialFunc
+	dialRaw dial.Func
 
 	// The ack token of a batch whose send failed: resending the same batch reuses it, as
 	// fluentd does, so a receiver could tell a resend from new data.

@@ -169,9 +169,10 @@ func resolve(cfg Config) (*settings, error) {
 // first is also addrErr, which every send then reports.
 func (s *settings) resolveServers(cfg Config, errs *[]error) {
 	servers := cfg.Servers
+	both := len(servers) > 0 && cfg.Addr != ""
 	if len(servers) == 0 {
 		servers = []Server{{Addr: cmp.Or(cfg.Addr, DefaultAddr)}}
-	} else if cfg.Addr != "" {
+	} else if both {
 		s.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
 		*errs = append(*errs, s.addrErr)
 	}
@@ -180,7 +181,7 @@ func (s *settings) resolveServers(cfg Config, errs *[]error) {
 		if err != nil && s.addrErr == nil {
 			s.addrErr = err
 		}
-		if err != nil && !(len(cfg.Servers) > 0 && cfg.Addr != "") {
+		if err != nil && !both { // with both set, that one error says it
 			*errs = append(*errs, err)
 		}
 		s.endpoints = append(s.endpoints, ep)

@@ -15,31 +15,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/tinylib/msgp/msgp"
 )
 
-// eventTime is a test-local msgp.Extension for EventTime; it is passed to
-// msgp.AppendExtension and never registered.
-type eventTime struct{ sec, nsec uint32 }
-
-func (e *eventTime) ExtensionType() int8 { return 0 }
-func (e *eventTime) Len() int            { return 8 }
-func (e *eventTime) MarshalBinaryTo(b []byte) error {
-	binary.BigEndian.PutUint32(b, e.sec)
-	binary.BigEndian.PutUint32(b[4:], e.nsec)
-	return nil
-}
-func (e *eventTime) UnmarshalBinary(b []byte) error {
-	if len(b) != 8 {
-		return errors.New("bad length")
-	}
-	e.sec, e.nsec = binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
-	return nil
-}
+// eventTime is a msgp.Extension for EventTime, passed to msgp.AppendExtension and never
+// registered.
+type eventTime = testkit.EventTime
 
 // et encodes an EventTime as fixext8.
 func et(sec, nsec uint32) []byte {
-	b, err := msgp.AppendExtension(nil, &eventTime{sec, nsec})
+	b, err := msgp.AppendExtension(nil, &eventTime{Sec: sec, Nsec: nsec})
 	if err != nil {
 		panic(err)
 	}

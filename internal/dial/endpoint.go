@@ -84,13 +84,13 @@ func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (En
 	return ep, nil
 }
 
-// DialFunc opens a transport connection, as net.Dialer.DialContext does.
-type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+// Func opens a transport connection, as net.Dialer.DialContext does.
+type Func func(ctx context.Context, network, address string) (net.Conn, error)
 
 // Dial opens a connection to ep within ctx: the transport, then TLS if ep has it. conn is
 // the top layer (TLS's, when there is one), raw the socket under it. The error names the
 // address; nothing is left open when there is one.
-func Dial(ctx context.Context, dial DialFunc, ep *Endpoint) (conn, raw net.Conn, err error) {
+func Dial(ctx context.Context, dial Func, ep *Endpoint) (conn, raw net.Conn, err error) {
 	raw, err = dial(ctx, ep.Network, ep.Address)
 	if err != nil {
 		return nil, nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.Addr, err)

@@ -31,11 +31,11 @@ const (
 )
 
 var (
-	// ErrFull: the segments hold SpillMaxBytes; the frame was not written.
+	// ErrFull means the segments hold SpillMaxBytes; the frame was not written.
 	ErrFull = errors.New("fluentcore: spill: SpillMaxBytes reached")
-	// ErrClosed: the spill was closed (its lock released); the caller uses ErrFallback.
+	// ErrClosed means the spill was closed (its lock released); the caller uses ErrFallback.
 	ErrClosed = errors.New("fluentcore: spill: closed")
-	// ErrTooLarge: a frame larger than any receiver accepts (wire.MaxFrameBytes); the
+	// ErrTooLarge means a frame larger than any receiver accepts (wire.MaxFrameBytes); the
 	// caller uses ErrFallback.
 	ErrTooLarge = errors.New("fluentcore: spill: frame larger than a receiver accepts")
 )
@@ -44,11 +44,11 @@ var (
 type EventKind uint8
 
 const (
-	// Full: an append was refused because the segments hold maxBytes; once per episode.
+	// Full reports an append refused because the segments hold maxBytes; once per episode.
 	Full EventKind = iota
-	// Corrupt: a damaged segment tail was skipped during replay.
+	// Corrupt reports that a damaged segment tail was skipped during replay.
 	Corrupt
-	// Failed: writing, reading or deleting a segment failed.
+	// Failed reports that writing, reading or deleting a segment failed.
 	Failed
 )
 

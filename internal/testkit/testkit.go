@@ -41,7 +41,7 @@ func Entries(n int, msg string) []byte {
 	var b []byte
 	for i := range n {
 		b = msgp.AppendArrayHeader(b, 2)
-		b, _ = msgp.AppendExtension(b, &eventTime{sec: 1_700_000_000, nsec: uint32(i)}) // cannot fail
+		b, _ = msgp.AppendExtension(b, &EventTime{Sec: 1_700_000_000, Nsec: uint32(i)}) // cannot fail
 		b = msgp.AppendMapHeader(b, 2)
 		b = msgp.AppendInt(msgp.AppendString(b, "i"), i)
 		b = msgp.AppendString(msgp.AppendString(b, "msg"), msg)
@@ -49,18 +49,31 @@ func Entries(n int, msg string) []byte {
 	return b
 }
 
-// eventTime is the Forward EventTime as a msgp.Extension: type 0, 8 bytes, big-endian.
-type eventTime struct{ sec, nsec uint32 }
+// EventTime is the Forward EventTime as a msgp.Extension (type 0, 8 bytes, big-endian
+// seconds then nanoseconds), written independently of internal/wire so tests can check
+// one against the other. Pass it to msgp.AppendExtension; never register it.
+type EventTime struct{ Sec, Nsec uint32 }
 
-func (t *eventTime) ExtensionType() int8 { return 0 }
-func (t *eventTime) Len() int            { return 8 }
-func (t *eventTime) MarshalBinaryTo(b []byte) error {
-	binary.BigEndian.PutUint32(b, t.sec)
-	binary.BigEndian.PutUint32(b[4:], t.nsec)
+// ExtensionType implements msgp.Extension.
+func (t *EventTime) ExtensionType() int8 { return 0 }
+
+// Len implements msgp.Extension.
+func (t *EventTime) Len() int { return 8 }
+
+// MarshalBinaryTo implements msgp.Extension.
+func (t *EventTime) MarshalBinaryTo(b []byte) error {
+	binary.BigEndian.PutUint32(b, t.Sec)
+	binary.BigEndian.PutUint32(b[4:], t.Nsec)
 	return nil
 }
-func (t *eventTime) UnmarshalBinary([]byte) error {
-	return errors.New("testkit: eventTime is write-only")
+
+// UnmarshalBinary implements msgp.Extension; a payload that is not 8 bytes is an error.
+func (t *EventTime) UnmarshalBinary(b []byte) error {
+	if len(b) != 8 {
+		return errors.New("bad length")
+	}
+	t.Sec, t.Nsec = binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
+	return nil
 }
 
 // HELO encodes a receiver's HELO; nonce and auth are written as bin (fluentd) unless asStr

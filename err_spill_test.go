@@ -16,6 +16,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/spill"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -57,17 +58,8 @@ func filesSize(t *testing.T, names []string) int64 {
 	return n
 }
 
-// waitUntil polls cond until it holds, failing the test after 20s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// waitUntil is testkit.WaitUntil, under the name the tests of this package use.
+var waitUntil = testkit.WaitUntil
 
 // eventLog collects OnEvent calls.
 type eventLog struct {

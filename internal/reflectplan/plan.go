@@ -1,4 +1,12 @@
-package fluentcore
+// Package reflectplan works out, once per reflect.Type, how the reflection encoder writes a
+// value of that type: which marshaler wins (zap's, msgp's, encoding/json's, TextMarshaler),
+// how a struct's fields resolve (encoding/json's rules, with msg and msgpack tags first),
+// which map keys are usable, and what changes when a value is addressable. Plans are cached
+// in a copy-on-write map behind an atomic pointer: lookups take no lock; building a plan
+// for a type seen for the first time takes one lock, and never runs user code, so it
+// cannot deadlock or panic half-way. It imports no other fluentcore package (see
+// ARCHITECTURE.md).
+package reflectplan
 
 import (
 	"cmp"
@@ -16,87 +24,83 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// Plans for the reflection encoder: what to do with a value of one reflect.Type, worked out
-// once per type and cached. The cache is a copy-on-write map behind an atomic pointer:
-// lookups take no lock; building a plan for a type seen for the first time takes planMu,
-// and never runs user code, so it cannot deadlock or panic half-way.
+// Op is what a plan does with a value.
+type Op uint8
 
-// planOp is what a plan does with a value.
-type planOp uint8
-
+// The ops, one per kind of value the encoder writes differently.
 const (
-	opUnsupported planOp = iota // chan, func, complex, unsafe.Pointer, maps with bad key types
-	opBool
-	opInt
-	opUint
-	opFloat32
-	opFloat64
-	opString
-	opNumber // json.Number: a number literal
-	opBytes  // []byte: msgpack bin
-	opSlice
-	opArray
-	opMap
-	opPtr
-	opInterface
-	opStruct
-	opTime     // time.Time, through EncoderConfig.EncodeTime
-	opDuration // time.Duration, through EncoderConfig.EncodeDuration
-	opObject   // zapcore.ObjectMarshaler
-	opLogArray // zapcore.ArrayMarshaler
-	opMsgp     // msgp.Marshaler; typePlan.next takes over when its output is unusable
-	opJSON     // json.Marshaler
-	opText     // encoding.TextMarshaler
-	opError    // error: its Error() text
+	OpUnsupported Op = iota // chan, func, complex, unsafe.Pointer, maps with bad key types
+	OpBool
+	OpInt
+	OpUint
+	OpFloat32
+	OpFloat64
+	OpString
+	OpNumber // json.Number: a number literal
+	OpBytes  // []byte: msgpack bin
+	OpSlice
+	OpArray
+	OpMap
+	OpPtr
+	OpInterface
+	OpStruct
+	OpTime     // time.Time, through EncoderConfig.EncodeTime
+	OpDuration // time.Duration, through EncoderConfig.EncodeDuration
+	OpObject   // zapcore.ObjectMarshaler
+	OpLogArray // zapcore.ArrayMarshaler
+	OpMsgp     // msgp.Marshaler; typePlan.next takes over when its output is unusable
+	OpJSON     // json.Marshaler
+	OpText     // encoding.TextMarshaler
+	OpError    // error: its Error() text
 )
 
-// typePlan is the cached plan for one type. Immutable once published.
-type typePlan struct {
-	op  planOp
-	typ reflect.Type
-	// elem is the plan of the element (opSlice, opArray, opPtr) or of the map value (opMap).
-	elem *typePlan
-	// next is the plan used when a msgp.Marshaler's output can't be used as it is (opMsgp).
-	next *typePlan
-	// addr is the plan for v.Addr(), used when v is addressable: methods with pointer
+// Plan is the cached plan for one type. Immutable once published.
+type Plan struct {
+	Op   Op
+	Type reflect.Type
+	// Elem is the plan of the element (opSlice, opArray, opPtr) or of the map value (opMap).
+	Elem *Plan
+	// Next is the plan used when a msgp.Marshaler's output can't be used as it is (opMsgp).
+	Next *Plan
+	// Addr is the plan for v.Addr(), used when v is addressable: methods with pointer
 	// receivers, as encoding/json uses them. box says to take a copy's address when v is
 	// not addressable (only for msgp.Marshaler, whose generated methods have pointer
 	// receivers).
-	addr *typePlan
-	box  bool
-	// addrSensitive: the plan, or one of a value it contains without a pointer in between,
+	Addr *Plan
+	Box  bool
+	// AddrSensitive: the plan, or one of a value it contains without a pointer in between,
 	// behaves differently when addressable. Map values are copied out of the map only then.
-	addrSensitive bool
+	AddrSensitive bool
 
-	fields []fieldPlan // opStruct, in encoding/json's order
-	fixed  bool        // opStruct: every field is always written, so the size is known
+	Fields []Field // opStruct, in encoding/json's order
+	Fixed  bool    // opStruct: every field is always written, so the size is known
 
-	keyOp    planOp       // opMap: opString, opInt, opUint or opText
-	keySlice reflect.Type // opMap: []key and []value, to copy a map out in two allocations
-	valSlice reflect.Type
+	KeyOp    Op           // opMap: opString, opInt, opUint or opText
+	KeySlice reflect.Type // opMap: []key and []value, to copy a map out in two allocations
+	ValSlice reflect.Type
 	// opMap: exactly map[string]any or map[string]string, which have faster paths.
-	anyMap, strMap bool
+	AnyMap, StrMap bool
 }
 
-// fieldPlan is one struct field written by a struct plan.
-type fieldPlan struct {
-	key      []byte // the key, pre-encoded as msgpack str
-	index    []int  // path from the outer struct, through embedded structs
-	plan     *typePlan
-	viaPtr   bool // index goes through an embedded pointer, which may be nil
-	omitNil  bool // omitempty
-	omitZero bool // omitzero
-	quoted   bool // the json ",string" option
-	isZero   func(reflect.Value) bool
+// Field is one struct field written by a struct plan.
+type Field struct {
+	Key      []byte // the key, pre-encoded as msgpack str
+	Index    []int  // path from the outer struct, through embedded structs
+	Plan     *Plan
+	ViaPtr   bool // index goes through an embedded pointer, which may be nil
+	OmitNil  bool // omitempty
+	OmitZero bool // omitzero
+	Quoted   bool // the json ",string" option
+	IsZero   func(reflect.Value) bool
 }
 
 var (
 	planMu    sync.Mutex // serialises building; lookups never take it
-	planCache atomic.Pointer[map[reflect.Type]*typePlan]
+	planCache atomic.Pointer[map[reflect.Type]*Plan]
 )
 
-// planFor returns the plan for t, building it (and the plans it needs) on first use.
-func planFor(t reflect.Type) *typePlan {
+// For returns the plan for t, building it (and the plans it needs) on first use.
+func For(t reflect.Type) *Plan {
 	if m := planCache.Load(); m != nil {
 		if p := (*m)[t]; p != nil {
 			return p
@@ -105,19 +109,19 @@ func planFor(t reflect.Type) *typePlan {
 	return buildPlan(t)
 }
 
-func buildPlan(t reflect.Type) *typePlan {
+func buildPlan(t reflect.Type) *Plan {
 	planMu.Lock()
 	defer planMu.Unlock()
-	var old map[reflect.Type]*typePlan
+	var old map[reflect.Type]*Plan
 	if m := planCache.Load(); m != nil {
 		old = *m
 	}
 	if p := old[t]; p != nil {
 		return p
 	}
-	b := planBuilder{known: old, fresh: map[reflect.Type]*typePlan{}, noMsgp: map[reflect.Type]*typePlan{}}
-	p := b.plan(t)
-	m := make(map[reflect.Type]*typePlan, len(old)+len(b.fresh))
+	b := planBuilder{known: old, fresh: map[reflect.Type]*Plan{}, noMsgp: map[reflect.Type]*Plan{}}
+	p := b.plan(t, false)
+	m := make(map[reflect.Type]*Plan, len(old)+len(b.fresh))
 	for k, v := range old {
 		m[k] = v
 	}
@@ -143,69 +147,64 @@ var (
 	isZeroerT        = reflect.TypeFor[interface{ IsZero() bool }]()
 )
 
-// maxReflectedDepth bounds the nesting of containers and pointers in one reflected value,
+// MaxDepth bounds the nesting of containers and pointers in one reflected value,
 // so a cyclic value fails with an error instead of running out of stack.
-const maxReflectedDepth = 128
+const MaxDepth = 128
 
 // planBuilder builds the plans of one buildPlan call. Plans are registered before they are
 // filled, so recursive types end up pointing at themselves.
 type planBuilder struct {
-	known  map[reflect.Type]*typePlan // published
-	fresh  map[reflect.Type]*typePlan // built by this call, published at its end
-	noMsgp map[reflect.Type]*typePlan // variants that ignore msgp.Marshaler (opMsgp fallbacks)
+	known  map[reflect.Type]*Plan // published
+	fresh  map[reflect.Type]*Plan // built by this call, published at its end
+	noMsgp map[reflect.Type]*Plan // variants that ignore msgp.Marshaler (opMsgp fallbacks)
 }
 
-func (b *planBuilder) plan(t reflect.Type) *typePlan {
-	if p := b.known[t]; p != nil {
+// plan returns t's plan, registered before it is filled. With noMsgp it is t's plan as if
+// neither t nor *t implemented msgp.Marshaler: the fallback of an OpMsgp plan, memoised
+// apart from the regular one.
+func (b *planBuilder) plan(t reflect.Type, noMsgp bool) *Plan {
+	memo := b.fresh
+	if noMsgp {
+		memo = b.noMsgp
+	} else if p := b.known[t]; p != nil {
 		return p
 	}
-	if p := b.fresh[t]; p != nil {
+	if p := memo[t]; p != nil {
 		return p
 	}
-	p := &typePlan{typ: t}
-	b.fresh[t] = p
-	b.fill(p, t, false)
-	return p
-}
-
-// planNoMsgp is t's plan as if neither t nor *t implemented msgp.Marshaler.
-func (b *planBuilder) planNoMsgp(t reflect.Type) *typePlan {
-	if p := b.noMsgp[t]; p != nil {
-		return p
-	}
-	p := &typePlan{typ: t}
-	b.noMsgp[t] = p
-	b.fill(p, t, true)
+	p := &Plan{Type: t}
+	memo[t] = p
+	b.fill(p, t, noMsgp)
 	return p
 }
 
 // methodOp is the op for the first interface t implements, in precedence order: zap's own
 // marshalers win, then generated msgp code, then what encoding/json would call.
-func methodOp(t reflect.Type, noMsgp bool) planOp {
+func methodOp(t reflect.Type, noMsgp bool) Op {
 	switch {
 	case t.Implements(objectMarshalerT):
-		return opObject
+		return OpObject
 	case t.Implements(arrayMarshalerT):
-		return opLogArray
+		return OpLogArray
 	case !noMsgp && t.Implements(msgpMarshalerT):
-		return opMsgp
+		return OpMsgp
 	case t.Implements(jsonMarshalerT):
-		return opJSON
+		return OpJSON
 	case t.Implements(textMarshalerT):
-		return opText
+		return OpText
 	case t.Implements(errorT):
-		return opError
+		return OpError
 	}
-	return opUnsupported // none
+	return OpUnsupported // none
 }
 
-func (b *planBuilder) fill(p *typePlan, t reflect.Type, noMsgp bool) {
+func (b *planBuilder) fill(p *Plan, t reflect.Type, noMsgp bool) {
 	switch t {
 	case timeType:
-		p.op = opTime
+		p.Op = OpTime
 		return
 	case durationType:
-		p.op = opDuration
+		p.Op = OpDuration
 		return
 	}
 	k := t.Kind()
@@ -214,101 +213,101 @@ func (b *planBuilder) fill(p *typePlan, t reflect.Type, noMsgp bool) {
 	if k != reflect.Interface && !special {
 		if k != reflect.Pointer {
 			// Methods with pointer receivers apply to addressable values, as in encoding/json.
-			if pop := methodOp(reflect.PointerTo(t), noMsgp); pop != opUnsupported && pop != methodOp(t, noMsgp) {
-				if noMsgp {
-					p.addr = b.planNoMsgp(reflect.PointerTo(t))
-				} else {
-					p.addr = b.plan(reflect.PointerTo(t))
-				}
-				p.box = pop == opMsgp
-				p.addrSensitive = true
+			if pop := methodOp(reflect.PointerTo(t), noMsgp); pop != OpUnsupported && pop != methodOp(t, noMsgp) {
+				p.Addr = b.plan(reflect.PointerTo(t), noMsgp)
+				p.Box = pop == OpMsgp
+				p.AddrSensitive = true
 			}
 		}
-		if op := methodOp(t, noMsgp); op != opUnsupported {
-			p.op = op
-			if op == opMsgp {
-				p.next = b.planNoMsgp(t)
+		if op := methodOp(t, noMsgp); op != OpUnsupported {
+			p.Op = op
+			if op == OpMsgp {
+				p.Next = b.plan(t, true)
 			}
 			return
 		}
 	}
-	switch k {
-	case reflect.Bool:
-		p.op = opBool
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		p.op = opInt
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		p.op = opUint
-	case reflect.Float32:
-		p.op = opFloat32
-	case reflect.Float64:
-		p.op = opFloat64
-	case reflect.String:
-		p.op = opString
+	if op := kindOp(k); op != OpUnsupported {
+		p.Op = op
 		if t == numberType {
-			p.op = opNumber
+			p.Op = OpNumber
 		}
+		return
+	}
+	switch k {
 	case reflect.Interface:
-		p.op = opInterface
+		p.Op = OpInterface
 	case reflect.Pointer:
-		p.op = opPtr
-		if noMsgp {
-			// A msgp.Marshaler pointer falling back: its element must not try msgp again.
-			p.elem = b.planNoMsgp(t.Elem())
-		} else {
-			p.elem = b.plan(t.Elem())
-		}
+		p.Op = OpPtr
+		// A msgp.Marshaler pointer falling back (noMsgp): its element must not try msgp again.
+		p.Elem = b.plan(t.Elem(), noMsgp)
 	case reflect.Slice:
 		// As encoding/json: byte slices are binary unless the bytes have marshalers.
 		if et := t.Elem(); et.Kind() == reflect.Uint8 {
 			pe := reflect.PointerTo(et)
 			if !pe.Implements(jsonMarshalerT) && !pe.Implements(textMarshalerT) {
-				p.op = opBytes
+				p.Op = OpBytes
 				return
 			}
 		}
-		p.op = opSlice
-		p.elem = b.plan(t.Elem())
+		p.Op = OpSlice
+		p.Elem = b.plan(t.Elem(), false)
 	case reflect.Array:
-		p.op = opArray
-		p.elem = b.plan(t.Elem())
-		p.addrSensitive = p.addrSensitive || p.elem.addrSensitive
+		p.Op = OpArray
+		p.Elem = b.plan(t.Elem(), false)
+		p.AddrSensitive = p.AddrSensitive || p.Elem.AddrSensitive
 	case reflect.Map:
 		b.fillMap(p, t)
 	case reflect.Struct:
 		b.fillStruct(p, t)
 	default:
-		p.op = opUnsupported
+		p.Op = OpUnsupported
 	}
 }
 
-func (b *planBuilder) fillMap(p *typePlan, t reflect.Type) {
-	kt := t.Key()
-	switch kt.Kind() {
-	case reflect.String:
-		p.keyOp = opString
+// kindOp is the op of a value of kind k when its type has no method that takes over:
+// OpUnsupported for the kinds whose plan needs more than the kind.
+func kindOp(k reflect.Kind) Op {
+	switch k {
+	case reflect.Bool:
+		return OpBool
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		p.keyOp = opInt
+		return OpInt
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		p.keyOp = opUint
+		return OpUint
+	case reflect.Float32:
+		return OpFloat32
+	case reflect.Float64:
+		return OpFloat64
+	case reflect.String:
+		return OpString
+	}
+	return OpUnsupported
+}
+
+func (b *planBuilder) fillMap(p *Plan, t reflect.Type) {
+	kt := t.Key()
+	switch op := kindOp(kt.Kind()); op {
+	case OpString, OpInt, OpUint:
+		p.KeyOp = op
 	default:
 		if !kt.Implements(textMarshalerT) {
-			p.op = opUnsupported
+			p.Op = OpUnsupported
 			return
 		}
-		p.keyOp = opText
+		p.KeyOp = OpText
 	}
 	// encoding/json writes string-kind keys as they are even when they are TextMarshalers,
 	// and prefers TextMarshaler to the number for integer kinds.
-	if p.keyOp != opString && kt.Implements(textMarshalerT) {
-		p.keyOp = opText
+	if p.KeyOp != OpString && kt.Implements(textMarshalerT) {
+		p.KeyOp = OpText
 	}
-	p.op = opMap
-	p.elem = b.plan(t.Elem())
-	p.keySlice = reflect.SliceOf(kt)
-	p.valSlice = reflect.SliceOf(t.Elem())
-	p.anyMap = t == anyMapType
-	p.strMap = t == strMapType
+	p.Op = OpMap
+	p.Elem = b.plan(t.Elem(), false)
+	p.KeySlice = reflect.SliceOf(kt)
+	p.ValSlice = reflect.SliceOf(t.Elem())
+	p.AnyMap = t == anyMapType
+	p.StrMap = t == strMapType
 }
 
 // structField is a candidate field while the struct's fields are resolved.
@@ -517,17 +516,17 @@ func zeroFunc(t reflect.Type) func(reflect.Value) bool {
 	return nil
 }
 
-func (b *planBuilder) fillStruct(p *typePlan, t reflect.Type) {
-	p.op = opStruct
+func (b *planBuilder) fillStruct(p *Plan, t reflect.Type) {
+	p.Op = OpStruct
 	sfs := structFields(t)
-	p.fields = make([]fieldPlan, len(sfs))
-	p.fixed = true
+	p.Fields = make([]Field, len(sfs))
+	p.Fixed = true
 	for i, sf := range sfs {
-		f := &p.fields[i]
-		f.key = appendStr(nil, sf.name)
-		f.index = sf.index
-		f.omitNil, f.omitZero, f.quoted, f.isZero = sf.omitNil, sf.omitZero, sf.quoted, sf.isZero
-		f.plan = b.plan(sf.typ)
+		f := &p.Fields[i]
+		f.Key = msgp.AppendString(nil, sf.name)
+		f.Index = sf.index
+		f.OmitNil, f.OmitZero, f.Quoted, f.IsZero = sf.omitNil, sf.omitZero, sf.quoted, sf.isZero
+		f.Plan = b.plan(sf.typ, false)
 		// A nil embedded pointer on the way hides the field.
 		ft := t
 		for _, x := range sf.index[:len(sf.index)-1] {
@@ -536,14 +535,14 @@ func (b *planBuilder) fillStruct(p *typePlan, t reflect.Type) {
 			}
 			ft = ft.Field(x).Type
 			if ft.Kind() == reflect.Pointer {
-				f.viaPtr = true
+				f.ViaPtr = true
 			}
 		}
-		if f.viaPtr || f.omitNil || f.omitZero {
-			p.fixed = false
+		if f.ViaPtr || f.OmitNil || f.OmitZero {
+			p.Fixed = false
 		}
-		if !f.viaPtr && f.plan.addrSensitive {
-			p.addrSensitive = true
+		if !f.ViaPtr && f.Plan.AddrSensitive {
+			p.AddrSensitive = true
 		}
 	}
 }
