@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/fluentcore/fluentcore/internal/spill"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -22,8 +23,8 @@ import (
 // the receiver does.
 //
 // The two streams share all of that; what differs is a policy value per stream: the info
-// stream's (infoPolicy, here and in degrade.go) drops what it cannot carry and counts it,
-// the err stream's (errPolicy, err_spill.go) waits, truncates and spills instead.
+// stream's (infoPolicy, degrade.go) drops what it cannot carry and counts it, the err
+// stream's (errPolicy, err_spill.go) waits, truncates and spills instead.
 
 // batch is one buffer of encoded entries: the payload of one PackedForward frame.
 type batch struct {
@@ -77,13 +78,6 @@ type stream struct {
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	sendDuration                                   prometheus.Observer // this stream's histogram
-}
-
-// infoPolicy is the info stream's: an entry that cannot be buffered is dropped and
-// counted by reason, and under backpressure Check sheds entries before they are encoded.
-type infoPolicy struct {
-	degrade *degradeControl
-	kick    chan struct{} // wakes the clock when the fill reaches the high watermark
 }
 
 func newStream(id streamID, budget int, s *settings, fwd *forwarder) *stream {
@@ -431,6 +425,93 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 	s.sentBatches.Add(1)
 	s.sentBytes.Add(uint64(size))
 	return true
+}
+
+// spillEntry spills one err entry that could not be buffered, and counts it.
+func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
+	s.countSpill(s.err.spillEntry(s.tag, ctx, ent, fields), 1)
+}
+
+// spillSealed hands a sealed err batch to the spill and frees it.
+func (s *stream) spillSealed(b *batch) {
+	s.countSpill(s.err.spill.Append(s.tag, b.buf, b.n), b.n)
+	s.finish(b)
+}
+
+// countSpill counts n entries by what the spill said: spilled, or dropped with the reason
+// (the spill chain has written them to ErrFallback where it could): never silently.
+func (s *stream) countSpill(err error, n int) {
+	switch {
+	case err == nil:
+		s.spilled.Add(uint64(n))
+	case errors.Is(err, spill.ErrFull):
+		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
+	case errors.Is(err, errEncodePanic):
+		s.shards[0].dropped[dropEncodeError].Add(uint64(n))
+	default:
+		s.shards[0].dropped[dropSpillFailed].Add(uint64(n))
+	}
+}
+
+// replay is the err sender while the durable spill holds frames. The spill is then the
+// queue: every sealed batch is appended to its tail (which frees the batch for writers at
+// once) and frames are sent from its head, oldest first, so spilled entries arrive before
+// newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
+// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
+// segment that cannot be read is retried like a failed send. It returns true once the spill
+// is empty, false when ctx is cancelled.
+func (s *stream) replay(ctx context.Context, bo backoff.BackOff) bool {
+	bo.Reset()
+	for {
+		s.drainToSpill()
+		fr, ok, err := s.err.disk.Head()
+		if err == nil && !ok {
+			return true
+		}
+		if err == nil && s.sendFrame(ctx, fr.Tag, fr.Entries, fr.N) {
+			s.replayed.Add(uint64(fr.N))
+			s.err.disk.Pop()
+			bo.Reset()
+			continue
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			wait = time.Second
+		}
+		if !s.spillWhileWaiting(ctx, wait) {
+			return false
+		}
+	}
+}
+
+// spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
+// as they are sealed.
+func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case b := <-s.queue:
+			s.spillSealed(b)
+		case <-s.err.spillKick:
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// drainToSpill moves every queued batch to the spill, without waiting.
+func (s *stream) drainToSpill() {
+	for {
+		select {
+		case b := <-s.queue:
+			s.spillSealed(b)
+		default:
+			return
+		}
+	}
 }
 
 // abandon accounts for a batch that was never delivered: err entries are spilled, info

@@ -193,6 +193,13 @@ func fnv32a(s string) uint32 {
 	return h
 }
 
+// infoPolicy is the info stream's: an entry that cannot be buffered is dropped and
+// counted by reason, and under backpressure Check sheds entries before they are encoded.
+type infoPolicy struct {
+	degrade *degradeControl
+	kick    chan struct{} // wakes the clock when the fill reaches the high watermark
+}
+
 // degradeControl wraps the state machine for the info stream: the sink's clock goroutine
 // feeds observations; Core.Check reads the state with one atomic load.
 type degradeControl struct {

@@ -1,12 +1,10 @@
 package fluentcore
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"go.uber.org/zap/zapcore"
 )
@@ -75,17 +73,20 @@ type entryEncoder struct {
 	buf []byte
 }
 
-// spillEntry spills one err entry that could not be buffered and counts it. With a durable
-// spill it also wakes the sender: full buffers are a reason to move the queued batches to
-// the spill now.
-func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
-	e := &s.err.enc
+// errEncodePanic is spillEntry's error when a marshaler panicked while the entry was
+// encoded for the spill: counted as encode_error.
+var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked")
+
+// spillEntry encodes one err entry that could not be buffered and hands it to the spill; the
+// error is the spill's (nil: spilled) or errEncodePanic. With a durable spill it also wakes
+// the sender: full buffers are a reason to move the queued batches to the spill now.
+func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) error {
+	e := &p.enc
 	e.mu.Lock()
 	out, ok := encodeSafely(e.enc, e.buf[:0], ctx, ent, fields)
+	err := errEncodePanic
 	if ok {
-		s.countSpill(s.err.spill.Append(s.tag, out, 1), 1)
-	} else {
-		s.shards[0].dropped[dropEncodeError].Add(1)
+		err = p.spill.Append(tag, out, 1)
 	}
 	if cap(out) <= 64<<10 {
 		e.buf = out[:0]
@@ -93,90 +94,11 @@ func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zap
 		e.buf = nil // a rare huge entry: do not keep its buffer
 	}
 	e.mu.Unlock()
-	if s.err.spillKick != nil {
+	if p.spillKick != nil {
 		select {
-		case s.err.spillKick <- struct{}{}:
+		case p.spillKick <- struct{}{}:
 		default:
 		}
 	}
-}
-
-// spillSealed hands a sealed err batch to the spill and frees it.
-func (s *stream) spillSealed(b *batch) {
-	s.countSpill(s.err.spill.Append(s.tag, b.buf, b.n), b.n)
-	s.finish(b)
-}
-
-// countSpill counts n entries by what the spill said: spilled, or dropped with the reason
-// (the spill chain has written them to ErrFallback where it could): never silently.
-func (s *stream) countSpill(err error, n int) {
-	switch {
-	case err == nil:
-		s.spilled.Add(uint64(n))
-	case errors.Is(err, spill.ErrFull):
-		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
-	default:
-		s.shards[0].dropped[dropSpillFailed].Add(uint64(n))
-	}
-}
-
-// replay is the err sender while the durable spill holds frames. The spill is then the
-// queue: every sealed batch is appended to its tail (which frees the batch for writers at
-// once) and frames are sent from its head, oldest first, so spilled entries arrive before
-// newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
-// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
-// segment that cannot be read is retried like a failed send. It returns true once the spill
-// is empty, false when ctx is cancelled.
-func (s *stream) replay(ctx context.Context, bo backoff.BackOff) bool {
-	bo.Reset()
-	for {
-		s.drainToSpill()
-		fr, ok, err := s.err.disk.Head()
-		if err == nil && !ok {
-			return true
-		}
-		if err == nil && s.sendFrame(ctx, fr.Tag, fr.Entries, fr.N) {
-			s.replayed.Add(uint64(fr.N))
-			s.err.disk.Pop()
-			bo.Reset()
-			continue
-		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			wait = time.Second
-		}
-		if !s.spillWhileWaiting(ctx, wait) {
-			return false
-		}
-	}
-}
-
-// spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
-// as they are sealed.
-func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case b := <-s.queue:
-			s.spillSealed(b)
-		case <-s.err.spillKick:
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// drainToSpill moves every queued batch to the spill, without waiting.
-func (s *stream) drainToSpill() {
-	for {
-		select {
-		case b := <-s.queue:
-			s.spillSealed(b)
-		default:
-			return
-		}
-	}
+	return err
 }

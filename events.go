@@ -41,16 +41,3 @@ type Event struct {
 	Time   time.Time
 	Err    error // for spill events: what happened, naming the directory or segment
 }
-
-// event reports kind to Config.OnEvent, if set. Degrade events are the info stream's,
-// spill events the err stream's.
-func (s *settings) event(now time.Time, kind EventKind, err error) {
-	if s.onEvent == nil {
-		return
-	}
-	id := errStream
-	if kind == EventDegraded || kind == EventRecovered {
-		id = infoStream
-	}
-	s.onEvent(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
-}

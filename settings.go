@@ -206,3 +206,16 @@ func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {
 // newBackoff returns the retry schedule of one sender or server: exponential with jitter
 // from RetryMin to RetryMax, never giving up, reset after each delivered batch.
 func (s *settings) newBackoff() backoff.BackOff { return dial.NewBackOff(s.retryMin, s.retryMax) }
+
+// event reports kind to Config.OnEvent, if set. Degrade events are the info stream's,
+// spill events the err stream's.
+func (s *settings) event(now time.Time, kind EventKind, err error) {
+	if s.onEvent == nil {
+		return
+	}
+	id := errStream
+	if kind == EventDegraded || kind == EventRecovered {
+		id = infoStream
+	}
+	s.onEvent(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
+}
