@@ -49,7 +49,10 @@ func newErrPolicy(s *settings) (*errPolicy, error) {
 	return p, nil
 }
 
-// wakeSender tells the sender an entry is waiting; it never blocks.
+// wakeSender tells the sender an entry is waiting; it never blocks. Err entries do not wait
+// for FlushInterval: the sender seals the open batches as soon as it is free, so entries
+// written while it sends are batched together and an error under an info flood arrives in
+// milliseconds.
 func (p *errPolicy) wakeSender() {
 	select {
 	case p.wake <- struct{}{}:
