@@ -71,3 +71,30 @@ func TestInternalPackagesImportOneWay(t *testing.T) {
 		}
 	}
 }
+
+// The library's own code keeps no sync.Pool (ARCHITECTURE.md, promise 1): its buffers are
+// allocated once and owned by the sink. Tests and the bench module may use one.
+func TestNoSyncPool(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (path == "bench" || path == "interop" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(src), "sync."+"Pool") {
+			t.Errorf("%s uses sync.Pool", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

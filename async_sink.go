@@ -427,9 +427,11 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 	return true
 }
 
-// spillEntry spills one err entry that could not be buffered, and counts it.
+// spillEntry spills one err entry that could not be buffered, counts it, and wakes the
+// sender to move the queued batches to the durable spill too.
 func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
 	s.countSpill(s.err.spillEntry(s.tag, ctx, ent, fields), 1)
+	s.err.kickSpill()
 }
 
 // spillSealed hands a sealed err batch to the spill and frees it.

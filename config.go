@@ -5,7 +5,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/fluentcore/fluentcore/internal/dial"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -180,7 +179,7 @@ type Config struct {
 }
 
 // DefaultServerWeight is a Server's weight when Weight is 0, as in fluentd's out_forward.
-const DefaultServerWeight = dial.DefaultWeight
+const DefaultServerWeight = 60
 
 // Server is one receiver of Config.Servers. It is a plain value, safe to copy and share.
 type Server struct {
@@ -196,13 +195,4 @@ type Server struct {
 	// down; once one of those is due to be tried again, the next send moves back to it.
 	// Default false.
 	Standby bool `json:"standby,omitempty" yaml:"standby,omitempty"`
-}
-
-// Validate reports every problem that keeps cfg from working as written: a malformed
-// address, a negative or inconsistent size or duration, joined into one error. It is for
-// callers who want to fail fast; New accepts any Config. Safe to call at any time: it only
-// reads cfg (and stats SpillDir).
-func (cfg Config) Validate() error {
-	_, err := resolve(cfg)
-	return err
 }

@@ -9,8 +9,11 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// entrySink is all a Core asks of its sink (async_sink.go). Its methods are safe for
-// concurrent use.
+// entrySink is all a Core asks of its sink (async_sink.go); the sink's other methods and
+// its streams are none of the Core's business. The Core holds the sink itself, not this
+// interface, so that the per-entry calls (admit, write) are direct calls the compiler can
+// inline; this interface is the contract, checked where the sink is declared. Its methods
+// are safe for concurrent use.
 type entrySink interface {
 	// admit reports whether an entry that passed the level check is to be written; an
 	// entry it refuses (the info stream sheds it) is counted as dropped, never encoded.
@@ -36,10 +39,10 @@ type Core struct {
 
 // shared is what every Core made from one New has in common.
 type shared struct {
-	s       *settings
-	sink    entrySink
-	metrics prometheus.Collector
-	err     error // what New found wrong (config, spill, registration): Sync and Close report it
+	s          *settings
+	sink       *sink // used only through entrySink's methods
+	metrics    prometheus.Collector
+	err        error // what New found wrong (config, spill, registration): Sync and Close report it
 }
 
 // New returns a Core for cfg. It never fails and never blocks on the network: it allocates

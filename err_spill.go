@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"time"
@@ -81,27 +82,34 @@ type entryEncoder struct {
 var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked")
 
 // spillEntry encodes one err entry that could not be buffered and hands it to the spill; the
-// error is the spill's (nil: spilled) or errEncodePanic. With a durable spill it also wakes
-// the sender: full buffers are a reason to move the queued batches to the spill now.
+// error is the spill's (nil: spilled) or errEncodePanic. The encoder's lock is not held
+// while the spill works: Append fsyncs, writes ErrFallback and may call OnEvent. The copy
+// that allows it is the one allocation of this path, which only entries the buffers could
+// not take follow.
 func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) error {
 	e := &p.enc
 	e.mu.Lock()
 	out, ok := encodeSafely(e.enc, e.buf[:0], ctx, ent, fields)
-	err := errEncodePanic
-	if ok {
-		err = p.spill.Append(tag, out, 1)
-	}
+	entry := bytes.Clone(out)
 	if cap(out) <= 64<<10 {
 		e.buf = out[:0]
 	} else {
 		e.buf = nil // a rare huge entry: do not keep its buffer
 	}
 	e.mu.Unlock()
+	if !ok {
+		return errEncodePanic
+	}
+	return p.spill.Append(tag, entry, 1)
+}
+
+// kickSpill tells the sender, with a durable spill, that a writer spilled: full buffers are
+// a reason to move the queued batches to the spill now. It never blocks.
+func (p *errPolicy) kickSpill() {
 	if p.spillKick != nil {
 		select {
 		case p.spillKick <- struct{}{}:
 		default:
 		}
 	}
-	return err
 }

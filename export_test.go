@@ -23,4 +23,4 @@ func settingsFor(cfg Config) *settings {
 }
 
 // sinkOf returns the sink behind a Core made by New.
-func sinkOf(c *Core) *sink { return c.sink.(*sink) }
+func sinkOf(c *Core) *sink { return c.sink }

@@ -16,6 +16,16 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
+// Validate reports every problem that keeps cfg from working as written: a malformed
+// address, a negative or inconsistent size or duration, joined into one error. It is for
+// callers who want to fail fast; New accepts any Config and reports the same error from
+// Sync and Close. Safe for concurrent use: it changes nothing, and looks no further than cfg,
+// SpillDir's status and the host name.
+func (cfg Config) Validate() error {
+	_, err := resolve(cfg)
+	return err
+}
+
 // settings is a Config with every default applied, read by every part of the core. It is
 // built once, by resolve, and never changed.
 type settings struct {
@@ -100,27 +110,27 @@ func resolve(cfg Config) (*settings, error) {
 		bad("Username and Password need a SharedKey")
 	}
 
-	// Sizes: the batch first, since the others are bounded by it.
-	s.batchBytes = orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	// Sizes: the batch first, since the others are bounded by it. They are checked against
+	// the batch size as configured and sized with the one in use (the default, if the
+	// configured one is out of range).
+	batch := orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	s.batchBytes = batch
 	switch {
 	case cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit:
 		bad("MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
 		s.batchBytes = DefaultMaxBatchBytes
-	case cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > s.batchBytes:
-		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, s.batchBytes)
+	case cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch:
+		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
 	}
 	s.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, s.batchBytes)), s.batchBytes)
 	budget := func(name string, v, def int) int {
-		if v < 0 || (v > 0 && v < 2*s.batchBytes) {
-			bad("%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*s.batchBytes)
+		if v < 0 || (v > 0 && v < 2*batch) {
+			bad("%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*batch)
 		}
 		return max(orDefault(v, def), 2*s.batchBytes)
 	}
 	s.infoBufferBytes = budget("Info.BufferBytes", cfg.Info.BufferBytes, DefaultInfoBufferBytes)
 	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
-	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(s.batchBytes)) {
-		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*s.batchBytes)
-	}
 	s.spillMaxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(s.batchBytes))
 
 	for _, d := range []struct {
@@ -133,6 +143,9 @@ func resolve(cfg Config) (*settings, error) {
 		if d.v < 0 {
 			bad("%s is negative (%v)", d.name, d.v)
 		}
+	}
+	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
+		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch)
 	}
 	s.handshakeTimeout = orDefault(cfg.HandshakeTimeout, s.dialTimeout)
 	s.retryMax = max(s.retryMax, s.retryMin)
@@ -177,7 +190,7 @@ func (s *settings) resolveServers(cfg Config, errs *[]error) {
 		*errs = append(*errs, s.addrErr)
 	}
 	for _, srv := range servers {
-		ep, err := dial.NewEndpoint(srv.Addr, srv.Weight, srv.Standby, cfg.TLS)
+		ep, err := dial.NewEndpoint(srv.Addr, cmp.Or(srv.Weight, DefaultServerWeight), srv.Standby, cfg.TLS)
 		if err != nil && s.addrErr == nil {
 			s.addrErr = err
 		}

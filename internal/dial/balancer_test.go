@@ -1,6 +1,7 @@
 package dial
 
 import (
+	"cmp"
 	"crypto/tls"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func constantBackOff(d time.Duration) func() backoff.BackOff {
 func eps(servers ...Server) []Endpoint {
 	out := make([]Endpoint, len(servers))
 	for i, s := range servers {
-		ep, err := NewEndpoint(s.Addr, s.Weight, s.Standby, nil)
+		ep, err := NewEndpoint(s.Addr, cmp.Or(s.Weight, 60), s.Standby, nil) // 60: the root's default
 		if err != nil {
 			panic(err)
 		}

@@ -9,9 +9,6 @@ import (
 	"strings"
 )
 
-// DefaultWeight is an endpoint's weight when none is given, as in fluentd's out_forward.
-const DefaultWeight = 60
-
 // ParseAddr splits an address into a network and an address to dial. Accepted forms:
 // "tcp://host:port", "host:port", "tls://host:port" and "unix:///path". The error names
 // the address and what is wrong with it.
@@ -53,15 +50,12 @@ type Endpoint struct {
 	Standby          bool
 }
 
-// NewEndpoint parses one server. weight 0 means DefaultWeight; tlsBase is the configured
-// TLS (nil for the defaults: system roots, TLS 1.2 or later), cloned and given the
-// address's host as ServerName when it has none. A malformed address or a negative weight
+// NewEndpoint parses one server. weight is its share of new connections (see Balancer);
+// tlsBase is the configured TLS (nil for the defaults: system roots, TLS 1.2 or later),
+// cloned and given the address's host as ServerName when it has none. A malformed address or a negative weight
 // is an error; the endpoint is returned all the same, for messages.
 func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (Endpoint, error) {
 	ep := Endpoint{Addr: addr, Weight: weight, Standby: standby}
-	if ep.Weight == 0 {
-		ep.Weight = DefaultWeight
-	}
 	network, address, useTLS, err := ParseAddr(addr)
 	if err != nil {
 		return ep, err

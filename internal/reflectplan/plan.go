@@ -48,7 +48,7 @@ const (
 	OpDuration // time.Duration, through EncoderConfig.EncodeDuration
 	OpObject   // zapcore.ObjectMarshaler
 	OpLogArray // zapcore.ArrayMarshaler
-	OpMsgp     // msgp.Marshaler; typePlan.next takes over when its output is unusable
+	OpMsgp     // msgp.Marshaler; Plan.Next takes over when its output is unusable
 	OpJSON     // json.Marshaler
 	OpText     // encoding.TextMarshaler
 	OpError    // error: its Error() text
@@ -58,12 +58,12 @@ const (
 type Plan struct {
 	Op   Op
 	Type reflect.Type
-	// Elem is the plan of the element (opSlice, opArray, opPtr) or of the map value (opMap).
+	// Elem is the plan of the element (OpSlice, OpArray, OpPtr) or of the map value (OpMap).
 	Elem *Plan
-	// Next is the plan used when a msgp.Marshaler's output can't be used as it is (opMsgp).
+	// Next is the plan used when a msgp.Marshaler's output can't be used as it is (OpMsgp).
 	Next *Plan
 	// Addr is the plan for v.Addr(), used when v is addressable: methods with pointer
-	// receivers, as encoding/json uses them. box says to take a copy's address when v is
+	// receivers, as encoding/json uses them. Box says to take a copy's address when v is
 	// not addressable (only for msgp.Marshaler, whose generated methods have pointer
 	// receivers).
 	Addr *Plan
@@ -72,13 +72,13 @@ type Plan struct {
 	// behaves differently when addressable. Map values are copied out of the map only then.
 	AddrSensitive bool
 
-	Fields []Field // opStruct, in encoding/json's order
-	Fixed  bool    // opStruct: every field is always written, so the size is known
+	Fields []Field // OpStruct, in encoding/json's order
+	Fixed  bool    // OpStruct: every field is always written, so the size is known
 
-	KeyOp    Op           // opMap: opString, opInt, opUint or opText
-	KeySlice reflect.Type // opMap: []key and []value, to copy a map out in two allocations
+	KeyOp    Op           // OpMap: OpString, OpInt, OpUint or OpText
+	KeySlice reflect.Type // OpMap: []key and []value, to copy a map out in two allocations
 	ValSlice reflect.Type
-	// opMap: exactly map[string]any or map[string]string, which have faster paths.
+	// OpMap: exactly map[string]any or map[string]string, which have faster paths.
 	AnyMap, StrMap bool
 }
 
@@ -156,7 +156,7 @@ const MaxDepth = 128
 type planBuilder struct {
 	known  map[reflect.Type]*Plan // published
 	fresh  map[reflect.Type]*Plan // built by this call, published at its end
-	noMsgp map[reflect.Type]*Plan // variants that ignore msgp.Marshaler (opMsgp fallbacks)
+	noMsgp map[reflect.Type]*Plan // variants that ignore msgp.Marshaler (OpMsgp fallbacks)
 }
 
 // plan returns t's plan, registered before it is filled. With noMsgp it is t's plan as if

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// errLocked is tryLock's answer when another open file holds the lock.
+// errLocked is flock's answer when another open file holds the lock.
 var errLocked = errors.New("locked")
 
 // lockDir takes the exclusive lock of path (SpillDir/LOCK) without waiting. The lock
@@ -17,20 +17,16 @@ var errLocked = errors.New("locked")
 // written into the file for humans; it plays no part in the locking. Closing the file
 // releases the lock.
 func lockDir(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("fluentcore: SpillDir lock: %w", err)
-	}
-	if err := tryLock(f); err != nil {
+	f, err := flock(path)
+	if errors.Is(err, errLocked) {
 		owner, _ := os.ReadFile(path)
-		_ = f.Close()
-		if errors.Is(err, errLocked) {
-			who := strings.TrimSpace(string(owner))
-			if who == "" {
-				who = "unknown"
-			}
-			return nil, fmt.Errorf("fluentcore: SpillDir %s is in use by another core (pid %s): spill disabled, err entries go to ErrFallback", strings.TrimSuffix(path, string(os.PathSeparator)+lockName), who)
+		who := strings.TrimSpace(string(owner))
+		if who == "" {
+			who = "unknown"
 		}
+		return nil, fmt.Errorf("fluentcore: SpillDir %s is in use by another core (pid %s): spill disabled, err entries go to ErrFallback", strings.TrimSuffix(path, string(os.PathSeparator)+lockName), who)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := f.Truncate(0); err == nil {

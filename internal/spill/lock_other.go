@@ -7,8 +7,8 @@ import (
 	"os"
 )
 
-// tryLock: this platform has no flock in package syscall, so the spill cannot make sure it
-// owns its directory; it stays off, and the core reports why.
-func tryLock(*os.File) error {
-	return errors.New("fluentcore: SpillDir is not supported on this platform (no flock): spill disabled, err entries go to ErrFallback")
+// flock: this platform has no flock in package syscall, so the spill cannot make sure it
+// owns its directory; it stays off, the directory untouched, and the core reports why.
+func flock(string) (*os.File, error) {
+	return nil, errors.New("fluentcore: SpillDir is not supported on this platform (no flock): spill disabled, err entries go to ErrFallback")
 }

@@ -9,15 +9,19 @@ import (
 	"syscall"
 )
 
-// tryLock takes an exclusive flock on f without waiting: errLocked if another open file
-// holds it.
-func tryLock(f *os.File) error {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, syscall.EWOULDBLOCK):
-		return errLocked
+// flock opens path (creating it) and takes an exclusive flock on it without waiting:
+// errLocked if another open file holds it.
+func flock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("fluentcore: SpillDir lock: %w", err)
 	}
-	return fmt.Errorf("fluentcore: SpillDir lock: %w", err)
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errLocked
+		}
+		return nil, fmt.Errorf("fluentcore: SpillDir lock: %w", err)
+	}
+	return f, nil
 }
