@@ -4,8 +4,10 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +83,9 @@ func fieldKey(f reflect.StructField) string {
 
 func decodeJSON(v reflect.Value, raw []byte, path string) error {
 	bad := func(err error) error {
+		if path == "" {
+			return fmt.Errorf("fluentcore: config: %w", err)
+		}
 		return fmt.Errorf("fluentcore: config %s: %w", strings.TrimPrefix(path, "."), err)
 	}
 	t := v.Type()
@@ -112,6 +117,9 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 				if err := decodeJSON(v.Field(i), r, path+"."+key); err != nil {
 					return err
 				}
+				if err := checkZero(strings.TrimPrefix(path+"."+key, "."), v.Field(i)); err != nil {
+					return bad(err)
+				}
 				delete(m, key)
 			}
 		}
@@ -135,6 +143,18 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 	}
 	if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
 		return bad(err)
+	}
+	return nil
+}
+
+// zeroMeansDefault are the keys whose zero a reader could take for "none" (keep no entry
+// first, no sampling window), while it means the default: set explicitly, 0 is refused.
+var zeroMeansDefault = map[string]string{"degrade.sample_first": "10", "degrade.sample_interval": "1s"}
+
+// checkZero refuses an explicit zero for a key of zeroMeansDefault; key is the JSON path.
+func checkZero(key string, v reflect.Value) error {
+	if def, ok := zeroMeansDefault[key]; ok && v.IsZero() {
+		return fmt.Errorf("%s: 0 cannot be told from unset, which means the default (%s): set it above 0", key, def)
 	}
 	return nil
 }
@@ -169,43 +189,94 @@ const EnvPrefix = "FLUENT_"
 // FLUENT_INFO_BUFFER_BYTES, FLUENT_DEGRADE_POLICY=keep_warn, FLUENT_SHARED_KEY, ... (README
 // lists them all). FLUENT_SERVERS is a comma-separated list of addresses, each optionally
 // followed by ";weight=N" and ";standby"; FLUENT_CONST_LABELS is "k=v,k2=v2". Unset
-// variables leave a field at its zero value, which New reads as the default. The error names
-// every variable it could not parse; the Config returned with an error holds what could be
-// read. Safe for concurrent use.
+// variables leave a field at its zero value, which New reads as the default. A FLUENT_
+// variable that is not one of these but within two letters of one (FLUENT_FLUSH_INTERVALL)
+// is a typo and an error; others are left alone, since fluent-bit's images and other tools
+// use the prefix too. The error names every variable it could not parse or place; the
+// Config returned with an error holds what could be read. Safe for concurrent use.
 func ConfigFromEnv() (Config, error) {
-	return configFromEnv(os.LookupEnv)
+	return configFromEnv(os.Environ())
 }
 
-func configFromEnv(lookup func(string) (string, bool)) (Config, error) {
+// configFromEnv reads a Config from environ, in os.Environ's "KEY=value" form.
+func configFromEnv(environ []string) (Config, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, EnvPrefix) {
+			env[k] = v
+		}
+	}
 	var cfg Config
 	var errs []string
-	walkEnv(reflect.ValueOf(&cfg).Elem(), EnvPrefix, func(name string, v reflect.Value) {
-		s, ok := lookup(name)
+	walkEnv(reflect.ValueOf(&cfg).Elem(), EnvPrefix, "", func(name, key string, v reflect.Value) {
+		s, ok := env[name]
 		if !ok {
 			return
 		}
-		if err := setEnv(v, s); err != nil {
+		delete(env, name)
+		err := setEnv(v, s)
+		if err == nil {
+			err = checkZero(key, v)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s=%q: %v", name, s, err))
 		}
 	})
+	for _, name := range slices.Sorted(maps.Keys(env)) { // what is left is not ours
+		if near := nearEnvName(name); near != "" {
+			errs = append(errs, fmt.Sprintf("%s is not a fluentcore variable: did you mean %s?", name, near))
+		}
+	}
 	if len(errs) > 0 {
 		return cfg, fmt.Errorf("fluentcore: environment: %s", strings.Join(errs, "; "))
 	}
 	return cfg, nil
 }
 
+// nearEnvName returns the variable ConfigFromEnv reads that name is a typo of (at most two
+// letters inserted, deleted or changed), or "" if there is none.
+func nearEnvName(name string) string {
+	for _, known := range envNames() {
+		if editDistance(name, known) <= 2 {
+			return known
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // envNames lists the environment variables ConfigFromEnv reads, in field order.
 func envNames() []string {
 	var names []string
 	var cfg Config
-	walkEnv(reflect.ValueOf(&cfg).Elem(), EnvPrefix, func(name string, _ reflect.Value) {
+	walkEnv(reflect.ValueOf(&cfg).Elem(), EnvPrefix, "", func(name, _ string, _ reflect.Value) {
 		names = append(names, name)
 	})
 	return names
 }
 
-// walkEnv calls fn with the variable name of every settable leaf of a config struct.
-func walkEnv(v reflect.Value, prefix string, fn func(string, reflect.Value)) {
+// walkEnv calls fn with the variable name and the JSON path of every settable leaf of a
+// config struct.
+func walkEnv(v reflect.Value, prefix, path string, fn func(name, key string, v reflect.Value)) {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		key := fieldKey(t.Field(i))
@@ -213,11 +284,14 @@ func walkEnv(v reflect.Value, prefix string, fn func(string, reflect.Value)) {
 			continue
 		}
 		name, f := prefix+strings.ToUpper(key), v.Field(i)
+		if path != "" {
+			key = path + "." + key
+		}
 		if f.Kind() == reflect.Struct {
-			walkEnv(f, name+"_", fn)
+			walkEnv(f, name+"_", key, fn)
 			continue
 		}
-		fn(name, f)
+		fn(name, key, f)
 	}
 }
 

@@ -93,7 +93,12 @@ func TestConfigFromEnv(t *testing.T) {
 		"FLUENT_DEGRADE_POLICY": "keep_warn", "FLUENT_DEGRADE_HOLD": "10s", "FLUENT_DEGRADE_HIGH_WATERMARK": "0.8",
 		"FLUENT_CONST_LABELS": "core=main,team=shop",
 	}
-	got, err := configFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	// Variables of other tools that share the prefix are left alone.
+	environ := []string{"PATH=/bin", "FLUENT_ELASTICSEARCH_HOST=es", "FLUENT_BIT_VERSION=3"}
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	got, err := configFromEnv(environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +121,9 @@ func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 		{`{"degrade": {"policy": "panic"}}`, "degrade.policy"},
 		{`{"info": {"buffer_bytes": "big"}}`, "info.buffer_bytes"},
 		{`{"servers": [{"addr": "a:1", "wieght": 3}]}`, "wieght"},
-		{`{"adress": "x:1"}`, `unknown key "adress"`}, //nolint:misspell // the misspelt key is the point
+		{`{"adress": "x:1"}`, `fluentcore: config: unknown key "adress"`}, //nolint:misspell // the misspelt key is the point
+		{`{"degrade": {"sample_first": 0}}`, "degrade.sample_first: 0"},
+		{`{"degrade": {"sample_interval": "0s"}}`, "degrade.sample_interval: 0"},
 	} {
 		var cfg Config
 		err := json.Unmarshal([]byte(c.src), &cfg)
@@ -124,17 +131,17 @@ func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %q", c.src, err, c.want)
 		}
 	}
-	_, err := configFromEnv(func(k string) (string, bool) {
-		switch k {
-		case "FLUENT_FLUSH_INTERVAL":
-			return "soon", true
-		case "FLUENT_REQUIRE_ACK":
-			return "maybe", true
-		}
-		return "", false
-	})
+	_, err := configFromEnv([]string{"FLUENT_FLUSH_INTERVAL=soon", "FLUENT_REQUIRE_ACK=maybe"})
 	if err == nil || !strings.Contains(err.Error(), "FLUENT_FLUSH_INTERVAL") || !strings.Contains(err.Error(), "FLUENT_REQUIRE_ACK") {
 		t.Fatalf("env error %v does not name both variables", err)
+	}
+	// A typo of a known variable is an error that names both; it was ignored.
+	cfg, err := configFromEnv([]string{"FLUENT_FLUSH_INTERVALL=1s", "FLUENT_TAG=shop"})
+	if err == nil || !strings.Contains(err.Error(), "FLUENT_FLUSH_INTERVALL") || !strings.Contains(err.Error(), "did you mean FLUENT_FLUSH_INTERVAL?") {
+		t.Fatalf("typo: error %v", err)
+	}
+	if cfg.Tag != "shop" {
+		t.Fatalf("the variables next to the typo were not read: %+v", cfg)
 	}
 }
 

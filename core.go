@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,8 @@ type shared struct {
 	s          *settings
 	sink       *sink // used only through entrySink's methods
 	metrics    prometheus.Collector
+	registerer prometheus.Registerer // where metrics are registered; nil if not (or it failed)
+	unregister sync.Once
 	err        error // what New found wrong (config, spill, registration): Sync and Close report it
 }
 
@@ -56,12 +59,16 @@ func New(cfg Config) *Core {
 	k := newSink(s, sendDuration)
 	m := newMetrics(k.stats, sendDuration, cfg.ConstLabels)
 	err = errors.Join(err, k.spillErr)
+	sh := &shared{s: s, sink: k, metrics: m}
 	if cfg.Registerer != nil {
 		if rerr := cfg.Registerer.Register(m); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
+		} else {
+			sh.registerer = cfg.Registerer
 		}
 	}
-	return &Core{shared: &shared{s: s, sink: k, metrics: m, err: err}}
+	sh.err = err
+	return &Core{shared: sh}
 }
 
 // Enabled reports whether entries at level l are logged.
@@ -111,11 +118,18 @@ func (c *Core) Sync() error {
 // senders. What is still undelivered then is accounted for: info entries are counted as
 // dropped (reason shutdown), err entries are spilled (to SpillDir, for the next process to
 // replay, or to ErrFallback). Close does not wait for the spill to be replayed; it releases
-// SpillDir. Close is idempotent and safe to call while other goroutines log: later entries
-// are counted as dropped (reason closed) or, for err, written to ErrFallback. It returns
-// what went wrong, if anything.
+// SpillDir, and unregisters the metrics from Config.Registerer (so a new Core, after a
+// config reload, can register on the same one; Stats still works). Close is idempotent and
+// safe to call while other goroutines log: later entries are counted as dropped (reason
+// closed) or, for err, written to ErrFallback. It returns what went wrong, if anything.
 func (c *Core) Close() error {
-	return errors.Join(c.err, c.sink.close(c.s.closeTimeout))
+	err := c.sink.close(c.s.closeTimeout)
+	c.unregister.Do(func() {
+		if c.registerer != nil {
+			c.registerer.Unregister(c.metrics)
+		}
+	})
+	return errors.Join(c.err, err)
 }
 
 // Stats returns the core's counters, the same numbers as its Prometheus metrics. Safe for

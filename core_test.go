@@ -346,6 +346,12 @@ func TestValidate(t *testing.T) {
 		{"small buffer", fluentcore.Config{Info: fluentcore.StreamConfig{BufferBytes: 1000}}, "Info.BufferBytes"},
 		{"negative duration", fluentcore.Config{FlushInterval: -1}, "FlushInterval"},
 		{"watermarks", fluentcore.Config{Degrade: fluentcore.DegradeConfig{LowWatermark: 0.9, HighWatermark: 0.5}}, "watermarks"},
+		{"negative sample_first", fluentcore.Config{Degrade: fluentcore.DegradeConfig{SampleFirst: -3}}, "negative"},
+		{"port too large", fluentcore.Config{Addr: "fluentd:99999"}, "1 to 65535"},
+		{"port zero", fluentcore.Config{Addr: "fluentd:0"}, "1 to 65535"},
+		{"negative port", fluentcore.Config{Addr: "fluentd:-5"}, "1 to 65535"},
+		{"server port", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "tls://a:65536"}}}, "1 to 65535"},
+		{"highest port", fluentcore.Config{Addr: "fluentd:65535"}, ""},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()
@@ -417,35 +423,86 @@ func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
 	if err := dup.Close(); err == nil || !strings.Contains(err.Error(), "register") {
 		t.Fatalf("duplicate registration not reported: %v", err)
 	}
+	// Closing the core whose registration failed leaves the registered one's metrics alone.
+	if n, err := testutil.GatherAndCount(reg, "fluentcore_dropped_entries_total"); err != nil || n != 2*2*9 {
+		t.Fatalf("dropped series after the duplicate's Close: %d, %v", n, err)
+	}
+}
+
+// A config reload: Close, then New on the same Registerer. Close unregisters the metrics,
+// so the new core registers cleanly and exports its own numbers.
+func TestCloseUnregistersMetricsForAReload(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewRegistry()
+	for round := range 3 {
+		core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: reg})
+		zap.New(core).Info("reloaded", zap.Int("round", round))
+		if err := core.Sync(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if got := metric(t, reg, "fluentcore_delivered_entries_total", map[string]string{"stream": "info"}); got != 1 {
+			t.Fatalf("round %d: delivered %v, want the new core's 1", round, got)
+		}
+		if err := core.Close(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+			t.Fatalf("round %d: %d series left after Close, %v", round, n, err)
+		}
+	}
 }
 
 type panicky struct{}
 
 func (panicky) MarshalLogObject(zapcore.ObjectEncoder) error { panic("marshaler bug") }
 
-// A marshaler that panics costs its own entry (counted as encode_error), never the shard: the
-// lock is released and the half-written entry is rolled back, so later entries still arrive.
-func TestPanickingMarshalerIsCountedAndDoesNotWedgeTheCore(t *testing.T) {
+// A marshaler that panics is an error, as a panicking Stringer is in zap: the entry is
+// delivered with a "<key>Error" field, in Write and in With alike. A panic that no field
+// can take (zap.Inline hands the marshaler the encoder itself) costs its own entry, counted
+// as encode_error, never the shard: the lock is released and the half-written entry is
+// rolled back, so later entries still arrive.
+func TestPanickingMarshalerBecomesAnErrorField(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := newTestCore(t, r, nil, nil)
-	logger := zap.New(core)
+	logger := zap.New(core).With(zap.Object("ctx", panicky{})) // panicked in the caller before
 	for i := 0; i < 100; i++ {
-		logger.Info("bad", zap.Object("obj", panicky{}))
+		logger.Error("bad", zap.Object("obj", panicky{}), zap.Array("arr", panickyArray{}), zap.Int("i", i))
+		logger.Info("inline", zap.Inline(panicky{}))
 		logger.Info("good", zap.Int("i", i))
 	}
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.WaitForEntries(100, 5*time.Second)
+	got, err := r.WaitForEntries(200, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	bad := 0
 	for _, e := range got {
-		if e.Record["msg"] != "good" {
+		switch e.Record["msg"] {
+		case "bad":
+			bad++
+			for _, k := range []string{"ctxError", "objError"} {
+				if e.Record[k] != "PANIC=marshaler bug" {
+					t.Fatalf("%s = %v in %v", k, e.Record[k], e.Record)
+				}
+			}
+			if e.Record["arrError"] != "PANIC=array bug" || e.Record["i"] == nil {
+				t.Fatalf("entry %v", e.Record)
+			}
+		case "good":
+		default:
 			t.Fatalf("unexpected entry %v", e.Record)
 		}
 	}
+	if bad != 100 {
+		t.Fatalf("%d of 100 entries with a panicking field delivered", bad)
+	}
 	if n := core.Stats().Info.Dropped["encode_error"]; n != 100 {
-		t.Fatalf("encode_error drops = %d, want 100", n)
+		t.Fatalf("encode_error drops = %d, want 100 (the zap.Inline entries)", n)
 	}
 }
+
+type panickyArray struct{}
+
+func (panickyArray) MarshalLogArray(zapcore.ArrayEncoder) error { panic("array bug") }

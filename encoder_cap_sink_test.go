@@ -69,15 +69,15 @@ func TestMaxEntryBytes(t *testing.T) {
 	if b := r.Stats().Bytes; b > maxEntry+160 {
 		t.Errorf("receiver got %d bytes for a %d-byte cap", b, maxEntry)
 	}
+	if v := metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "too_large"}); v != 1 {
+		t.Errorf("dropped_entries_total{too_large} = %v", v)
+	}
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
 	st := core.Stats()
 	if st.Info.Dropped["too_large"] != 1 {
 		t.Errorf("too_large drops = %d, want 1", st.Info.Dropped["too_large"])
-	}
-	if v := metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "too_large"}); v != 1 {
-		t.Errorf("dropped_entries_total{too_large} = %v", v)
 	}
 	if st.Err.Delivered != 1 || st.Err.Spilled != 1 {
 		t.Errorf("err delivered %d, spilled %d; want 1 and 1", st.Err.Delivered, st.Err.Spilled)

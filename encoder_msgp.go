@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -498,19 +499,30 @@ func (e *msgpEncoder) appendDuration(d time.Duration) {
 	e.buf = msgp.AppendInt64(e.buf, int64(d))
 }
 
-// appendObject writes obj as a map; namespaces it opens end with it, as in zap.
-func (e *msgpEncoder) appendObject(obj zapcore.ObjectMarshaler) error {
+// appendObject writes obj as a map; namespaces it opens end with it, as in zap. A marshaler
+// that panics is an error ("PANIC=..."), as a panicking Stringer is in zap: the field gets a
+// "<key>Error" and the entry is kept. What it wrote before the panic stays, closed.
+func (e *msgpEncoder) appendObject(obj zapcore.ObjectMarshaler) (err error) {
 	d := e.open(kindMap)
-	err := obj.MarshalLogObject(e)
-	e.closeTo(d)
-	return err
+	defer e.closeAfterPanic(d, &err)
+	return obj.MarshalLogObject(e)
 }
 
-func (e *msgpEncoder) appendArray(arr zapcore.ArrayMarshaler) error {
+// appendArray writes arr as an array; a panic is handled as in appendObject.
+func (e *msgpEncoder) appendArray(arr zapcore.ArrayMarshaler) (err error) {
 	d := e.open(kindArray)
-	err := arr.MarshalLogArray(e)
+	defer e.closeAfterPanic(d, &err)
+	return arr.MarshalLogArray(e)
+}
+
+// closeAfterPanic, deferred, closes the containers opened since depth d and turns a panic
+// into *err. Every value a marshaler could have left half-written sits in a container or a
+// slot, which closing completes (see closeContainer), so the output stays valid msgpack.
+func (e *msgpEncoder) closeAfterPanic(d int, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("PANIC=%v", r)
+	}
 	e.closeTo(d)
-	return err
 }
 
 // appendComplex writes c as zap's JSON encoder does: a "re+imi" string, never msgp's

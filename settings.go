@@ -158,6 +158,10 @@ func resolve(cfg Config) (*settings, error) {
 			bad("SpillDir: %w", err)
 		}
 	}
+	if dg := cfg.Degrade; dg.SampleFirst < 0 || dg.SampleThereafter < 0 || dg.SampleInterval < 0 || dg.Hold < 0 ||
+		dg.DisconnectedAfter < 0 || dg.HighWatermark < 0 || dg.LowWatermark < 0 {
+		bad("Degrade has a negative value (0 means the default): %+v", dg)
+	}
 	if dg := s.degrade; dg.HighWatermark > 1 || dg.LowWatermark >= dg.HighWatermark {
 		bad("Degrade watermarks need 0 < low (%v) < high (%v) <= 1", dg.LowWatermark, dg.HighWatermark)
 	}

@@ -11,7 +11,7 @@ const (
 	dropQueueFull                     // info buffers all in use
 	dropTooLarge                      // entry larger than MaxEntryBytes (info)
 	dropClosed                        // logged after Close (info)
-	dropEncodeError                   // a marshaler panicked while encoding
+	dropEncodeError                   // a panic no field could take (zap.Inline, EncodeLevel) while encoding
 	dropShutdown                      // accepted, but not delivered before Close's deadline (info)
 	dropSpillFailed                   // err entry the spill (or, without SpillDir, ErrFallback) failed to take
 	dropSpillFull                     // err entry the spill refused: SpillMaxBytes reached (written to ErrFallback)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 )
 
@@ -37,6 +38,9 @@ func ParseAddr(addr string) (network, address string, useTLS bool, err error) {
 	}
 	if host == "" || port == "" {
 		return "", "", false, fmt.Errorf("fluentcore: address %q needs a host and a port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", "", false, fmt.Errorf("fluentcore: address %q: port %q is not a number from 1 to 65535", addr, port)
 	}
 	return "tcp", address, useTLS, nil
 }
