@@ -36,12 +36,13 @@ type batch struct {
 // shard is one open batch and the encoder that writes into it. Writers pick a shard at
 // random, so many goroutines rarely meet on one lock.
 type shard struct {
-	mu      sync.Mutex
-	enc     *msgpEncoder
-	cur     *batch // nil until a writer takes a batch from the free list
-	entries atomic.Uint64
-	dropped [numDropReasons]atomic.Uint64
-	_       [64]byte // keep neighbouring shards off this cache line
+	mu        sync.Mutex
+	enc       *msgpEncoder
+	cur       *batch // nil until a writer takes a batch from the free list
+	entries   atomic.Uint64
+	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
+	dropped   [numDropReasons]atomic.Uint64
+	_         [64]byte // keep neighbouring shards off this cache line
 }
 
 // stream is one of the two streams: its buffers, its sender and its counters.
@@ -190,6 +191,7 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 			return oversized
 		}
 		out = append(b.buf, capped...)
+		sh.truncated.Add(1)
 	}
 	if cap(out) != cap(b.buf) {
 		// The entry did not fit and append moved everything to a new array: seal the batch as
@@ -547,7 +549,13 @@ func (s *stream) stats() StreamStats {
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]
+		sh.mu.Lock() // a scrape's rare, short wait; writers pay nothing to be counted
+		if sh.cur != nil {
+			st.BufferedBytes += int64(len(sh.cur.buf))
+		}
+		sh.mu.Unlock()
 		st.Entries += sh.entries.Load()
+		st.Truncated += sh.truncated.Load()
 		for r := dropReason(0); r < numDropReasons; r++ {
 			st.Dropped[r.String()] += sh.dropped[r].Load()
 		}

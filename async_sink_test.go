@@ -483,6 +483,30 @@ func TestErrSentWithoutWaitingForFlushInterval(t *testing.T) {
 	}
 }
 
+// BufferedBytes counts what is buffered, open batches included: entries in batches that
+// FlushInterval has not sealed yet are memory in use, and an operator's buffer panel must
+// show them.
+func TestBufferedBytesCountsOpenBatches(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	core := New(Config{Addr: r.Addr(), FlushInterval: time.Hour})
+	defer core.Close()
+	logger := zap.New(core)
+	pad := strings.Repeat("p", 400)
+	for i := range 200 {
+		logger.Info("open", zap.Int("i", i), zap.String("pad", pad))
+	}
+	st := core.Stats().Info
+	if st.BufferedBytes < 200*int64(len(pad)) || st.Delivered != 0 {
+		t.Fatalf("buffered %d bytes after 200 entries of over %d bytes each (delivered %d)", st.BufferedBytes, len(pad), st.Delivered)
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := core.Stats().Info; st.BufferedBytes != 0 || st.Delivered != 200 {
+		t.Fatalf("after Sync: buffered %d, delivered %d", st.BufferedBytes, st.Delivered)
+	}
+}
+
 // The sender allocates nothing per frame once connected. An allocating goroutine is made to
 // assist the garbage collector, and under a flood of allocating loggers the sender was parked
 // in those assists for most of the time, so delivery collapsed (bench: cmd/throughput -g 1024).

@@ -126,7 +126,9 @@ type Config struct {
 	WriteTimeout time.Duration `json:"write_timeout,omitempty" yaml:"write_timeout,omitempty"`
 	// RequireAck asks the receiver to acknowledge every frame (at-least-once delivery:
 	// a frame whose ack is lost is sent again, so duplicates are possible). Default false
-	// (at-most-once, like fluentd's out_forward).
+	// (at-most-once, like fluentd's out_forward). Not for fluentd's unix socket input
+	// (in_unix): it never acks, so every frame would time out and be resent, and err
+	// entries would be spilled although delivered; the send error says so.
 	RequireAck bool `json:"require_ack,omitempty" yaml:"require_ack,omitempty"`
 	// AckTimeout bounds the wait for one ack. Default 30s.
 	AckTimeout time.Duration `json:"ack_timeout,omitempty" yaml:"ack_timeout,omitempty"`

@@ -369,3 +369,69 @@ func parseServers(s string) ([]Server, error) {
 	}
 	return out, nil
 }
+
+// redactedSecret is what every rendering of a Config shows instead of a secret.
+const redactedSecret = "[redacted]"
+
+// plainConfig is Config without its methods, so that renderings of it do not recurse.
+type plainConfig Config
+
+// redacted returns cfg with SharedKey and Password (when set) replaced by "[redacted]", and
+// a Level or ErrLevel that is not a zapcore.Level (a LevelEnablerFunc, say) by the level it
+// enables from, so that every rendering can write it.
+func (cfg Config) redacted() plainConfig {
+	p := plainConfig(cfg)
+	if p.SharedKey != "" {
+		p.SharedKey = redactedSecret
+	}
+	if p.Password != "" {
+		p.Password = redactedSecret
+	}
+	for _, l := range []*zapcore.LevelEnabler{&p.Level, &p.ErrLevel} {
+		if _, ok := (*l).(zapcore.Level); !ok && *l != nil {
+			*l = zapcore.LevelOf(*l)
+		}
+	}
+	return p
+}
+
+// String renders cfg as %+v would, with SharedKey and Password shown as "[redacted]": a
+// Config printed into a log or an error message never carries the secrets. Safe for
+// concurrent use.
+func (cfg Config) String() string { return fmt.Sprintf("%+v", cfg.redacted()) }
+
+// GoString is String for the %#v verb.
+func (cfg Config) GoString() string { return fmt.Sprintf("%#v", cfg.redacted()) }
+
+// MarshalJSON writes cfg in the form UnmarshalJSON reads (durations in nanoseconds), with
+// SharedKey and Password as "[redacted]". Fields that UnmarshalJSON does not read are left
+// out. The error is encoding/json's.
+func (cfg Config) MarshalJSON() ([]byte, error) { return json.Marshal(cfg.redacted()) }
+
+// MarshalYAML is MarshalJSON for YAML (yaml.v2, yaml.v3 and go.yaml.in/yaml call it).
+func (cfg Config) MarshalYAML() (any, error) { return cfg.fieldMap() }
+
+// MarshalLogObject writes cfg's fields, secrets redacted, so that zap.Any("cfg", cfg) and
+// zap.Object log it safely. The error is MarshalJSON's.
+func (cfg Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	fields, err := cfg.fieldMap()
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if err := enc.AddReflected(k, fields[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldMap is MarshalJSON's output as a map.
+func (cfg Config) fieldMap() (map[string]any, error) {
+	b, err := cfg.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}

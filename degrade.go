@@ -76,8 +76,8 @@ type DegradeConfig struct {
 	DisconnectedAfter time.Duration `json:"disconnected_after,omitempty" yaml:"disconnected_after,omitempty"`
 	// SampleInterval, SampleFirst and SampleThereafter tune DegradeSample.
 	// Defaults 1s, 10 and 100.
-	SampleInterval   time.Duration `json:"sample_interval" yaml:"sample_interval"`
-	SampleFirst      int           `json:"sample_first" yaml:"sample_first"`
+	SampleInterval   time.Duration `json:"sample_interval,omitempty" yaml:"sample_interval,omitempty"`
+	SampleFirst      int           `json:"sample_first,omitempty" yaml:"sample_first,omitempty"`
 	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
 }
 

@@ -72,10 +72,17 @@ func TestMaxEntryBytes(t *testing.T) {
 	if v := metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "too_large"}); v != 1 {
 		t.Errorf("dropped_entries_total{too_large} = %v", v)
 	}
+	// Operators see the truncation: one err entry was cut, the info one was dropped instead.
+	if v := metric(t, reg, "fluentcore_truncated_entries_total", map[string]string{"stream": "err"}); v != 1 {
+		t.Errorf("truncated_entries_total{err} = %v, want 1", v)
+	}
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
 	st := core.Stats()
+	if st.Err.Truncated != 1 || st.Info.Truncated != 0 {
+		t.Errorf("truncated: err %d, info %d; want 1 and 0", st.Err.Truncated, st.Info.Truncated)
+	}
 	if st.Info.Dropped["too_large"] != 1 {
 		t.Errorf("too_large drops = %d, want 1", st.Info.Dropped["too_large"])
 	}

@@ -22,6 +22,11 @@ import (
 // shared key or the password.
 var ErrHandshake = wire.ErrHandshake
 
+// errNoAckOnUnix explains an ack timeout on a unix socket: fluentd's in_unix never acks, so
+// with RequireAck every frame times out, is resent, and err entries end in the spill
+// although they were delivered.
+var errNoAckOnUnix = errors.New("fluentd's in_unix never sends acks (the frames may well have arrived): set RequireAck only for tcp:// and tls:// receivers")
+
 // forwarder is one stream's connection to its receivers. Only the stream's sender
 // goroutine calls send; close is called once the sender has stopped. The counters and
 // lastError may be read from any goroutine.
@@ -368,6 +373,10 @@ func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *dial.Endpoint, c
 		}
 		return true, fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", ep.Addr, c.err)
 	case <-t.C:
+		if ep.Network == "unix" {
+			// fluentd's in_unix takes chunk options and never answers them.
+			return true, fmt.Errorf("fluentcore: no ack from %s within %v: %w", ep.Addr, f.s.ackTimeout, errNoAckOnUnix)
+		}
 		return true, fmt.Errorf("fluentcore: no ack from %s within %v", ep.Addr, f.s.ackTimeout)
 	case <-ctx.Done():
 		return false, ctx.Err()

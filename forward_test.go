@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -490,6 +491,25 @@ func TestUnixSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, 3, r)
+}
+
+// fluentd's in_unix never acks. With RequireAck on a unix socket every frame times out; the
+// error says why instead of only that the ack is missing.
+func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
+	r.SetAckFault(forwardtest.AckWithhold)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.RequireAck = true
+		c.AckTimeout = 100 * time.Millisecond
+		c.SyncTimeout = 300 * time.Millisecond
+		c.CloseTimeout = 200 * time.Millisecond
+		c.ErrFallback = io.Discard
+	})
+	logErrs(core, 0, 1)
+	err := core.Sync()
+	if err == nil || !strings.Contains(err.Error(), "in_unix never sends acks") || !strings.Contains(err.Error(), "RequireAck") {
+		t.Fatalf("Sync: %v", err)
+	}
 }
 
 // servers returns receivers that close after each request and use a handshake (whose HELO

@@ -12,7 +12,7 @@ import (
 type metrics struct {
 	stats func() Stats
 
-	entries, delivered, spilled, dropped              *prometheus.Desc
+	entries, delivered, spilled, dropped, truncated   *prometheus.Desc
 	replayed, spillBytes, spillCorrupt                *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
@@ -41,10 +41,11 @@ func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, const
 		delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
 		spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback."),
 		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", "reason"),
+		truncated:     d("truncated_entries_total", "Err entries larger than MaxEntryBytes cut down to fit (and still delivered or spilled)."),
 		replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
 		spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
 		spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
-		bufferBytes:   d("buffer_bytes", "Bytes of sealed batches waiting to be sent."),
+		bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
 		capacityBytes: d("buffer_capacity_bytes", "The stream's buffer budget in bytes."),
 		degraded:      d("degraded", "1 while the stream is degraded, else 0."),
 		transitions:   d("degrade_transitions_total", "Changes between the normal and degraded states."),
@@ -59,7 +60,7 @@ func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, const
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
+	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
 		m.capacityBytes, m.degraded, m.transitions, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures} {
 		ch <- d
 	}
@@ -82,6 +83,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(m.spilled, st.Spilled)
 		for r := dropReason(0); r < numDropReasons; r++ {
 			counter(m.dropped, st.Dropped[r.String()], r.String())
+		}
+		if streamID(id) == errStream { // the info stream drops what is too large
+			counter(m.truncated, st.Truncated)
 		}
 		counter(m.replayed, st.Replayed)
 		gauge(m.spillBytes, float64(st.SpillBytes))

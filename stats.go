@@ -38,6 +38,10 @@ type StreamStats struct {
 	Entries uint64
 	// Delivered counts entries the receiver has: written (or acknowledged, with RequireAck).
 	Delivered uint64
+	// Truncated counts err entries larger than MaxEntryBytes that were cut down to fit (their
+	// largest values shortened and marked); they are also counted where they went
+	// (Delivered, or Spilled). Always 0 on the info stream, which drops such entries.
+	Truncated uint64
 	// Spilled counts entries set aside instead of delivered (err only): appended to the
 	// durable spill with Config.SpillDir, written to ErrFallback without it.
 	Spilled uint64
@@ -52,8 +56,8 @@ type StreamStats struct {
 	// counts segments whose damaged tail was skipped on replay (err only).
 	SpillBytes           int64
 	SpillCorruptSegments uint64
-	// BufferedBytes is the size of the batches waiting to be sent; CapacityBytes the
-	// stream's buffer budget.
+	// BufferedBytes is the size of the entries buffered: in open batches, and in sealed
+	// ones waiting to be sent; CapacityBytes the stream's buffer budget.
 	BufferedBytes, CapacityBytes int64
 	// Degraded is true while the stream is degraded; DegradeTransitions counts changes.
 	Degraded           bool

@@ -99,7 +99,11 @@ func run(args []string, w io.Writer) error {
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Every request the service handles logs exactly one entry; served counts them on the
+	// server's side, so a request the client gave up on at the end still counts.
+	var served atomic.Int64
 	mux.HandleFunc("/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
 		id := r.PathValue("id")
 		start := time.Now()
 		// Desugared: the hot handler.
@@ -113,6 +117,7 @@ func run(args []string, w io.Writer) error {
 	})
 	sugar := logger.Sugar()
 	mux.HandleFunc("/cache/{key}", func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
 		key := r.PathValue("key")
 		// Sugared: the rest of the code.
 		if len(key)%7 == 0 {
@@ -144,7 +149,6 @@ func run(args []string, w io.Writer) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
-	var requests atomic.Int64
 	var wg sync.WaitGroup
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
 	base := "http://" + ln.Addr().String()
@@ -165,7 +169,6 @@ func run(args []string, w io.Writer) error {
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
-				requests.Add(1)
 			}
 		}()
 	}
@@ -188,29 +191,39 @@ func run(args []string, w io.Writer) error {
 		}()
 	}
 
+	// The progress line is per second, every column; the totals are in the table at the end.
 	started := time.Now()
 	tick := time.NewTicker(time.Second)
-	var lastEntries uint64
+	var last struct{ served, logged, delivered, dropped, spilled uint64 }
+	fmt.Fprintln(out, "  time  requests/s  logged/s  delivered/s  dropped/s  spilled/s  degraded")
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
 		case <-tick.C:
 			st := core.Stats()
-			entries := st.Info.Entries + st.Err.Entries
+			now := last
+			now.served = uint64(served.Load())
+			now.logged = st.Info.Entries + st.Err.Entries
+			now.delivered = st.Info.Delivered + st.Err.Delivered
+			now.dropped = st.Info.DroppedTotal() + st.Err.DroppedTotal()
+			now.spilled = st.Err.Spilled
 			degraded := "no"
 			if st.Info.Degraded {
 				degraded = "yes"
 			}
-			fmt.Fprintf(out, "  %4.0fs  requests %8d  entries/s %8d  delivered %9d  dropped %8d  spilled %d  degraded %s\n",
-				time.Since(started).Seconds(), requests.Load(), entries-lastEntries,
-				st.Info.Delivered+st.Err.Delivered, st.Info.DroppedTotal()+st.Err.DroppedTotal(),
-				st.Err.Spilled, degraded)
-			lastEntries = entries
+			fmt.Fprintf(out, "  %3.0fs  %10d  %8d  %11d  %9d  %9d  %s\n", time.Since(started).Seconds(),
+				now.served-last.served, now.logged-last.logged, now.delivered-last.delivered,
+				now.dropped-last.dropped, now.spilled-last.spilled, degraded)
+			last = now
 		}
 	}
 	tick.Stop()
 	wg.Wait()
+	// Let the handlers still running finish (and log) before the core closes.
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = srv.Shutdown(sctx)
+	scancel()
 	closeErr := core.Close()
 
 	st := core.Stats()
@@ -233,16 +246,19 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", s.name, s.st.Entries, s.st.Delivered, s.st.DroppedTotal(), s.st.Spilled, reasons)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(out, "\n%d requests in %v", requests.Load(), duration.Round(time.Millisecond))
+	delivered := st.Info.Delivered + st.Err.Delivered
+	fmt.Fprintf(out, "\n%d requests served in %v, each logging one entry: %d logged, %d delivered",
+		served.Load(), duration.Round(time.Millisecond), st.Info.Entries+st.Err.Entries, delivered)
 	if recv != nil {
-		if err := recv.WaitFor(func(s forwardtest.Stats) bool {
-			return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered)
-		}, 5*time.Second); err != nil {
+		if err := recv.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= int64(delivered) }, 5*time.Second); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "; the embedded receiver counted %d entries", recv.Len())
 	}
 	fmt.Fprintln(out)
+	if uint64(served.Load()) != st.Info.Entries+st.Err.Entries {
+		return fmt.Errorf("%d requests served but %d entries logged", served.Load(), st.Info.Entries+st.Err.Entries)
+	}
 	for _, s := range []fluentcore.StreamStats{st.Info, st.Err} {
 		if s.Entries != s.Delivered+s.DroppedTotal()+s.Spilled {
 			return fmt.Errorf("accounting identity broken: %+v", s)

@@ -31,7 +31,22 @@ func TestDemoRunsAndPrintsItsTable(t *testing.T) {
 			t.Errorf("%s row does not add up: logged %d, delivered %d, dropped %d, spilled %d", r[1], n[0], n[1], n[2], n[3])
 		}
 	}
-	if !regexp.MustCompile(`the embedded receiver counted \d+ entries`).Match(out.Bytes()) {
-		t.Errorf("no receiver count in:\n%s", out.String())
+	// The closing line reads right: one entry per request served, and the receiver has what
+	// was delivered.
+	m := regexp.MustCompile(`(\d+) requests served in \S+, each logging one entry: (\d+) logged, (\d+) delivered; the embedded receiver counted (\d+) entries`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no closing line in:\n%s", out.String())
 	}
+	if delivered, received := atoi(m[3]), atoi(m[4]); m[1] != m[2] || received < delivered {
+		t.Errorf("closing line does not add up: %s", m[0])
+	}
+	// Every progress line is per second: no column is a running total.
+	if !regexp.MustCompile(`requests/s\s+logged/s\s+delivered/s\s+dropped/s\s+spilled/s`).Match(out.Bytes()) {
+		t.Errorf("no per-second header in:\n%s", out.String())
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
