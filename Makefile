@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 
-.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke
+.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke alert-rules
 
 # The fuzz targets, as package:target; fuzz-smoke runs each for FUZZTIME.
 FUZZ_TARGETS ?= .:FuzzAppendEntry .:FuzzAppendJSON .:FuzzStringsMatchZap \
@@ -20,11 +20,21 @@ GUARANTEES_OUT ?= build/guarantees.md
 # test: what CI and a newcomer run. The generated code is current, vet, the race-enabled
 # tests of the module, a short run of every fuzz target, the soak, bench-smoke (the bench
 # module builds and every contender runs), then the interop tests against real receivers.
-test: check-generate race-test fuzz-smoke soak bench-smoke interop
+test: check-generate race-test alert-rules fuzz-smoke soak bench-smoke interop
 
 race-test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# alert-rules: promtool checks dashboards/alerts.yml and runs its unit tests
+# (dashboards/alerts_test.yml), when promtool is installed (Debian package prometheus; .ci/run
+# installs it).
+alert-rules:
+	@if command -v promtool >/dev/null; then \
+		promtool check rules dashboards/alerts.yml && promtool test rules dashboards/alerts_test.yml; \
+	else \
+		echo "alert-rules: promtool not installed (apt-get install prometheus): skipped"; \
+	fi
 
 # interop: the core against real Forward receivers from the registries (interop/README.md).
 # Installs them first: @fluent-org/logger from the committed lock file (npm ci, no install

@@ -358,23 +358,15 @@ fluentcore_spilled_entries_total{stream="err"} 0
 fluentcore_spilled_entries_total{stream="info"} 0
 # HELP fluentcore_dropped_entries_total Entries dropped, by reason.
 # TYPE fluentcore_dropped_entries_total counter
-fluentcore_dropped_entries_total{reason="closed",stream="err"} 0
-fluentcore_dropped_entries_total{reason="degraded",stream="err"} 0
 fluentcore_dropped_entries_total{reason="encode_error",stream="err"} 0
-fluentcore_dropped_entries_total{reason="queue_full",stream="err"} 0
-fluentcore_dropped_entries_total{reason="sampled",stream="err"} 0
-fluentcore_dropped_entries_total{reason="shutdown",stream="err"} 0
 fluentcore_dropped_entries_total{reason="spill_failed",stream="err"} 0
 fluentcore_dropped_entries_total{reason="spill_full",stream="err"} 0
-fluentcore_dropped_entries_total{reason="too_large",stream="err"} 0
 fluentcore_dropped_entries_total{reason="closed",stream="info"} 0
 fluentcore_dropped_entries_total{reason="degraded",stream="info"} 0
 fluentcore_dropped_entries_total{reason="encode_error",stream="info"} 0
 fluentcore_dropped_entries_total{reason="queue_full",stream="info"} 0
 fluentcore_dropped_entries_total{reason="sampled",stream="info"} 0
 fluentcore_dropped_entries_total{reason="shutdown",stream="info"} 0
-fluentcore_dropped_entries_total{reason="spill_failed",stream="info"} 0
-fluentcore_dropped_entries_total{reason="spill_full",stream="info"} 0
 fluentcore_dropped_entries_total{reason="too_large",stream="info"} 0
 # HELP fluentcore_buffer_capacity_bytes The stream's buffer budget in bytes.
 # TYPE fluentcore_buffer_capacity_bytes gauge

@@ -81,7 +81,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(m.entries, st.Entries)
 		counter(m.delivered, st.Delivered)
 		counter(m.spilled, st.Spilled)
-		for r := dropReason(0); r < numDropReasons; r++ {
+		for _, r := range streamDropReasons[id] {
 			counter(m.dropped, st.Dropped[r.String()], r.String())
 		}
 		if streamID(id) == errStream { // the info stream drops what is too large
