@@ -337,8 +337,9 @@ func (s *stream) finish(b *batch) {
 // also what a previous process left there — and sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
+	var evacuate chan chan struct{}
 	if s.err != nil {
-		wake, spillKick = s.err.wake, s.err.spillKick
+		wake, spillKick, evacuate = s.err.wake, s.err.spillKick, s.err.evacuate
 	}
 	for {
 		if s.err != nil && s.err.replaying() {
@@ -355,6 +356,8 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 			}
 		case <-wake:
 			s.flush()
+		case done := <-evacuate:
+			s.evacuate(done)
 		case <-spillKick:
 		case <-ctx.Done():
 			return
@@ -370,8 +373,9 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 	bo.Reset()
 	var failingSince time.Time
 	var spillKick chan struct{}
+	var evacuate chan chan struct{}
 	if s.err != nil {
-		spillKick = s.err.spillKick
+		spillKick, evacuate = s.err.spillKick, s.err.evacuate
 	}
 	for {
 		start := time.Now()
@@ -402,6 +406,11 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 					s.spillSealed(b)
 					return true
 				}
+			case done := <-evacuate:
+				t.Stop()
+				s.spillSealed(b)
+				s.evacuate(done)
+				return true
 			case <-ctx.Done():
 				t.Stop()
 				return false
@@ -434,6 +443,15 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
 	s.countSpill(s.err.spillEntry(s.tag, ctx, ent, fields), 1)
 	s.err.kickSpill()
+}
+
+// evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
+// queue — to the spill (SpillDir, or ErrFallback), then closes done. It answers
+// syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
+func (s *stream) evacuate(done chan struct{}) {
+	s.flush()
+	s.drainToSpill()
+	close(done)
 }
 
 // spillSealed hands a sealed err batch to the spill and frees it.
@@ -498,6 +516,8 @@ func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
 		case b := <-s.queue:
 			s.spillSealed(b)
 		case <-s.err.spillKick:
+		case done := <-s.err.evacuate:
+			s.evacuate(done) // what was queued is in the durable spill already
 		case <-t.C:
 			return true
 		case <-ctx.Done():
@@ -710,6 +730,33 @@ func (k *sink) sync(timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// syncOrSpill is sync for a DPanic, Panic or Fatal entry, which the process may not
+// survive: it waits for delivery for most of timeout, and if that fails, for the rest of it
+// it has the err sender move what it could not deliver to the spill (SpillDir, or
+// ErrFallback). The sender answers from anywhere but the middle of a send (a write stuck on
+// a stalled receiver, an ack wait): then only the sync error is returned.
+func (k *sink) syncOrSpill(timeout time.Duration) error {
+	evac := min(timeout/5, time.Second)
+	err := k.sync(timeout - evac)
+	if err == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	t := time.NewTimer(evac)
+	defer t.Stop()
+	select {
+	case k.streams[errStream].err.evacuate <- done:
+	case <-t.C:
+		return err
+	}
+	select {
+	case <-done:
+		return fmt.Errorf("%w; the err stream's undelivered entries went to the spill (SpillDir, or ErrFallback)", err)
+	case <-t.C:
+		return err
+	}
 }
 
 // close stops accepting entries, tries to deliver what was accepted within timeout, then

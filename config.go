@@ -111,7 +111,8 @@ type Config struct {
 	// counted as dropped (spill_full) and written to ErrFallback. Default
 	// DefaultSpillMaxBytes (256 MiB); at least 2 × MaxBatchBytes. Only with SpillDir.
 	SpillMaxBytes int64 `json:"spill_max_bytes,omitempty" yaml:"spill_max_bytes,omitempty"`
-	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry.
+	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry (which, if
+	// delivery fails, moves the undelivered err entries to the spill within this bound).
 	// Default DefaultSyncTimeout (5s).
 	SyncTimeout time.Duration `json:"sync_timeout,omitempty" yaml:"sync_timeout,omitempty"`
 	// CloseTimeout bounds how long Close tries to deliver what was logged.

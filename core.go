@@ -25,6 +25,9 @@ type entrySink interface {
 	// sync waits until everything written before the call is delivered (err: or spilled),
 	// at most timeout.
 	sync(timeout time.Duration) error
+	// syncOrSpill is sync for an entry the process may not survive: what the err stream
+	// cannot deliver in time goes to the spill, within the same timeout.
+	syncOrSpill(timeout time.Duration) error
 	// close stops the sink after delivering what it can within timeout. Idempotent.
 	close(timeout time.Duration) error
 	stats() Stats
@@ -95,14 +98,17 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 }
 
 // Write encodes the entry into its stream's buffers and returns; the entry is sent in the
-// background. Entries above Error (DPanic, Panic, Fatal) are flushed before Write returns
-// (delivered, or moved to the spill), within SyncTimeout; the error says if that failed.
+// background. Entries above Error (DPanic, Panic, Fatal) are flushed before Write returns,
+// within SyncTimeout: delivered, or — when the receiver cannot take them in time — moved
+// with every other undelivered err entry to the spill (SpillDir, or ErrFallback), so a
+// Fatal does not take its own entry down with the process; the error says if delivery
+// failed.
 // Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
 // ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	c.sink.write(c.ctx, ent, fields)
 	if ent.Level > zapcore.ErrorLevel {
-		return c.sink.sync(c.s.syncTimeout)
+		return c.sink.syncOrSpill(c.s.syncTimeout)
 	}
 	return nil
 }

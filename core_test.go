@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -294,6 +295,45 @@ func TestDPanicIsDeliveredBeforeWriteReturns(t *testing.T) {
 	}
 	if got[0].Tag != "shop.err" || got[0].Record["level"] != "dpanic" {
 		t.Fatalf("got %+v", got[0])
+	}
+}
+
+// A Fatal entry (or Panic, DPanic) that the receiver cannot take in time does not go down
+// with the process: before Write returns, it goes to the spill (here ErrFallback) with every
+// other err entry not yet delivered, and Write says so, within SyncTimeout.
+func TestFatalEntryIsSpilledWhenTheReceiverIsDown(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SpillDir=%v", durable), func(t *testing.T) {
+			var fallback syncBuffer
+			cfg := fluentcore.Config{
+				Addr: "tcp://127.0.0.1:1", ErrFallback: &fallback, SyncTimeout: 500 * time.Millisecond,
+				CloseTimeout: 100 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond,
+			}
+			if durable {
+				cfg.SpillDir = t.TempDir()
+			}
+			core := fluentcore.New(cfg)
+			zap.New(core).Error("pre-fatal")
+			start := time.Now()
+			// logger.Fatal would end the test: call what it calls, the core's Write.
+			err := core.Write(zapcore.Entry{Level: zapcore.FatalLevel, Time: time.Now(), Message: "fatal!"}, nil)
+			if took := time.Since(start); err == nil || !strings.Contains(err.Error(), "went to the spill") || took > 2*time.Second {
+				t.Fatalf("Write: %v after %v", err, took)
+			}
+			if st := core.Stats().Err; st.Spilled != 2 || st.Entries != 2 {
+				t.Fatalf("err stats when Write returned: %+v", st)
+			}
+			out := fallback.String()
+			if durable {
+				segs, _ := filepath.Glob(filepath.Join(cfg.SpillDir, "*.fwd"))
+				if len(segs) == 0 || out != "" {
+					t.Fatalf("segments %v, fallback %q", segs, out)
+				}
+			} else if !strings.Contains(out, `"msg":"pre-fatal"`) || !strings.Contains(out, `"msg":"fatal!"`) {
+				t.Fatalf("ErrFallback when Write returned: %q", out)
+			}
+			_ = core.Close()
+		})
 	}
 }
 

@@ -16,10 +16,11 @@ import (
 // ErrFallback) and counted. Every write wakes the sender, so err entries do not wait for
 // FlushInterval.
 type errPolicy struct {
-	maxWait time.Duration // ErrMaxWait
-	wake    chan struct{} // an entry is waiting: the sender seals and sends it at once
-	spill   spill.Spiller // where entries go that cannot be delivered
-	enc     entryEncoder  // encodes the entries that go to the spill directly
+	maxWait  time.Duration      // ErrMaxWait
+	wake     chan struct{}      // an entry is waiting: the sender seals and sends it at once
+	evacuate chan chan struct{} // move everything undelivered to the spill, then close the channel sent
+	spill    spill.Spiller      // where entries go that cannot be delivered
+	enc      entryEncoder       // encodes the entries that go to the spill directly
 
 	// With SpillDir: the durable spill the sender moves batches to and replays from.
 	disk       *spill.Dir
@@ -31,7 +32,8 @@ type errPolicy struct {
 // (the error says why), entries that cannot be delivered go to ErrFallback.
 func newErrPolicy(s *settings) (*errPolicy, error) {
 	fallback := spill.NewJSONWriter(s.errFallback)
-	p := &errPolicy{maxWait: s.errMaxWait, wake: make(chan struct{}, 1), spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}}
+	p := &errPolicy{maxWait: s.errMaxWait, wake: make(chan struct{}, 1), evacuate: make(chan chan struct{}),
+		spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}}
 	if s.spillDir == "" {
 		return p, nil
 	}
