@@ -79,12 +79,31 @@ type fconn struct {
 	dead      chan struct{} // closed by the reader when the connection fails
 	err       error         // why; written before dead is closed
 	unwatch   func() bool   // stops the cancel hook (watchCancel); nil if none
+	unwatched chan struct{} // closed when the cancel hook, if it ran, has returned
+	closing   atomic.Bool   // the core is closing: the reader leaves the socket to shutdown
 }
 
 // watchCancel makes the cancellation of ctx (Close) abort whatever the connection is doing,
 // by moving its deadline into the past. It is set up once per connection, not per send.
+// The reader, which the past deadline also stops, then leaves the socket open, so that a
+// healthy connection is closed by shutdown, with TLS's close_notify: a receiver (fluentd)
+// otherwise logs every Close as an unexpected SSL EOF.
 func (c *fconn) watchCancel(ctx context.Context) {
-	c.unwatch = context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	c.unwatched = make(chan struct{})
+	c.unwatch = context.AfterFunc(ctx, func() {
+		defer close(c.unwatched)
+		c.closing.Store(true)
+		_ = c.SetDeadline(time.Unix(1, 0))
+	})
+}
+
+// stopWatching stops the cancel hook and, if it has started, waits for it: the hook runs on
+// its own goroutine, and a past deadline it set in the middle of shutdown would cut the
+// close_notify off.
+func (c *fconn) stopWatching() {
+	if c.unwatch != nil && !c.unwatch() {
+		<-c.unwatched
+	}
 }
 
 // closeNotifyWait bounds TLS's close_notify when a healthy connection is closed: an alert
@@ -394,7 +413,9 @@ func (f *forwarder) readLoop(c *fconn) {
 		tok, err := r.Next(c)
 		if err != nil {
 			c.err = err
-			c.abort()
+			if !c.closing.Load() { // when closing, the sender closes it: dropConn
+				c.abort()
+			}
 			return
 		}
 		select {
@@ -416,9 +437,7 @@ func (f *forwarder) disconnectedFor(now time.Time) time.Duration {
 // dropConn closes the connection: at once if it failed, else in good order.
 func (f *forwarder) dropConn(failed bool) {
 	if f.conn != nil {
-		if f.conn.unwatch != nil {
-			f.conn.unwatch()
-		}
+		f.conn.stopWatching()
 		if failed {
 			f.conn.abort()
 		} else {
