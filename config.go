@@ -142,6 +142,11 @@ type Config struct {
 	// ServerName gets the host of each address. The receiver's certificate is verified
 	// unless InsecureSkipVerify is set.
 	TLS *tls.Config `json:"-" yaml:"-"`
+	// TLSFiles configures TLS from files, for configuration files and the environment
+	// (FLUENT_TLS_CA_FILE, ...): it is applied on top of TLS (or of the defaults). Read by
+	// New; a file that cannot be read or parsed is a Validate error and makes every send
+	// fail with it. Default: none.
+	TLSFiles TLSFiles `json:"tls,omitempty" yaml:"tls,omitempty"`
 	// Compression is "" (the default: PackedForward, entries as bin) or "gzip"
 	// (CompressedPackedForward: each batch is one gzip member, options say
 	// "compressed":"gzip"). Anything else is a Validate error and means "".
@@ -152,6 +157,13 @@ type Config struct {
 	// password), counted in fluentcore_handshake_failures_total; the sender keeps retrying
 	// with backoff.
 	SharedKey string `json:"shared_key,omitempty" yaml:"shared_key,omitempty"`
+	// SharedKeyFile and PasswordFile name files holding SharedKey and Password, read by New
+	// (as Kubernetes mounts secrets; one trailing newline is dropped), so the secrets stay
+	// out of configuration files and the environment. Set a secret or its file, not both. A
+	// file that cannot be read is a Validate error and makes every send fail with it.
+	// Default "" (none).
+	SharedKeyFile string `json:"shared_key_file,omitempty" yaml:"shared_key_file,omitempty"`
+	PasswordFile  string `json:"password_file,omitempty" yaml:"password_file,omitempty"`
 	// SelfHostname is the client's name in the handshake. It must differ from the
 	// receiver's self_hostname (fluentd's rule: otherwise the receiver's proof would be our
 	// own). Default os.Hostname(), or "localhost" if that fails.
@@ -198,4 +210,21 @@ type Server struct {
 	// down; once one of those is due to be tried again, the next send moves back to it.
 	// Default false.
 	Standby bool `json:"standby,omitempty" yaml:"standby,omitempty"`
+}
+
+// TLSFiles is TLS from PEM files, the form configuration files and the environment can
+// give. A plain value, safe to copy and share.
+type TLSFiles struct {
+	// CAFile holds the CA certificates that verify the receiver. Default: Config.TLS's
+	// RootCAs, else the system roots.
+	CAFile string `json:"ca_file,omitempty" yaml:"ca_file,omitempty"`
+	// CertFile and KeyFile hold the client certificate and its key, for mutual TLS; both
+	// or neither. Default: none.
+	CertFile string `json:"cert_file,omitempty" yaml:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty" yaml:"key_file,omitempty"`
+	// ServerName is the name the receiver's certificate must carry. Default: the host of
+	// each address.
+	ServerName string `json:"server_name,omitempty" yaml:"server_name,omitempty"`
+	// InsecureSkipVerify accepts any certificate: for tests only. Default false.
+	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty" yaml:"insecure_skip_verify,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -602,6 +603,66 @@ func (r *recordTap) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// Everything a mutual-TLS, shared-key receiver needs can come from the environment and
+// from files (as Kubernetes mounts secrets): no Go code sets the certificates or the key.
+func TestTLSAndSecretsFromFilesAndTheEnvironment(t *testing.T) {
+	cert, err := forwardtest.NewTLSCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files, err := cert.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := cert.ServerConfig()
+	srv.ClientAuth, srv.ClientCAs = tls.RequireAndVerifyClientCert, cert.CAPool
+	r := forwardtest.NewReceiver(t, forwardtest.WithTLS(srv), forwardtest.WithSharedKey("from-a-file"),
+		forwardtest.WithUsers(map[string]string{"app": "pw-from-a-file"}))
+	keyFile, pwFile := filepath.Join(dir, "shared_key"), filepath.Join(dir, "password")
+	if err := os.WriteFile(keyFile, []byte("from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pwFile, []byte("pw-from-a-file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"FLUENT_ADDR": r.Addr(), "FLUENT_TAG": "shop",
+		"FLUENT_TLS_CA_FILE": files.CA, "FLUENT_TLS_CERT_FILE": files.ClientCert, "FLUENT_TLS_KEY_FILE": files.ClientKey,
+		"FLUENT_SHARED_KEY_FILE": keyFile, "FLUENT_USERNAME": "app", "FLUENT_PASSWORD_FILE": pwFile,
+	} {
+		t.Setenv(k, v)
+	}
+	cfg, err := fluentcore.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	core := fluentcore.New(cfg)
+	defer core.Close()
+	logErrs(core, 0, 3)
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, 3, r)
+
+	// A file that is missing or holds no certificate is named by Validate, and every send
+	// fails with it: the core never connects without the credentials it was given.
+	for _, bad := range []fluentcore.Config{
+		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: filepath.Join(dir, "missing.pem")}},
+		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: keyFile}},
+		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CertFile: files.ClientCert}},
+		{SharedKeyFile: filepath.Join(dir, "missing")},
+		{SharedKey: "k", SharedKeyFile: keyFile},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("Validate accepted %+v", bad)
+		}
+	}
 }
 
 // servers returns receivers that close after each request and use a handshake (whose HELO

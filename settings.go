@@ -2,11 +2,14 @@ package fluentcore
 
 import (
 	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -93,6 +96,7 @@ func resolve(cfg Config) (*settings, error) {
 		s.errFallback = os.Stderr
 	}
 
+	s.resolveSecrets(&cfg, &errs)
 	s.resolveServers(cfg, &errs)
 	switch cfg.Compression {
 	case "":
@@ -180,6 +184,79 @@ func resolve(cfg Config) (*settings, error) {
 	}
 	s.enc = newEncoderConfig(ec)
 	return s, errors.Join(errs...)
+}
+
+// resolveSecrets reads SharedKeyFile, PasswordFile and TLSFiles into cfg. A problem is
+// added to errs and becomes addrErr: a core that cannot present its credentials must not
+// send without them.
+func (s *settings) resolveSecrets(cfg *Config, errs *[]error) {
+	fail := func(err error) {
+		*errs = append(*errs, err)
+		if s.addrErr == nil {
+			s.addrErr = err
+		}
+	}
+	for _, f := range []struct {
+		name, file string
+		secret     *string
+	}{{"SharedKey", cfg.SharedKeyFile, &cfg.SharedKey}, {"Password", cfg.PasswordFile, &cfg.Password}} {
+		if f.file == "" {
+			continue
+		}
+		if *f.secret != "" {
+			fail(fmt.Errorf("fluentcore: set %s or %sFile, not both", f.name, f.name))
+			continue
+		}
+		b, err := os.ReadFile(f.file)
+		if err != nil {
+			fail(fmt.Errorf("fluentcore: %sFile: %w", f.name, err))
+			continue
+		}
+		*f.secret = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	}
+	if cfg.TLSFiles != (TLSFiles{}) {
+		tc, err := cfg.TLSFiles.apply(cfg.TLS)
+		if err != nil {
+			fail(err)
+			return
+		}
+		cfg.TLS = tc
+	}
+}
+
+// apply returns base (nil: the defaults) with the files' settings on top, in a new config.
+// The error names the file that could not be read or parsed.
+func (f TLSFiles) apply(base *tls.Config) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if base != nil {
+		tc = base.Clone()
+	}
+	if f.CAFile != "" {
+		pem, err := os.ReadFile(f.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("fluentcore: TLSFiles.CAFile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("fluentcore: TLSFiles.CAFile %s: no PEM certificate in it", f.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if (f.CertFile == "") != (f.KeyFile == "") {
+		return nil, errors.New("fluentcore: TLSFiles: set CertFile and KeyFile, or neither")
+	}
+	if f.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("fluentcore: TLSFiles.CertFile/KeyFile: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if f.ServerName != "" {
+		tc.ServerName = f.ServerName
+	}
+	tc.InsecureSkipVerify = tc.InsecureSkipVerify || f.InsecureSkipVerify
+	return tc, nil
 }
 
 // resolveServers parses Addr or Servers into endpoints. Every problem is added to errs; the
