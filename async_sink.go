@@ -713,6 +713,14 @@ func (k *sink) observeDegrade(now time.Time) {
 // sync flushes both streams and waits until everything sealed so far is delivered (or given
 // up on), or the timeout passes.
 func (k *sink) sync(timeout time.Duration) error {
+	_, err := k.syncStreams(timeout)
+	return err
+}
+
+// syncStreams is sync that also says which stream missed the deadline. It waits for the err
+// stream first, so that a backlog of info entries is never taken for an err stream that
+// cannot deliver.
+func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 	var targets [numStreams]uint64
 	for id, st := range k.streams {
 		st.flush()
@@ -720,28 +728,31 @@ func (k *sink) sync(timeout time.Duration) error {
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	for id, st := range k.streams {
+	for _, id := range [...]streamID{errStream, infoStream} {
+		st := k.streams[id]
 		if !st.waitDone(targets[id], t.C) {
 			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
 			if last := st.fwd.lastError(); last != nil {
 				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
 			}
-			return err
+			return id, err
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 // syncOrSpill is sync for a DPanic, Panic or Fatal entry, which the process may not
-// survive: it waits for delivery for most of timeout, and if that fails, for the rest of it
-// it has the err sender move what it could not deliver to the spill (SpillDir, or
-// ErrFallback). The sender answers from anywhere but the middle of a send (a write stuck on
-// a stalled receiver, an ack wait): then only the sync error is returned.
+// survive: it waits for delivery for timeout less a fifth of it (at most 1 s), and if the
+// err stream missed that, for the rest it has the err sender move what it could not
+// deliver to the spill (SpillDir, or ErrFallback). The sender answers between attempts to
+// send; one still in progress then (a dial to a host that does not answer, a handshake, a
+// write to a receiver that stopped reading, an ack wait) ends within its own timeout, and
+// if that is later than the rest of the bound only the sync error is returned.
 func (k *sink) syncOrSpill(timeout time.Duration) error {
 	evac := min(timeout/5, time.Second)
-	err := k.sync(timeout - evac)
-	if err == nil {
-		return nil
+	missed, err := k.syncStreams(timeout - evac)
+	if err == nil || missed != errStream {
+		return err
 	}
 	done := make(chan struct{})
 	t := time.NewTimer(evac)

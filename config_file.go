@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -403,9 +404,16 @@ func (cfg Config) String() string { return fmt.Sprintf("%+v", cfg.redacted()) }
 // GoString is String for the %#v verb.
 func (cfg Config) GoString() string { return fmt.Sprintf("%#v", cfg.redacted()) }
 
+// Format renders cfg with every fmt verb and flag (%v, %+v, %#v, %s, %d, ...) as it would
+// render the same struct, with SharedKey and Password shown as "[redacted]".
+func (cfg Config) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), cfg.redacted())
+}
+
 // MarshalJSON writes cfg in the form UnmarshalJSON reads (durations in nanoseconds), with
-// SharedKey and Password as "[redacted]". Fields that UnmarshalJSON does not read are left
-// out. The error is encoding/json's.
+// SharedKey and Password as "[redacted]" (reading it back gives that text, not the
+// secrets). Fields that UnmarshalJSON does not read are left out. The error is
+// encoding/json's.
 func (cfg Config) MarshalJSON() ([]byte, error) { return json.Marshal(cfg.redacted()) }
 
 // MarshalYAML is MarshalJSON for YAML (yaml.v2, yaml.v3 and go.yaml.in/yaml call it).
@@ -426,12 +434,38 @@ func (cfg Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	return nil
 }
 
-// fieldMap is MarshalJSON's output as a map.
+// fieldMap is MarshalJSON's output as a map, whole numbers (durations, sizes) as int64.
 func (cfg Config) fieldMap() (map[string]any, error) {
 	b, err := cfg.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
 	var m map[string]any
-	return m, json.Unmarshal(b, &m)
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	return wholeNumbers(m).(map[string]any), nil
+}
+
+// wholeNumbers replaces the json.Numbers in v by int64 where they are whole, float64 else.
+func wholeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = wholeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = wholeNumbers(e)
+		}
+	}
+	return v
 }

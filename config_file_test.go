@@ -185,7 +185,8 @@ func TestConfigRenderingsRedactSecrets(t *testing.T) {
 	}
 	renderings := map[string]string{
 		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", cfg), "%#v": fmt.Sprintf("%#v", cfg),
-		"String": cfg.String(), "pointer %+v": fmt.Sprintf("%+v", &cfg),
+		"String": cfg.String(), "pointer %+v": fmt.Sprintf("%+v", &cfg), "%s": fmt.Sprintf("%s", cfg),
+		"%d": fmt.Sprintf("%d", cfg), "%q": fmt.Sprintf("%q", cfg),
 		"json": string(js), "yaml": string(ym), "zap.Any": zapOut.String(), "slog": slogOut.String(),
 	}
 	for name, out := range renderings {
@@ -195,6 +196,10 @@ func TestConfigRenderingsRedactSecrets(t *testing.T) {
 		if !strings.Contains(out, "[redacted]") || !strings.Contains(out, "fluentd:24224") {
 			t.Errorf("%s does not show the config with its secrets redacted: %s", name, out)
 		}
+	}
+	// YAML writes durations as whole nanoseconds, which it reads back.
+	if !strings.Contains(string(ym), "flush_interval: 1000000000") {
+		t.Errorf("YAML: %s", ym)
 	}
 	// JSON written is JSON read, secrets aside.
 	var back Config

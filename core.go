@@ -99,10 +99,11 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 
 // Write encodes the entry into its stream's buffers and returns; the entry is sent in the
 // background. Entries above Error (DPanic, Panic, Fatal) are flushed before Write returns,
-// within SyncTimeout: delivered, or — when the receiver cannot take them in time — moved
-// with every other undelivered err entry to the spill (SpillDir, or ErrFallback), so a
-// Fatal does not take its own entry down with the process; the error says if delivery
-// failed.
+// within SyncTimeout: delivered, or — on the err stream (where ErrLevel sends them by
+// default), when the receiver cannot take them in time — moved with every other
+// undelivered err entry to the spill (SpillDir, or ErrFallback), so a Fatal does not take
+// its own entry down with the process. The error says if delivery failed, and whether the
+// entries went to the spill.
 // Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
 // ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {

@@ -504,7 +504,7 @@ func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
 		c.RequireAck = true
 		c.AckTimeout = 100 * time.Millisecond
-		c.SyncTimeout = 300 * time.Millisecond
+		c.SyncTimeout = 2 * time.Second
 		c.CloseTimeout = 200 * time.Millisecond
 		c.ErrFallback = io.Discard
 	})
@@ -528,19 +528,23 @@ func TestCloseSendsTLSCloseNotify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	srv := cert.ServerConfig()
 	srv.MaxVersion = tls.VersionTLS12
 	ended := make(chan bool, 4) // per connection: its last record was an alert (close_notify)
-	var served sync.WaitGroup
-	defer served.Wait()
+	var served sync.WaitGroup   // the accept loop and every connection's reader
+	defer func() {
+		_ = ln.Close()
+		served.Wait()
+	}()
+	served.Add(1)
 	go func() {
+		defer served.Done()
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			served.Add(1)
+			served.Add(1) // while the loop's own count holds the group above zero
 			go func() {
 				defer served.Done()
 				tap := &recordTap{Conn: nc}
@@ -650,14 +654,21 @@ func TestTLSAndSecretsFromFilesAndTheEnvironment(t *testing.T) {
 	}
 	checkAll(t, 3, r)
 
-	// A file that is missing or holds no certificate is named by Validate, and every send
-	// fails with it: the core never connects without the credentials it was given.
+	// A file that is missing, empty or holds no certificate, or TLS files with no tls://
+	// address, is named by Validate, and every send fails with it: the core never connects
+	// without the credentials it was given.
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []fluentcore.Config{
 		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: filepath.Join(dir, "missing.pem")}},
 		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: keyFile}},
 		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CertFile: files.ClientCert}},
 		{SharedKeyFile: filepath.Join(dir, "missing")},
+		{SharedKeyFile: emptyFile},
 		{SharedKey: "k", SharedKeyFile: keyFile},
+		{Addr: "tcp://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: files.CA}}, // no tls:// to use it
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate accepted %+v", bad)

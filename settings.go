@@ -213,6 +213,9 @@ func (s *settings) resolveSecrets(cfg *Config, errs *[]error) {
 			continue
 		}
 		*f.secret = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if *f.secret == "" { // an empty key would silently turn the handshake off
+			fail(fmt.Errorf("fluentcore: %sFile %s is empty", f.name, f.file))
+		}
 	}
 	if cfg.TLSFiles != (TLSFiles{}) {
 		tc, err := cfg.TLSFiles.apply(cfg.TLS)
@@ -270,8 +273,19 @@ func (s *settings) resolveServers(cfg Config, errs *[]error) {
 		s.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
 		*errs = append(*errs, s.addrErr)
 	}
+	anyTLS := false
+	defer func() {
+		if cfg.TLSFiles != (TLSFiles{}) && !anyTLS {
+			err := errors.New("fluentcore: TLSFiles is set but no address is tls://: nothing would use it")
+			*errs = append(*errs, err)
+			if s.addrErr == nil {
+				s.addrErr = err
+			}
+		}
+	}()
 	for _, srv := range servers {
 		ep, err := dial.NewEndpoint(srv.Addr, cmp.Or(srv.Weight, DefaultServerWeight), srv.Standby, cfg.TLS)
+		anyTLS = anyTLS || ep.TLS != nil
 		if err != nil && s.addrErr == nil {
 			s.addrErr = err
 		}

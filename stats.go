@@ -1,8 +1,9 @@
 package fluentcore
 
 // dropReason is the closed set of reasons an entry is dropped; each is a key of
-// StreamStats.Dropped and a value of the "reason" label of
-// fluentcore_dropped_entries_total, pre-initialised to 0.
+// StreamStats.Dropped (all of them, for both streams) and a value of the "reason" label of
+// fluentcore_dropped_entries_total (those a stream can have: streamDropReasons), exported
+// at 0 from the start.
 type dropReason uint8
 
 const (
