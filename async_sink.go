@@ -13,6 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -38,7 +39,8 @@ type batch struct {
 type shard struct {
 	mu        sync.Mutex
 	enc       *msgpEncoder
-	cur       *batch // nil until a writer takes a batch from the free list
+	cur       *batch       // nil until a writer takes a batch from the free list
+	open      atomic.Int64 // bytes in cur, for the fill share without taking the lock
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
 	dropped   [numDropReasons]atomic.Uint64
@@ -71,7 +73,8 @@ type stream struct {
 	progress chan struct{} // closed and replaced when done advances while someone waits
 	watched  bool          // a waitDone caller holds progress
 
-	pending *batch // a batch the sender was holding when Close aborted it
+	pending *batch   // a batch the sender was holding when Close aborted it
+	held    []*batch // batches compact took from the queue, in order: sent before the queue
 
 	queuedBytes                                    atomic.Int64
 	queuedBatches                                  atomic.Int64
@@ -94,6 +97,7 @@ func newStream(id streamID, budget int, s *settings, fwd *forwarder) *stream {
 		batchCap: s.batchBytes,
 		sealAt:   s.batchBytes - s.batchBytes/16,
 		entryCap: s.entryBytes,
+		held:     make([]*batch, 0, nb),
 		fwd:      fwd,
 		progress: make(chan struct{}),
 	}
@@ -119,11 +123,19 @@ const (
 // write appends one entry to the stream. Info entries that find no free batch are dropped
 // (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that.
 func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
-	sh := &s.shards[rand.N(len(s.shards))]
+	i := rand.N(len(s.shards))
+	sh := &s.shards[i]
 	sh.entries.Add(1)
 	var deadline time.Time
 	for {
-		switch s.tryWrite(sh, ctx, ent, fields) {
+		status := s.tryWrite(sh, ctx, ent, fields)
+		if status == needBatch {
+			// No free batch: the budget is in open batches and the queue. Another shard's
+			// open batch may still have room, so what is buffered, not how it is split into
+			// batches, decides when the stream is full.
+			status = s.writeElsewhere(i, ctx, ent, fields)
+		}
+		switch status {
 		case written:
 			if s.err != nil {
 				s.err.wakeSender()
@@ -157,21 +169,49 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 	}
 }
 
-// tryWrite encodes the entry into the shard's open batch under the shard's lock.
+// tryWrite encodes the entry into the shard's open batch under the shard's lock, taking a
+// free batch if the shard has none.
 func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if s.closed.Load() {
 		return streamClosed
 	}
-	b := sh.cur
-	if b == nil {
-		if b = s.takeFree(); b == nil {
+	if sh.cur == nil {
+		if sh.cur = s.takeFree(); sh.cur == nil {
 			return needBatch
 		}
-		sh.cur = b
 	}
+	return s.appendLocked(sh, ctx, ent, fields, true)
+}
+
+// writeElsewhere tries the open batches of the shards other than shard i, skipping any
+// whose lock is taken: the slow path of a stream without a free batch, never a wait.
+func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
+	for k := 1; k < len(s.shards); k++ {
+		o := &s.shards[(i+k)%len(s.shards)]
+		if !o.mu.TryLock() {
+			continue
+		}
+		status := needBatch
+		if o.cur != nil && !s.closed.Load() {
+			status = s.appendLocked(o, ctx, ent, fields, false)
+		}
+		o.mu.Unlock()
+		if status != needBatch {
+			return status
+		}
+	}
+	return needBatch
+}
+
+// appendLocked encodes the entry into sh.cur (not nil), under sh's lock. An entry that does
+// not fit seals the batch and moves to a free one if own, or leaves the batch as it is and
+// reports needBatch if not (a batch borrowed by writeElsewhere).
+func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field, own bool) writeStatus {
+	b := sh.cur
 	start := len(b.buf)
+	truncated := false
 	out, ok := encodeSafely(sh.enc, b.buf, ctx, ent, fields)
 	if !ok {
 		b.buf = b.buf[:start]
@@ -190,15 +230,18 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 		if !ok {
 			return oversized
 		}
-		out = append(b.buf, capped...)
-		sh.truncated.Add(1)
+		out, truncated = append(b.buf, capped...), true
 	}
 	if cap(out) != cap(b.buf) {
-		// The entry did not fit and append moved everything to a new array: seal the batch as
-		// it was and copy the entry into a fresh one (rare: only entries larger than the
-		// space sealAt leaves get here).
+		// The entry did not fit and append moved everything to a new array.
 		b.buf = b.buf[:start]
+		if !own {
+			return needBatch
+		}
+		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
+		// larger than the space sealAt leaves get here).
 		sh.cur = nil
+		sh.open.Store(0)
 		s.seal(b)
 		nb := s.takeFree()
 		if nb == nil {
@@ -212,9 +255,15 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 		b.buf = out
 		b.n++
 	}
+	if truncated {
+		sh.truncated.Add(1)
+	}
 	if len(b.buf) >= s.sealAt {
 		sh.cur = nil
+		sh.open.Store(0)
 		s.seal(b)
+	} else {
+		sh.open.Store(int64(len(b.buf)))
 	}
 	return written
 }
@@ -277,15 +326,41 @@ func (s *stream) flush() {
 		sh.mu.Lock()
 		if b := sh.cur; b != nil && b.n > 0 {
 			sh.cur = nil
+			sh.open.Store(0)
 			s.seal(b)
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// fill is the share of the stream's batches sealed and waiting for the sender.
+// buffered is the size of the entries the stream holds: in open batches and in the queue.
+// Read without locks, so a batch being sealed may be counted twice for a moment.
+func (s *stream) buffered() int64 {
+	n := s.queuedBytes.Load()
+	for i := range s.shards {
+		n += s.shards[i].open.Load()
+	}
+	return n
+}
+
+// fill is the share of the stream's buffer budget in use, in bytes: what the degrade policy
+// and the buffer gauge read.
 func (s *stream) fill() float64 {
-	return float64(s.queuedBatches.Load()) / float64(s.nbatches)
+	return float64(s.buffered()) / float64(s.nbatches*s.batchCap)
+}
+
+// flushTick is the clock's flush: it seals the open batches, unless the sender is failing
+// and a sealed batch would stay in memory. Such a batch would wait for the receiver with the
+// rest of its buffer unused, and every FlushInterval of an outage would seal one per shard:
+// the budget would run out on batch buffers, not on bytes. So while the sender fails,
+// batches are sealed only when full (and by Sync, Close and a DPanic/Panic/Fatal, which
+// seal everything). The err stream with a durable spill keeps sealing: its batches go to
+// disk, which frees them, and an entry on disk survives a crash.
+func (s *stream) flushTick() {
+	if s.fwd.failing() && (s.err == nil || s.err.disk == nil) {
+		return
+	}
+	s.flush()
 }
 
 func (s *stream) lastSealed() uint64 {
@@ -348,6 +423,15 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 			}
 			continue
 		}
+		if len(s.held) > 0 {
+			b := s.held[0]
+			s.held = s.held[:copy(s.held, s.held[1:])]
+			if !s.deliver(ctx, b, bo) {
+				s.pending = b
+				return
+			}
+			continue
+		}
 		select {
 		case b := <-s.queue:
 			if !s.deliver(ctx, b, bo) {
@@ -387,6 +471,7 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 		if failingSince.IsZero() {
 			failingSince = start
 		}
+		s.compact(b)
 		if s.err != nil && s.err.spillNow(failingSince) {
 			s.spillSealed(b)
 			return true
@@ -416,6 +501,58 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 				return false
 			}
 		}
+	}
+}
+
+// compact packs the batches queued behind b, the one the sender cannot deliver, into as
+// few buffers as they fit in, and frees the others: batches sealed partly filled (by the
+// flush tick before the sender saw the receiver fail) would otherwise hold the rest of their
+// buffers through the outage. Order is kept: b is the oldest batch, and the entries after it
+// move forward in sealing order; the batches that still hold entries wait in held.
+func (s *stream) compact(b *batch) {
+	for len(s.held) < cap(s.held) {
+		select {
+		case nb := <-s.queue:
+			s.held = append(s.held, nb)
+			continue
+		default:
+		}
+		break
+	}
+	dst, kept := b, s.held[:0]
+	for _, src := range s.held {
+		if len(dst.buf)+len(src.buf) <= cap(dst.buf) { // all of it fits
+			dst.buf = append(dst.buf, src.buf...)
+			dst.n += src.n
+			dst.seq = src.seq // dst's delivery now finishes src's entries too
+			src.buf, src.n = src.buf[:0], 0
+			s.queuedBatches.Add(-1) // its bytes are dst's now
+			s.free <- src
+			continue
+		}
+		s.moveEntries(dst, src)
+		kept = append(kept, src)
+		dst = src
+	}
+	s.held = kept
+}
+
+// moveEntries moves the leading entries of nb that fit into b's free room to the end of b.
+func (s *stream) moveEntries(b, nb *batch) {
+	moved, k := 0, 0
+	for rest := nb.buf; len(rest) > 0; k++ {
+		after, err := msgp.Skip(rest) // one entry: [EventTime, record]
+		size := len(rest) - len(after)
+		if err != nil || len(b.buf)+moved+size > cap(b.buf) {
+			break
+		}
+		moved, rest = moved+size, after
+	}
+	if moved > 0 {
+		b.buf = append(b.buf, nb.buf[:moved]...)
+		b.n += k
+		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]
+		nb.n -= k
 	}
 }
 
@@ -528,6 +665,10 @@ func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
 
 // drainToSpill moves every queued batch to the spill, without waiting.
 func (s *stream) drainToSpill() {
+	for _, b := range s.held {
+		s.spillSealed(b)
+	}
+	s.held = s.held[:0]
 	for {
 		select {
 		case b := <-s.queue:
@@ -555,7 +696,7 @@ func (s *stream) stats() StreamStats {
 		Delivered:     s.delivered.Load(),
 		Spilled:       s.spilled.Load(),
 		Replayed:      s.replayed.Load(),
-		BufferedBytes: s.queuedBytes.Load(),
+		BufferedBytes: s.buffered(),
 		CapacityBytes: int64(s.nbatches * s.batchCap),
 		SentBatches:   s.sentBatches.Load(),
 		SentBytes:     s.sentBytes.Load(),
@@ -569,11 +710,6 @@ func (s *stream) stats() StreamStats {
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock() // a scrape's rare, short wait; writers pay nothing to be counted
-		if sh.cur != nil {
-			st.BufferedBytes += int64(len(sh.cur.buf))
-		}
-		sh.mu.Unlock()
 		st.Entries += sh.entries.Load()
 		st.Truncated += sh.truncated.Load()
 		for r := dropReason(0); r < numDropReasons; r++ {
@@ -688,7 +824,7 @@ func (k *sink) clock() {
 		case <-observe.C:
 		case <-flush.C:
 			for _, st := range k.streams {
-				st.flush()
+				st.flushTick()
 			}
 		}
 		k.observeDegrade(time.Now())
@@ -783,10 +919,14 @@ func (k *sink) close(timeout time.Duration) error {
 		close(k.stopTick)
 		k.wg.Wait()
 		for _, st := range k.streams {
-			if st.pending != nil {
+			if st.pending != nil { // oldest first: pending, held, then the queue
 				st.abandon(st.pending)
 				st.pending = nil
 			}
+			for _, b := range st.held {
+				st.abandon(b)
+			}
+			st.held = st.held[:0]
 			for len(st.queue) > 0 {
 				st.abandon(<-st.queue)
 			}

@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -542,5 +545,164 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	}
 	if a := steadyAllocs(200, frame); a != 0 {
 		t.Fatalf("the sender allocates %.1f times per frame", a)
+	}
+}
+
+// With the receiver down, a stream is full when its buffered bytes reach the budget, not when
+// its batch buffers run out: the flush tick does not seal partly filled batches while the
+// sender fails, and a writer without a free batch uses another shard's open batch. Err
+// entries go to the fallback, and info entries are dropped, only once at least 90% of the
+// budget is buffered (a sealed batch is at least 15/16 full). Before, every FlushInterval
+// sealed one batch per shard, and err entries went to the fallback with the budget at a few
+// percent.
+func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
+	for _, id := range []streamID{errStream, infoStream} {
+		t.Run(id.String(), func(t *testing.T) {
+			var fb syncCounter
+			core := New(Config{
+				Addr: "tcp://127.0.0.1:1", ErrFallback: &fb, MaxBatchBytes: 16 << 10,
+				Info: StreamConfig{BufferBytes: 256 << 10}, Err: StreamConfig{BufferBytes: 256 << 10},
+				FlushInterval: 2 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+				ErrMaxWait: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
+				Degrade: DegradeConfig{Policy: DegradeOff},
+			})
+			defer core.Close()
+			logger := zap.New(core)
+			pad := strings.Repeat("x", 600) // about 660 bytes an entry, as in the repro
+			stats := func() StreamStats {
+				if id == errStream {
+					return core.Stats().Err
+				}
+				return core.Stats().Info
+			}
+			for i := 0; ; i++ {
+				if id == errStream {
+					logger.Error("outage", zap.Int("i", i), zap.String("pad", pad))
+				} else {
+					logger.Info("outage", zap.Int("i", i), zap.String("pad", pad))
+				}
+				st := stats()
+				if st.Spilled > 0 || st.DroppedTotal() > 0 {
+					if share := float64(st.BufferedBytes) / float64(st.CapacityBytes); share < 0.9 {
+						t.Fatalf("entry %d was the first one %s with %d of %d bytes buffered (%.0f%%)",
+							i, map[bool]string{true: "spilled", false: "dropped"}[id == errStream], st.BufferedBytes, st.CapacityBytes, 100*share)
+					}
+					return
+				}
+				if i > 1000 { // 660 KB offered to a 256 KiB budget
+					t.Fatalf("nothing spilled or dropped after %d entries: %+v", i, st)
+				}
+				time.Sleep(200 * time.Microsecond) // let flush ticks fall between the entries
+			}
+		})
+	}
+}
+
+// compact packs the batches queued behind the one the sender holds into as few buffers as
+// they fit in, keeping the order of the entries and what Sync waits for: the entries come
+// out in sealing order, every freed buffer is back on the free list, and the last batch of
+// the chain carries the highest sequence number.
+func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	st := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s))
+	defer st.fwd.close()
+	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
+	var sizes []int
+	for rest := entries; len(rest) > 0; {
+		after, err := msgp.Skip(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(rest)-len(after))
+		rest = after
+	}
+	// Seal batches of 1, 30, 2, 50, 3, ... entries, as a flush tick and full batches would.
+	var held *batch
+	next := 0
+	for k, counts := 0, []int{5, 30, 2, 50, 3, 60, 1, 40, 7, 55}; k < len(counts) && next < len(sizes); k++ {
+		b := st.takeFree()
+		for range counts[k] {
+			b.buf = append(b.buf, entries[offset(sizes, next):offset(sizes, next+1)]...)
+			b.n++
+			next++
+		}
+		st.seal(b)
+		if held == nil {
+			held = <-st.queue // the batch the sender is trying to deliver
+		}
+	}
+	free, sealed := len(st.free), st.lastSealed()
+	st.compact(held)
+
+	got := append([]byte(nil), held.buf...)
+	n := held.n
+	for _, b := range st.held {
+		got = append(got, b.buf...)
+		n += b.n
+		if b.seq <= held.seq {
+			t.Fatalf("held batch seq %d not after %d", b.seq, held.seq)
+		}
+	}
+	if !bytes.Equal(got, entries[:offset(sizes, next)]) || n != next {
+		t.Fatalf("after compact: %d entries, %d bytes; want %d entries in order", n, len(got), next)
+	}
+	chain := 1 + len(st.held)
+	if want := (offset(sizes, next) + st.batchCap - 1) / st.batchCap; chain > want+1 || len(st.queue) != 0 {
+		t.Fatalf("%d batches hold %d bytes of %d-byte buffers (queue %d)", chain, len(got), st.batchCap, len(st.queue))
+	}
+	last := held
+	if len(st.held) > 0 {
+		last = st.held[len(st.held)-1]
+	}
+	if last.seq != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
+		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.seq, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
+	}
+}
+
+// offset returns where entry k starts, given the entries' sizes.
+func offset(sizes []int, k int) int {
+	o := 0
+	for _, n := range sizes[:k] {
+		o += n
+	}
+	return o
+}
+
+// A receiver down for a while, then back: every err entry logged meanwhile is delivered,
+// each once, and none went to the fallback while the budget had room.
+func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
+	addr := downAddr(t)
+	var fb syncCounter
+	core := New(Config{
+		Addr: addr, ErrFallback: &fb, MaxBatchBytes: 16 << 10, Err: StreamConfig{BufferBytes: 256 << 10},
+		FlushInterval: 2 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	pad := strings.Repeat("x", 600)
+	const n = 300 // about 195 KB: room to spare in 256 KiB
+	for i := range n {
+		logger.Error("outage", zap.Int("i", i), zap.String("pad", pad))
+		time.Sleep(200 * time.Microsecond) // flush ticks fall between the entries
+	}
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr(addr))
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.WaitForEntries(n, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, e := range got {
+		seen[e.Record["i"].(int64)]++
+	}
+	for i := range int64(n) {
+		if seen[i] != 1 {
+			t.Fatalf("entry %d arrived %d times", i, seen[i])
+		}
+	}
+	if st := core.Stats().Err; fb.lines() != 0 || st.Spilled != 0 || st.Delivered != n {
+		t.Fatalf("fallback %d lines, stats %+v", fb.lines(), st)
 	}
 }

@@ -40,8 +40,11 @@ type StreamConfig struct {
 	// info stream, Config.Tag + ".err" for the err stream.
 	Tag string `json:"tag,omitempty" yaml:"tag,omitempty"`
 	// BufferBytes is the stream's buffer budget: the memory of all its batch buffers,
-	// allocated once by New. Default 8 MiB for info, 4 MiB for err; at least
-	// 2 × MaxBatchBytes.
+	// allocated once by New. It is spent on entries, not on batches: during an outage
+	// partly filled batches are not sealed but filled, and the ones sealed before are packed
+	// together, so entries are spilled (err) or dropped (info, queue_full) only once at least
+	// 90% of it is buffered (a batch is sealed at 15/16 full). Default 8 MiB for info, 4 MiB
+	// for err; at least 2 × MaxBatchBytes.
 	BufferBytes int `json:"buffer_bytes,omitempty" yaml:"buffer_bytes,omitempty"`
 }
 
@@ -77,10 +80,12 @@ type Config struct {
 	// (it goes to the spill, SpillDir or ErrFallback, whole only if truncating can't make it
 	// fit). Default DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
 	MaxEntryBytes int `json:"max_entry_bytes,omitempty" yaml:"max_entry_bytes,omitempty"`
-	// FlushInterval is the longest an info entry waits in a batch that is not full. Err
-	// entries do not wait for it: the err sender seals and sends them as soon as it is free
-	// (entries logged while it sends share the next frame). Default DefaultFlushInterval
-	// (500ms).
+	// FlushInterval is the longest an info entry waits in a batch that is not full while
+	// the receiver takes what is sent; while sending fails, batches are sealed only when
+	// full, so that an outage spends the budget on entries (the err stream with SpillDir
+	// keeps sealing: its batches go to disk). Err entries do not wait for it: the err sender
+	// seals and sends them as soon as it is free (entries logged while it sends share the
+	// next frame). Default DefaultFlushInterval (500ms).
 	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
 	// after it the entry goes to the spill (SpillDir) or ErrFallback. Default

@@ -425,6 +425,9 @@ func (f *forwarder) readLoop(c *fconn) {
 	}
 }
 
+// failing reports whether the last send attempt failed. Safe for concurrent use.
+func (f *forwarder) failing() bool { return f.downSince.Load() != 0 }
+
 // disconnectedFor reports how long sends have been failing (0 while they succeed).
 func (f *forwarder) disconnectedFor(now time.Time) time.Duration {
 	since := f.downSince.Load()
