@@ -190,7 +190,9 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
 	for k := 1; k < len(s.shards); k++ {
 		o := &s.shards[(i+k)%len(s.shards)]
-		if !o.mu.TryLock() {
+		// Only a shard with an open batch that has room is worth its lock: when every
+		// buffer is sealed (a flood, not an outage) this costs the rejected writer no lock.
+		if open := o.open.Load(); open == 0 || open >= int64(s.sealAt) || !o.mu.TryLock() {
 			continue
 		}
 		status := needBatch
