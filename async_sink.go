@@ -40,7 +40,6 @@ type shard struct {
 	mu        sync.Mutex
 	enc       *msgpEncoder
 	cur       *batch       // nil until a writer takes a batch from the free list
-	open      atomic.Int64 // bytes in cur, for the fill share without taking the lock
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
 	dropped   [numDropReasons]atomic.Uint64
@@ -129,10 +128,11 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 	var deadline time.Time
 	for {
 		status := s.tryWrite(sh, ctx, ent, fields)
-		if status == needBatch {
-			// No free batch: the budget is in open batches and the queue. Another shard's
-			// open batch may still have room, so what is buffered, not how it is split into
-			// batches, decides when the stream is full.
+		if status == needBatch && s.fwd.failing() {
+			// No free batch during an outage: the budget is in open batches and the queue.
+			// Another shard's open batch may still have room, so what is buffered, not how it
+			// is split into batches, decides when the stream is full. (In a flood the
+			// receiver drains the queue; the rejected writer pays for no other shard's lock.)
 			status = s.writeElsewhere(i, ctx, ent, fields)
 		}
 		switch status {
@@ -190,9 +190,7 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
 	for k := 1; k < len(s.shards); k++ {
 		o := &s.shards[(i+k)%len(s.shards)]
-		// Only a shard with an open batch that has room is worth its lock: when every
-		// buffer is sealed (a flood, not an outage) this costs the rejected writer no lock.
-		if open := o.open.Load(); open == 0 || open >= int64(s.sealAt) || !o.mu.TryLock() {
+		if !o.mu.TryLock() {
 			continue
 		}
 		status := needBatch
@@ -243,7 +241,6 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent zapcore.Entry,
 		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
 		// larger than the space sealAt leaves get here).
 		sh.cur = nil
-		sh.open.Store(0)
 		s.seal(b)
 		nb := s.takeFree()
 		if nb == nil {
@@ -262,10 +259,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent zapcore.Entry,
 	}
 	if len(b.buf) >= s.sealAt {
 		sh.cur = nil
-		sh.open.Store(0)
 		s.seal(b)
-	} else {
-		sh.open.Store(int64(len(b.buf)))
 	}
 	return written
 }
@@ -313,7 +307,9 @@ func (s *stream) seal(b *batch) {
 	b.seq = s.sealed
 	s.queue <- b
 	s.sealMu.Unlock()
-	if s.info != nil && s.info.degrade.overHigh(s.fill()) {
+	// The queue alone, since seal runs under a shard's lock: enough to wake the clock early,
+	// which then reads the whole fill share.
+	if s.info != nil && s.info.degrade.overHigh(float64(s.queuedBytes.Load())/float64(s.nbatches*s.batchCap)) {
 		select {
 		case s.info.kick <- struct{}{}:
 		default:
@@ -328,25 +324,30 @@ func (s *stream) flush() {
 		sh.mu.Lock()
 		if b := sh.cur; b != nil && b.n > 0 {
 			sh.cur = nil
-			sh.open.Store(0)
 			s.seal(b)
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// buffered is the size of the entries the stream holds: in open batches and in the queue.
-// Read without locks, so a batch being sealed may be counted twice for a moment.
+// buffered is the size of the entries the stream holds: in the queue, and in the open
+// batches, read under each shard's lock (so never from a goroutine that holds one). The
+// writers pay nothing for it; a scrape and the clock's observation pay a short wait.
 func (s *stream) buffered() int64 {
 	n := s.queuedBytes.Load()
 	for i := range s.shards {
-		n += s.shards[i].open.Load()
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		if sh.cur != nil {
+			n += int64(len(sh.cur.buf))
+		}
+		sh.mu.Unlock()
 	}
 	return n
 }
 
 // fill is the share of the stream's buffer budget in use, in bytes: what the degrade policy
-// and the buffer gauge read.
+// reads.
 func (s *stream) fill() float64 {
 	return float64(s.buffered()) / float64(s.nbatches*s.batchCap)
 }
