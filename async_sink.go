@@ -182,7 +182,7 @@ func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fie
 			return needBatch
 		}
 	}
-	return s.appendLocked(sh, ctx, ent, fields, true)
+	return s.appendLocked(sh, ctx, &ent, fields, true)
 }
 
 // writeElsewhere tries the open batches of the shards other than shard i, skipping any
@@ -195,7 +195,7 @@ func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, f
 		}
 		status := needBatch
 		if o.cur != nil && !s.closed.Load() {
-			status = s.appendLocked(o, ctx, ent, fields, false)
+			status = s.appendLocked(o, ctx, &ent, fields, false)
 		}
 		o.mu.Unlock()
 		if status != needBatch {
@@ -208,11 +208,11 @@ func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, f
 // appendLocked encodes the entry into sh.cur (not nil), under sh's lock. An entry that does
 // not fit seals the batch and moves to a free one if own, or leaves the batch as it is and
 // reports needBatch if not (a batch borrowed by writeElsewhere).
-func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field, own bool) writeStatus {
+func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, own bool) writeStatus {
 	b := sh.cur
 	start := len(b.buf)
 	truncated := false
-	out, ok := encodeSafely(sh.enc, b.buf, ctx, ent, fields)
+	out, ok := encodeSafely(sh.enc, b.buf, ctx, *ent, fields)
 	if !ok {
 		b.buf = b.buf[:start]
 		sh.dropped[dropEncodeError].Add(1)
