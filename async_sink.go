@@ -39,7 +39,7 @@ type batch struct {
 type shard struct {
 	mu        sync.Mutex
 	enc       *msgpEncoder
-	cur       *batch       // nil until a writer takes a batch from the free list
+	cur       *batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
 	dropped   [numDropReasons]atomic.Uint64
