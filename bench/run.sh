@@ -46,6 +46,7 @@ full)
 	gotest -bench '^BenchmarkOutage$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkCallerLatency$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkErrLatency$' -benchtime 400x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 
 	ibm=results/raw-ibm.txt
