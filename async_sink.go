@@ -309,7 +309,7 @@ func (s *stream) seal(b *batch) {
 	s.sealMu.Unlock()
 	// The queue alone, since seal runs under a shard's lock: enough to wake the clock early,
 	// which then reads the whole fill share.
-	if s.info != nil && s.info.degrade.overHigh(float64(s.queuedBytes.Load())/float64(s.nbatches*s.batchCap)) {
+	if s.info != nil && s.info.degrade.overHigh(float64(s.queuedBytes.Load())/float64(s.capacity())) {
 		select {
 		case s.info.kick <- struct{}{}:
 		default:
@@ -346,10 +346,13 @@ func (s *stream) buffered() int64 {
 	return n
 }
 
+// capacity is the stream's buffer budget in bytes: all its batch buffers.
+func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
+
 // fill is the share of the stream's buffer budget in use, in bytes: what the degrade policy
 // reads.
 func (s *stream) fill() float64 {
-	return float64(s.buffered()) / float64(s.nbatches*s.batchCap)
+	return float64(s.buffered()) / float64(s.capacity())
 }
 
 // flushTick is the clock's flush: it seals the open batches, unless the sender is failing
@@ -513,14 +516,14 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 // buffers through the outage. Order is kept: b is the oldest batch, and the entries after it
 // move forward in sealing order; the batches that still hold entries wait in held.
 func (s *stream) compact(b *batch) {
+take:
 	for len(s.held) < cap(s.held) {
 		select {
 		case nb := <-s.queue:
 			s.held = append(s.held, nb)
-			continue
 		default:
+			break take
 		}
-		break
 	}
 	dst, kept := b, s.held[:0]
 	for _, src := range s.held {
@@ -700,7 +703,7 @@ func (s *stream) stats() StreamStats {
 		Spilled:       s.spilled.Load(),
 		Replayed:      s.replayed.Load(),
 		BufferedBytes: s.buffered(),
-		CapacityBytes: int64(s.nbatches * s.batchCap),
+		CapacityBytes: s.capacity(),
 		SentBatches:   s.sentBatches.Load(),
 		SentBytes:     s.sentBytes.Load(),
 		SendErrors:    s.sendErrors.Load(),

@@ -274,15 +274,6 @@ func (s *settings) resolveServers(cfg Config, errs *[]error) {
 		*errs = append(*errs, s.addrErr)
 	}
 	anyTLS := false
-	defer func() {
-		if cfg.TLSFiles != (TLSFiles{}) && !anyTLS {
-			err := errors.New("fluentcore: TLSFiles is set but no address is tls://: nothing would use it")
-			*errs = append(*errs, err)
-			if s.addrErr == nil {
-				s.addrErr = err
-			}
-		}
-	}()
 	for _, srv := range servers {
 		ep, err := dial.NewEndpoint(srv.Addr, cmp.Or(srv.Weight, DefaultServerWeight), srv.Standby, cfg.TLS)
 		anyTLS = anyTLS || ep.TLS != nil
@@ -293,6 +284,13 @@ func (s *settings) resolveServers(cfg Config, errs *[]error) {
 			*errs = append(*errs, err)
 		}
 		s.endpoints = append(s.endpoints, ep)
+	}
+	if cfg.TLSFiles != (TLSFiles{}) && !anyTLS {
+		err := errors.New("fluentcore: TLSFiles is set but no address is tls://: nothing would use it")
+		*errs = append(*errs, err)
+		if s.addrErr == nil {
+			s.addrErr = err
+		}
 	}
 }
 
