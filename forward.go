@@ -72,7 +72,8 @@ func newForwarder(s *settings) *forwarder {
 // and otherwise the EOF or reset that tells us the peer is gone before we write into it.
 type fconn struct {
 	net.Conn
-	raw       net.Conn      // the transport under TLS; Conn itself without TLS
+	raw       net.Conn // the transport under TLS; Conn itself without TLS
+	peer      *dial.PeerCheck
 	server    int           // index in settings.endpoints
 	keepalive bool          // false: the receiver closes after each request (HELO said so)
 	acks      chan string   // ack tokens, in arrival order
@@ -178,18 +179,21 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 		return 0, fresh, err
 	}
 
-	// The frame's parts are written one by one, not in one writev: on a connection the
-	// receiver has already closed, the header's write draws the reset that fails the
-	// payload's (at once on a local connection), so the frame is retried instead of counted
-	// delivered and lost (the fault suite's receiver-down rows check it without acks).
-	// Nothing here allocates: an allocating sender is made to assist the garbage collector,
-	// and under a logging flood that stalls delivery.
-	var werr error
+	// First ask the kernel whether the receiver closed the connection while it sat idle:
+	// the reader that would see the same close may not have run yet, and without acks a
+	// frame written into a closed connection is counted delivered and lost. The parts are
+	// then written one by one, not in one writev: if the close comes in between, the
+	// header's write draws the reset that fails the payload's (at once on a local
+	// connection), so the frame is retried. The fault suite's receiver-down rows check both
+	// without acks. Nothing here allocates: an allocating sender is made to assist the
+	// garbage collector, and under a logging flood that stalls delivery.
+	werr := c.peer.Closed()
 	for _, part := range [...][]byte{hdr, payload, opt} {
+		if werr != nil {
+			break
+		}
 		if len(part) > 0 {
-			if _, werr = c.Write(part); werr != nil {
-				break
-			}
+			_, werr = c.Write(part)
 		}
 	}
 	if err := werr; err != nil {
@@ -329,7 +333,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			return nil, err
 		}
 	}
-	fc := &fconn{Conn: nc, raw: raw, server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
+	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
 	if f.s.creds == nil && !f.s.requireAck {
