@@ -34,16 +34,35 @@ type batch struct {
 	seq uint64 // position in the stream's sealing order
 }
 
-// shard is one open batch and the encoder that writes into it. Writers pick a shard at
-// random, so many goroutines rarely meet on one lock.
+// shard is one open batch and the encoder that writes into it. A writer takes shard 0 when
+// it is free and another at random when it is not (lockShard), so many goroutines rarely
+// meet on one lock, and one goroutine's entries stay in order.
 type shard struct {
 	mu        sync.Mutex
 	enc       *msgpEncoder
 	cur       *batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
+	sinkHolds atomic.Int32  // lockForSink callers holding or waiting for mu
+	sinkLocks atomic.Uint32 // lockForSink calls so far
 	dropped   [numDropReasons]atomic.Uint64
 	_         [64]byte // keep neighbouring shards off this cache line
+}
+
+// lockForSink locks the shard for the sink's own short work (a flush, a read of the open
+// batch's size), marked so that a writer finding the lock taken waits for it rather than
+// move to another shard, which would reorder its entries (see lockShard).
+// The mark is set before the lock is taken and cleared after it is released, so that no
+// writer ever finds the lock taken by the sink unmarked.
+func (sh *shard) lockForSink() {
+	sh.sinkHolds.Add(1)
+	sh.sinkLocks.Add(1)
+	sh.mu.Lock()
+}
+
+func (sh *shard) unlockForSink() {
+	sh.mu.Unlock()
+	sh.sinkHolds.Add(-1)
 }
 
 // stream is one of the two streams: its buffers, its sender and its counters.
@@ -78,6 +97,9 @@ type stream struct {
 	queuedBytes                                    atomic.Int64
 	queuedBatches                                  atomic.Int64
 	delivered, spilled                             atomic.Uint64
+	waits                                          atomic.Uint64 // err writes that found no room and waited
+	sending                                        atomic.Bool   // the sender holds a batch (deliver)
+	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	sendDuration                                   prometheus.Observer // this stream's histogram
@@ -122,12 +144,12 @@ const (
 // write appends one entry to the stream. Info entries that find no free batch are dropped
 // (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that.
 func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
-	i := rand.N(len(s.shards))
+	i := s.lockShard()
 	sh := &s.shards[i]
 	sh.entries.Add(1)
 	var deadline time.Time
 	for {
-		status := s.tryWrite(sh, ctx, ent, fields)
+		status := s.tryWriteLocked(sh, ctx, ent, fields)
 		if status == needBatch && s.fwd.failing() {
 			// No free batch during an outage: the budget is in open batches and the queue.
 			// Another shard's open batch may still have room, so what is buffered, not how it
@@ -160,19 +182,47 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(s.err.maxWait)
+				s.waits.Add(1)
 			}
 			if !s.waitForBatch(sh, deadline) {
 				s.spillEntry(ctx, ent, fields)
 				return
 			}
+			sh.mu.Lock()
 		}
 	}
 }
 
-// tryWrite encodes the entry into the shard's open batch under the shard's lock, taking a
-// free batch if the shard has none.
-func (s *stream) tryWrite(sh *shard, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
-	sh.mu.Lock()
+// lockShard locks a shard for a writer and returns its index: shard 0 when its lock is
+// free, another one chosen at random when it is not. A writer that is alone (the usual case
+// at a modest rate) thus always writes to shard 0, and the entries of one goroutine keep
+// their order in the stream: batches are sealed in order, and one shard's batch is in
+// order. Random shards, even uncontended, interleaved the entries of consecutive calls by
+// a batch. A flush or a scrape holding shard 0 (lockForSink) is waited for, for the same
+// reason. Under contention from other writers, writers spread over the shards as before,
+// at the cost of one failed TryLock; the order of concurrent calls is not defined anyway,
+// though a goroutine that moves shards may see its entries reordered within a flush.
+func (s *stream) lockShard() int {
+	sh := &s.shards[0]
+	// Read before the TryLock: if it fails because the sink holds the lock, the sink was
+	// holding or waiting already, or has locked since. Looking only after the failure could
+	// miss a flush that is over by then.
+	locks, holding := sh.sinkLocks.Load(), sh.sinkHolds.Load() > 0
+	if sh.mu.TryLock() {
+		return 0
+	}
+	if len(s.shards) == 1 || holding || sh.sinkLocks.Load() != locks {
+		sh.mu.Lock()
+		return 0
+	}
+	i := 1 + rand.N(len(s.shards)-1)
+	s.shards[i].mu.Lock()
+	return i
+}
+
+// tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
+// shard has none. The caller holds the shard's lock; tryWriteLocked releases it.
+func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
 	defer sh.mu.Unlock()
 	if s.closed.Load() {
 		return streamClosed
@@ -321,12 +371,12 @@ func (s *stream) seal(b *batch) {
 func (s *stream) flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		sh.lockForSink()
 		if b := sh.cur; b != nil && b.n > 0 {
 			sh.cur = nil
 			s.seal(b)
 		}
-		sh.mu.Unlock()
+		sh.unlockForSink()
 	}
 }
 
@@ -337,11 +387,11 @@ func (s *stream) buffered() int64 {
 	n := s.queuedBytes.Load()
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		sh.lockForSink()
 		if sh.cur != nil {
 			n += int64(len(sh.cur.buf))
 		}
-		sh.mu.Unlock()
+		sh.unlockForSink()
 	}
 	return n
 }
@@ -355,18 +405,34 @@ func (s *stream) fill() float64 {
 	return float64(s.buffered()) / float64(s.capacity())
 }
 
-// flushTick is the clock's flush: it seals the open batches, unless the sender is failing
-// and a sealed batch would stay in memory. Such a batch would wait for the receiver with the
-// rest of its buffer unused, and every FlushInterval of an outage would seal one per shard:
-// the budget would run out on batch buffers, not on bytes. So while the sender fails,
-// batches are sealed only when full (and by Sync, Close and a DPanic/Panic/Fatal, which
-// seal everything). The err stream with a durable spill keeps sealing: its batches go to
-// disk, which frees them, and an entry on disk survives a crash.
+// flushTick is the clock's flush: it seals the open batches when the sender is waiting for
+// work. A batch sealed while the sender is still busy (a slow receiver, an ack that does not
+// come) or failing (an outage) would wait with the rest of its buffer unused, and every
+// FlushInterval would seal one more per shard: the budget would run out on batch buffers,
+// not on bytes. Then the tick only marks the flush owed, and the sender seals the open
+// batches itself once it is idle again (sealAfterSend). Full batches, Sync, Close and a
+// DPanic/Panic/Fatal seal at any time. The err stream with a durable spill keeps sealing
+// while failing: its sealed batches go to disk, which frees them, and an entry on disk
+// survives a crash.
 func (s *stream) flushTick() {
-	if s.fwd.failing() && (s.err == nil || s.err.disk == nil) {
+	failing := s.fwd.failing()
+	if failing && s.err != nil && s.err.disk != nil {
+		s.flush()
+		return
+	}
+	if failing || s.sending.Load() || len(s.queue) > 0 {
+		s.flushOwed.Store(true)
 		return
 	}
 	s.flush()
+}
+
+// sealAfterSend is the sender's side of flushTick: a flush the tick skipped while the sender
+// was busy is done as soon as nothing else waits to be sent.
+func (s *stream) sealAfterSend() {
+	if len(s.queue) == 0 && len(s.held) == 0 && s.flushOwed.Swap(false) {
+		s.flush()
+	}
 }
 
 func (s *stream) lastSealed() uint64 {
@@ -432,16 +498,14 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 		if len(s.held) > 0 {
 			b := s.held[0]
 			s.held = s.held[:copy(s.held, s.held[1:])]
-			if !s.deliver(ctx, b, bo) {
-				s.pending = b
+			if !s.send(ctx, b, bo) {
 				return
 			}
 			continue
 		}
 		select {
 		case b := <-s.queue:
-			if !s.deliver(ctx, b, bo) {
-				s.pending = b
+			if !s.send(ctx, b, bo) {
 				return
 			}
 		case <-wake:
@@ -453,6 +517,20 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 			return
 		}
 	}
+}
+
+// send is run's delivery of b, marked busy for flushTick; it reports false when ctx was
+// cancelled, with b kept as pending.
+func (s *stream) send(ctx context.Context, b *batch, bo backoff.BackOff) bool {
+	s.sending.Store(true)
+	ok := s.deliver(ctx, b, bo)
+	s.sending.Store(len(s.held) > 0) // held batches are queued work too
+	if !ok {
+		s.pending = b
+		return false
+	}
+	s.sealAfterSend()
+	return true
 }
 
 // deliver sends one batch, retrying with backoff until it is delivered (true) or ctx is

@@ -559,8 +559,9 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 	for _, id := range []streamID{errStream, infoStream} {
 		t.Run(id.String(), func(t *testing.T) {
 			var fb syncCounter
+			reg := prometheus.NewRegistry()
 			core := New(Config{
-				Addr: "tcp://127.0.0.1:1", ErrFallback: &fb, MaxBatchBytes: 16 << 10,
+				Addr: "tcp://127.0.0.1:1", ErrFallback: &fb, MaxBatchBytes: 16 << 10, Registerer: reg,
 				Info: StreamConfig{BufferBytes: 256 << 10}, Err: StreamConfig{BufferBytes: 256 << 10},
 				FlushInterval: 2 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
 				ErrMaxWait: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
@@ -586,6 +587,13 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 					if share := float64(st.BufferedBytes) / float64(st.CapacityBytes); share < 0.9 {
 						t.Fatalf("entry %d was the first one %s with %d of %d bytes buffered (%.0f%%)",
 							i, map[bool]string{true: "spilled", false: "dropped"}[id == errStream], st.BufferedBytes, st.CapacityBytes, 100*share)
+					}
+					// What the operator sees: the gauges behind "Buffer fill" and
+					// FluentcoreBufferNearlyFull (> 0.9, dashboards/alerts.yml) say full too.
+					used := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_buffer_bytes", id.String()))
+					capacity := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_buffer_capacity_bytes", id.String()))
+					if used/capacity <= 0.9 {
+						t.Errorf("fluentcore_buffer_bytes / fluentcore_buffer_capacity_bytes = %.0f / %.0f at the first drop: FluentcoreBufferNearlyFull would not fire", used, capacity)
 					}
 					return
 				}
@@ -704,5 +712,68 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 	}
 	if st := core.Stats().Err; fb.lines() != 0 || st.Spilled != 0 || st.Delivered != n {
 		t.Fatalf("fallback %d lines, stats %+v", fb.lines(), st)
+	}
+}
+
+// One goroutine's entries reach the receiver in the order they were logged, across many
+// batches and flushes, on a stream with several shards.
+func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond})
+	defer core.Close()
+	if n := len(sinkOf(core).streams[infoStream].shards); n < 2 {
+		t.Skipf("the info stream has %d shard; the test needs several", n)
+	}
+	logger := zap.New(core)
+	const n = 3000
+	for i := range n {
+		if i%100 == 0 {
+			time.Sleep(time.Millisecond) // let flush ticks seal batches part full too
+		}
+		logger.Info("in order", zap.Int("i", i))
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.WaitForEntries(n, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, e := range got {
+		if i, _ := e.Record["i"].(int64); i != int64(k) {
+			t.Fatalf("entry %d of the receiver is entry %d of the logger", k, i)
+		}
+	}
+}
+
+// A receiver that accepts and never reads nor acks: the sender holds one batch for
+// AckTimeout, and the flush tick must not seal a partly filled batch per shard every
+// FlushInterval meanwhile, or a low rate of errors runs out of batch buffers long before
+// the budget's bytes and Error() waits, then falls back.
+func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	var fb syncCounter
+	core := New(Config{
+		Addr: r.Addr(), ErrFallback: &fb, RequireAck: true, AckTimeout: 10 * time.Second,
+		MaxBatchBytes: 4 << 10, Err: StreamConfig{BufferBytes: 64 << 10}, // 16 batches
+		FlushInterval: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	logger.Error("before the stall")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r.Stall()
+	defer r.Resume()
+	st := sinkOf(core).streams[errStream]
+	// 300 entries of about 100 bytes (30 KB, half the budget), each a few flush ticks apart.
+	for i := range 300 {
+		logger.Error("stalled", zap.Int("i", i), zap.String("pad", strings.Repeat("x", 40)))
+		time.Sleep(300 * time.Microsecond)
+	}
+	if w := st.waits.Load(); w != 0 || fb.lines() != 0 {
+		t.Errorf("with %d of %d bytes buffered, %d Error() calls waited for a batch and %d went to the fallback",
+			st.buffered(), st.capacity(), w, fb.lines())
 	}
 }

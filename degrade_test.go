@@ -57,6 +57,19 @@ func TestDegraderDisconnection(t *testing.T) {
 	}
 }
 
+// By default an outage alone degrades nothing: only the bytes buffered do, so entries the
+// budget can hold are not shed.
+func TestDegraderDefaultIgnoresDisconnection(t *testing.T) {
+	d := degrader{cfg: DegradeConfig{}.withDefaults()}
+	t0 := time.Unix(1_000_000, 0)
+	if d.observe(t0, 0.74, time.Hour) {
+		t.Fatal("degraded on disconnection alone, under the high watermark")
+	}
+	if !d.observe(t0, 0.75, time.Hour) {
+		t.Fatal("did not degrade at the high watermark")
+	}
+}
+
 func TestDegradeOffNeverDegrades(t *testing.T) {
 	d := degrader{cfg: DegradeConfig{Policy: DegradeOff}.withDefaults()}
 	if d.observe(time.Unix(1, 0), 1, time.Hour) || d.degraded {

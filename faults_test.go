@@ -294,6 +294,7 @@ var errClasses = []struct{ sub, class string }{
 	{"digest does not match", "PONG digest wrong"},
 	{"handshake failed", "handshake failed"},
 	{"lost while waiting for ack", "connection lost before ack"},
+	{"closed by the peer", "closed by the receiver"},
 	{"broken pipe", "broken pipe"},
 	{"connection reset", "connection reset"},
 	{"i/o timeout", "timeout"},
@@ -795,7 +796,7 @@ func faultCases() []faultCase {
 	withKey := func(e *faultEnv, cfg *Config) { cfg.SharedKey, cfg.SelfHostname = key, "client.test" }
 	errSpilled := func(e *faultEnv) bool { return e.core.Stats().Err.Spilled > 0 }
 
-	return []faultCase{{
+	return append([]faultCase{{
 		name: "receiver killed mid-batch, restarted (in-process: connections dropped, port closed)",
 		ack:  true,
 		inject: func(e *faultEnv) {
@@ -998,7 +999,7 @@ func faultCases() []faultCase {
 		name: "logging process killed (kill -9) during an outage, restarted",
 		ack:  true,
 		run:  runLoggerKilled,
-	}}
+	}}, outageCases()...)
 }
 
 func mustDo(t *testing.T, err error) {
