@@ -100,6 +100,7 @@ type stream struct {
 	waits                                          atomic.Uint64 // err writes that found no room and waited
 	sending                                        atomic.Bool   // the sender holds a batch (deliver)
 	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
+	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	sendDuration                                   prometheus.Observer // this stream's histogram
@@ -193,29 +194,34 @@ func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.
 	}
 }
 
-// lockShard locks a shard for a writer and returns its index: shard 0 when its lock is
-// free, another one chosen at random when it is not. A writer that is alone (the usual case
-// at a modest rate) thus always writes to shard 0, and the entries of one goroutine keep
-// their order in the stream: batches are sealed in order, and one shard's batch is in
-// order. Random shards, even uncontended, interleaved the entries of consecutive calls by
-// a batch. A flush or a scrape holding shard 0 (lockForSink) is waited for, for the same
-// reason. Under contention from other writers, writers spread over the shards as before,
-// at the cost of one failed TryLock; the order of concurrent calls is not defined anyway,
-// though a goroutine that moves shards may see its entries reordered within a flush.
+// lockShard locks a shard for a writer and returns its index. While the stream is calm,
+// shard 0: a writer that is alone (the usual case at a modest rate) always writes there,
+// and the entries of one goroutine keep their order in the stream, since batches are
+// sealed in order and one shard's batch is in order. (Random shards, even uncontended,
+// interleaved the entries of consecutive calls by a batch.) A flush or a scrape holding
+// shard 0 (lockForSink) is waited for, for the same reason. The first writer to find
+// shard 0 taken by another writer marks the stream contended, and until the next flush
+// tick writers pick a shard at random, as many goroutines logging at once need: trying
+// shard 0 first under contention starved the sender (the AddingFields parallel benchmark
+// delivered half as much). The order of concurrent calls is not defined anyway, though a
+// goroutine that moves shards may see its entries reordered within a flush.
 func (s *stream) lockShard() int {
-	sh := &s.shards[0]
-	// Read before the TryLock: if it fails because the sink holds the lock, the sink was
-	// holding or waiting already, or has locked since. Looking only after the failure could
-	// miss a flush that is over by then.
-	locks, holding := sh.sinkLocks.Load(), sh.sinkHolds.Load() > 0
-	if sh.mu.TryLock() {
-		return 0
+	if !s.contended.Load() {
+		sh := &s.shards[0]
+		// Read before the TryLock: if it fails because the sink holds the lock, the sink
+		// was holding or waiting already, or has locked since. Looking only after the
+		// failure could miss a flush that is over by then.
+		locks, holding := sh.sinkLocks.Load(), sh.sinkHolds.Load() > 0
+		if sh.mu.TryLock() {
+			return 0
+		}
+		if len(s.shards) == 1 || holding || sh.sinkLocks.Load() != locks {
+			sh.mu.Lock()
+			return 0
+		}
+		s.contended.Store(true)
 	}
-	if len(s.shards) == 1 || holding || sh.sinkLocks.Load() != locks {
-		sh.mu.Lock()
-		return 0
-	}
-	i := 1 + rand.N(len(s.shards)-1)
+	i := rand.N(len(s.shards))
 	s.shards[i].mu.Lock()
 	return i
 }
@@ -415,6 +421,9 @@ func (s *stream) fill() float64 {
 // while failing: its sealed batches go to disk, which frees them, and an entry on disk
 // survives a crash.
 func (s *stream) flushTick() {
+	if s.contended.Load() {
+		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
+	}
 	failing := s.fwd.failing()
 	if failing && s.err != nil && s.err.disk != nil {
 		s.flush()
