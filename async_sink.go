@@ -813,9 +813,11 @@ func (s *stream) stats() StreamStats {
 		st.SpillBytes = s.err.disk.Bytes()
 		st.SpillCorruptSegments = s.err.disk.CorruptSegments()
 	}
+	st.KeepRatio = 1
 	if s.info != nil {
 		st.Degraded = s.info.degrade.active.Load()
 		st.DegradeTransitions = s.info.degrade.transitions.Load()
+		st.KeepRatio, st.Capacity = s.info.degrade.keepRatio(), s.info.degrade.capacity()
 	}
 	return st
 }
@@ -848,6 +850,12 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k := &sink{s: s, stopTick: make(chan struct{})}
 	info := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s))
 	info.info = &infoPolicy{degrade: newDegradeControl(s.degrade), kick: make(chan struct{}, 1)}
+	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
+		key := appendStr(nil, s.degrade.WeightKey)
+		for i := range info.shards {
+			info.shards[i].enc.weightKey, info.shards[i].enc.weigh = key, info.info.degrade.weight
+		}
+	}
 	errs := newStream(errStream, s.errBufferBytes, s, newForwarder(s))
 	errs.err, k.spillErr = newErrPolicy(s)
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
@@ -880,7 +888,7 @@ func (k *sink) admit(ent zapcore.Entry) bool {
 		return true
 	}
 	st := k.streams[infoStream]
-	if !st.info.degrade.active.Load() {
+	if !st.info.degrade.checking.Load() {
 		return true
 	}
 	ok, reason := st.info.degrade.admit(ent)
@@ -906,9 +914,11 @@ func (k *sink) clock() {
 	// the degrade machine is fed every observeEvery.
 	flush := time.NewTicker(k.s.flushInterval)
 	defer flush.Stop()
-	observe := time.NewTicker(min(k.s.flushInterval, observeEvery))
+	slow := min(k.s.flushInterval, observeEvery)
+	observe := time.NewTicker(slow)
 	defer observe.Stop()
 	info := k.streams[infoStream]
+	fast := false
 	for {
 		select {
 		case <-k.stopTick:
@@ -921,6 +931,14 @@ func (k *sink) clock() {
 			}
 		}
 		k.observeDegrade(time.Now())
+		if f := info.info.degrade.fast(); f != fast {
+			fast = f
+			if f {
+				observe.Reset(adaptiveStep)
+			} else {
+				observe.Reset(slow)
+			}
+		}
 	}
 }
 
@@ -929,7 +947,15 @@ const observeEvery = 100 * time.Millisecond
 
 func (k *sink) observeDegrade(now time.Time) {
 	info := k.streams[infoStream]
-	changed, degraded := info.info.degrade.observe(now, info.fill(), info.fwd.disconnectedFor(now))
+	delivered := info.delivered.Load()
+	entryBytes := 256.0 // until something is delivered: about an access log line
+	if delivered > 0 {
+		entryBytes = float64(info.sentBytes.Load()) / float64(delivered)
+	}
+	changed, degraded := info.info.degrade.observe(degradeObservation{
+		now: now, buffered: info.buffered(), limit: info.capacity(),
+		disconnectedFor: info.fwd.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
+	})
 	if changed {
 		kind := EventRecovered
 		if degraded {

@@ -777,3 +777,114 @@ func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 			st.buffered(), st.capacity(), w, fb.lines())
 	}
 }
+
+// DegradeAdaptive against a receiver that takes 40 k entries/s, flooded by one hot message
+// with rare ones alongside: the stream delivers about what the receiver takes, sheds the
+// excess in Check rather than by queue_full, keeps every rare entry, weighs what it kept
+// so the receiver can count what was logged, and admits everything again once the flood
+// stops.
+func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
+	const rate = 40_000
+	r := forwardtest.NewReceiver(t, forwardtest.WithReadRate(rate))
+	reg := prometheus.NewRegistry()
+	core := New(Config{
+		// With acks, delivered means the receiver has it: without, a write completes when
+		// the kernel takes it, and loopback's socket buffers hold seconds of this receiver.
+		Addr: r.Addr(), Registerer: reg, RequireAck: true, Degrade: DegradeConfig{WeightKey: "weight"},
+	})
+	defer core.Close()
+	logger := zap.New(core)
+
+	var hot, rare atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				logger.Info("hot", zap.Int64("n", hot.Add(1)))
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // 20 rare messages, each 20 times a second
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for k := range 20 {
+				logger.Info(fmt.Sprintf("rare %d", k))
+				rare.Add(1)
+			}
+		}
+	}()
+	start := time.Now()
+	waitUntil(t, "the flood runs 3 s", func() bool { return time.Since(start) >= 3*time.Second })
+	mid := core.Stats().Info
+	close(stop)
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	if mid.KeepRatio >= 1 || !mid.Degraded {
+		t.Errorf("during the flood: keep ratio %v, degraded %v; want thinning", mid.KeepRatio, mid.Degraded)
+	}
+	if v := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_capacity_entries_per_second", "info")); v < rate/2 || v > rate*2 {
+		t.Errorf("fluentcore_capacity_entries_per_second{info} = %.0f; the receiver takes %d/s", v, rate)
+	}
+	// Admission back to 100 % within a second of the flood's end (a few steps, in fact).
+	waitUntil(t, "admission reopens", func() bool { return core.Stats().Info.KeepRatio == 1 })
+	if d := time.Since(start) - elapsed; d > time.Second {
+		t.Errorf("admission reopened %v after the flood; want within 1 s", d)
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats().Info
+	offered := st.Entries
+	t.Logf("offered %d info entries in %v, delivered %d (%.0f/s), dropped %v; capacity measured %.0f/s",
+		offered, elapsed, st.Delivered, float64(st.Delivered)/elapsed.Seconds(), st.Dropped, mid.Capacity)
+	if q := st.Dropped["queue_full"]; float64(q) > 0.01*float64(offered) {
+		t.Errorf("queue_full dropped %d of %d offered: the shedding should happen in Check", q, offered)
+	}
+	if got := float64(st.Delivered) / elapsed.Seconds(); got < 0.8*rate {
+		t.Errorf("delivered %.0f/s; the receiver takes %d/s", got, rate)
+	}
+	entries, err := r.WaitForEntries(int(st.Delivered), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rareGot int64
+	var weighed float64
+	for _, e := range entries {
+		w, _ := e.Record["weight"].(int64)
+		if w < 1 {
+			t.Fatalf("entry without a weight: %v", e.Record)
+		}
+		if strings.HasPrefix(e.Record["msg"].(string), "rare") {
+			rareGot++
+			if w != 1 {
+				t.Errorf("a rare entry weighs %d; rare keys are kept whole", w)
+			}
+		} else {
+			weighed += float64(w)
+		}
+	}
+	if rareGot != rare.Load() {
+		t.Errorf("the receiver has %d rare entries of %d logged", rareGot, rare.Load())
+	}
+	if h := float64(hot.Load()); weighed < 0.7*h || weighed > 1.3*h {
+		t.Errorf("the hot entries' weights add up to %.0f; %0.f were logged", weighed, h)
+	}
+	identityHolds(t, core.Stats())
+}

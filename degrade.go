@@ -6,21 +6,34 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/shed"
 	"go.uber.org/zap/zapcore"
 )
 
-// DegradePolicy says which info-stream entries are kept while the info stream is degraded.
-// The err stream never degrades.
+// DegradePolicy says how the info stream sheds entries under backpressure. The err
+// stream never degrades.
 type DegradePolicy int
 
 const (
+	// DegradeAdaptive admits info entries at the rate the stream delivers them and sheds
+	// only the excess: below Degrade.LowWatermark of the buffer budget everything is
+	// admitted; above it a budget refilled at the measured delivery rate, scaled to keep
+	// the buffer near the middle of the watermarks, is shared out over message and level
+	// keys, rare messages kept whole, the most frequent thinned hardest, Debug before Info
+	// before Warn (internal/shed has the controller). Admission is back to 100 % within a
+	// few milliseconds once the offered load is under capacity. During an outage nothing
+	// is thinned: the buffer holds what it can and the rest is dropped as queue_full. It is
+	// the default; bench/README.md ("Degrade policies") has it against DegradeOff and
+	// DegradeSample in the same run.
+	DegradeAdaptive DegradePolicy = iota
 	// DegradeSample keeps the first Degrade.SampleFirst entries per message per
-	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler.
-	// It is the default.
-	DegradeSample DegradePolicy = iota
-	// DegradeKeepWarn keeps Warn entries and drops Debug and Info.
+	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler,
+	// while the stream is degraded (from HighWatermark until it has stayed under
+	// LowWatermark for Hold).
+	DegradeSample
+	// DegradeKeepWarn keeps Warn entries and drops Debug and Info while degraded.
 	DegradeKeepWarn
-	// DegradeDropAll drops every info-stream entry.
+	// DegradeDropAll drops every info-stream entry while degraded.
 	DegradeDropAll
 	// DegradeOff never degrades: info entries are only dropped when the buffers are full.
 	DegradeOff
@@ -29,6 +42,8 @@ const (
 // String returns the policy's name.
 func (p DegradePolicy) String() string {
 	switch p {
+	case DegradeAdaptive:
+		return "adaptive"
 	case DegradeSample:
 		return "sample"
 	case DegradeKeepWarn:
@@ -41,30 +56,35 @@ func (p DegradePolicy) String() string {
 	return "unknown"
 }
 
-// UnmarshalText reads a policy from its name ("sample", "keep_warn", "drop_all", "off"), for
-// configuration files and the environment. An unknown name is an error.
+// UnmarshalText reads a policy from its name ("adaptive", "sample", "keep_warn",
+// "drop_all", "off"), for configuration files and the environment. An unknown name is an
+// error.
 func (p *DegradePolicy) UnmarshalText(b []byte) error {
-	for q := DegradeSample; q <= DegradeOff; q++ {
+	for q := DegradeAdaptive; q <= DegradeOff; q++ {
 		if q.String() == string(b) {
 			*p = q
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown degrade policy %q (want sample, keep_warn, drop_all or off)", b)
+	return fmt.Errorf("unknown degrade policy %q (want adaptive, sample, keep_warn, drop_all or off)", b)
 }
 
 // MarshalText writes the policy's name.
 func (p DegradePolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
-// DegradeConfig tunes when the info stream degrades and what it keeps meanwhile. The zero
-// value gives the documented defaults. The info stream enters the degraded state when the
+// DegradeConfig tunes how the info stream sheds entries under backpressure. The zero value
+// gives the documented defaults.
+//
+// DegradeAdaptive (the default) reads LowWatermark (admit everything at or below it),
+// aims the buffer fill at the middle of the two watermarks, and, with WeightKey, marks
+// what it kept. The other policies switch a degraded state: the stream enters it when the
 // share of its buffer budget in use (bytes buffered / Info.BufferBytes) reaches
-// HighWatermark, or, if DisconnectedAfter is set, when its sender has been disconnected that
-// long; it leaves only after the share has stayed at or below
-// LowWatermark, connected, for Hold. The gap between the watermarks and the hold time keep it
-// from flapping.
+// HighWatermark, or, if DisconnectedAfter is set, when its sender has been disconnected
+// that long; it leaves only after the share has stayed at or below LowWatermark,
+// connected, for Hold. The gap between the watermarks and the hold time keep it from
+// flapping.
 type DegradeConfig struct {
-	// Policy is what is kept while degraded. Default DegradeSample.
+	// Policy is how entries are shed. Default DegradeAdaptive.
 	Policy DegradePolicy `json:"policy,omitempty" yaml:"policy,omitempty"`
 	// HighWatermark is the fill share (0..1] that enters degraded. Default 0.75.
 	HighWatermark float64 `json:"high_watermark,omitempty" yaml:"high_watermark,omitempty"`
@@ -82,6 +102,12 @@ type DegradeConfig struct {
 	SampleInterval   time.Duration `json:"sample_interval,omitempty" yaml:"sample_interval,omitempty"`
 	SampleFirst      int           `json:"sample_first,omitempty" yaml:"sample_first,omitempty"`
 	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
+	// WeightKey, if set, is a record key that DegradeAdaptive adds to every info entry:
+	// how many entries of its message and level it stands for, 1 while they are kept
+	// whole, N while 1 in N is kept, so that the receiving side can sum the weights to
+	// count what was logged. Default "" (off). It should not be a key the entries carry.
+	// Other policies ignore it.
+	WeightKey string `json:"weight_key,omitempty" yaml:"weight_key,omitempty"`
 }
 
 // withDefaults returns c with every unset field at its default; resolve applies it once and
@@ -200,38 +226,91 @@ type infoPolicy struct {
 	kick    chan struct{} // wakes the clock when the fill reaches the high watermark
 }
 
-// degradeControl wraps the state machine for the info stream: the sink's clock goroutine
-// feeds observations; Core.Check reads the state with one atomic load.
+// degradeControl wraps the info stream's policy: the state machine, or the adaptive
+// shedder. The sink's clock goroutine feeds observations; Core.Check reads whether to ask
+// admit with one atomic load.
 type degradeControl struct {
-	active      atomic.Bool
+	checking    atomic.Bool // Check must ask admit: degraded, or (adaptive) counting keys
+	active      atomic.Bool // degraded, as Stats and the metrics show it
 	transitions atomic.Uint64
 	sampler     *sampler
-	high        float64 // HighWatermark, read without the lock
+	shed        *shed.Shedder // DegradeAdaptive only
+	kickAt      float64       // a fill share that wakes the clock at once, read without the lock
 
-	mu sync.Mutex
-	sm degrader
+	mu       sync.Mutex
+	sm       degrader
+	lastShed time.Time // adaptive: the last observation that thinned a key
 }
+
+// adaptiveHold is how long DegradeAdaptive shows the stream degraded after it last thinned
+// a key, and how long the fill must stay under the low mark before it stops counting keys:
+// admission itself reopens at the next step, this only keeps the state and its events
+// from flapping step by step.
+const adaptiveHold = time.Second
 
 // newDegradeControl returns the control for cfg, whose every field is set (withDefaults).
 func newDegradeControl(cfg DegradeConfig) *degradeControl {
-	return &degradeControl{
+	c := &degradeControl{
 		sm:      degrader{cfg: cfg},
 		sampler: newSampler(cfg.SampleInterval, cfg.SampleFirst, cfg.SampleThereafter),
-		high:    cfg.HighWatermark,
+		kickAt:  cfg.HighWatermark,
 	}
+	if cfg.Policy == DegradeAdaptive {
+		c.shed = shed.New(shed.Config{
+			Low:    cfg.LowWatermark,
+			Target: min((cfg.LowWatermark+cfg.HighWatermark)/2, (cfg.LowWatermark+adaptiveFull)/2),
+			Full:   adaptiveFull,
+			Calm:   adaptiveHold,
+		})
+		c.kickAt = cfg.LowWatermark / 2 // where it starts counting keys
+	}
+	return c
 }
 
-// overHigh reports whether a fill share calls for an observation now: the stream is not
-// degraded and the fill has reached the high watermark.
+// overHigh reports whether a fill share calls for an observation now: Check does not
+// consult the policy yet and the fill has reached the mark where it should.
 func (c *degradeControl) overHigh(fill float64) bool {
-	return fill >= c.high && !c.active.Load()
+	return fill >= c.kickAt && !c.checking.Load()
 }
 
-// observe updates the state; it returns whether it changed and the new state.
-func (c *degradeControl) observe(now time.Time, fill float64, disconnectedFor time.Duration) (changed, degraded bool) {
+// degradeObservation is what the clock tells the info stream's policy.
+type degradeObservation struct {
+	now             time.Time
+	buffered, limit int64         // bytes buffered, and the buffer budget
+	disconnectedFor time.Duration // how long sends have been failing; 0 when they succeed
+	delivered       uint64        // entries delivered so far
+	entryBytes      float64       // the size of an entry, on average
+}
+
+// adaptiveFull is the fill at which DegradeAdaptive admits nothing but rare keys. The rest
+// is headroom: for the step it takes the controller to see the fill, and for the rare
+// keys, which must find room (with batch buffers a stream is full before 1 anyway).
+const adaptiveFull = 0.8
+
+// observe feeds one observation. It returns whether the degraded state changed, and the
+// new state.
+func (c *degradeControl) observe(o degradeObservation) (changed, degraded bool) {
+	now, fill, disconnectedFor := o.now, float64(o.buffered)/float64(o.limit), o.disconnectedFor
 	c.mu.Lock()
-	changed = c.sm.observe(now, fill, disconnectedFor)
-	degraded = c.sm.degraded
+	if c.shed != nil {
+		c.shed.Step(shed.Observation{
+			Now: now, Fill: fill, Delivered: o.delivered, Connected: disconnectedFor == 0,
+			Room: (adaptiveFull*float64(o.limit) - float64(o.buffered)) / o.entryBytes,
+		})
+		if c.shed.Shedding() {
+			c.lastShed = now
+		}
+		degraded = !c.lastShed.IsZero() && now.Sub(c.lastShed) < adaptiveHold
+		changed = degraded != c.sm.degraded
+		c.sm.degraded = degraded
+		c.checking.Store(c.shed.Counting())
+	} else {
+		changed = c.sm.observe(now, fill, disconnectedFor)
+		degraded = c.sm.degraded
+		if changed {
+			c.checking.Store(degraded)
+		}
+	}
 	c.mu.Unlock()
 	if changed {
 		c.active.Store(degraded)
@@ -240,9 +319,23 @@ func (c *degradeControl) observe(now time.Time, fill float64, disconnectedFor ti
 	return changed, degraded
 }
 
-// admit decides, while degraded, whether an info entry is kept; if not it gives the reason.
+// fast reports whether observations should come every adaptiveStep rather than at the
+// clock's usual pace: the adaptive shedder is counting keys.
+func (c *degradeControl) fast() bool { return c.shed != nil && c.shed.Counting() }
+
+// adaptiveStep is the adaptive shedder's step while it counts keys: at the delivery rates
+// of the benchmarks (1–2 M entries/s) an 8 MiB buffer fills in tens of milliseconds, so the
+// budget must follow within a few.
+const adaptiveStep = 5 * time.Millisecond
+
+// admit decides, while checking, whether an info entry is kept; if not it gives the reason.
 func (c *degradeControl) admit(ent zapcore.Entry) (bool, dropReason) {
 	switch c.sm.cfg.Policy {
+	case DegradeAdaptive:
+		if c.shed.Keep(int8(ent.Level), ent.Message) {
+			return true, 0
+		}
+		return false, dropSampled
 	case DegradeDropAll:
 		return false, dropDegraded
 	case DegradeKeepWarn:
@@ -257,4 +350,27 @@ func (c *degradeControl) admit(ent zapcore.Entry) (bool, dropReason) {
 		return false, dropSampled
 	}
 	return true, 0
+}
+
+// weight is the WeightKey value of a kept info entry (adaptive only; 1 otherwise).
+func (c *degradeControl) weight(ent zapcore.Entry) uint32 {
+	if c.shed == nil {
+		return 1
+	}
+	return c.shed.Weight(int8(ent.Level), ent.Message)
+}
+
+// capacity and keepRatio are the adaptive shedder's gauges (0 and 1 without it).
+func (c *degradeControl) capacity() float64 {
+	if c.shed == nil {
+		return 0
+	}
+	return c.shed.Capacity()
+}
+
+func (c *degradeControl) keepRatio() float64 {
+	if c.shed == nil {
+		return 1
+	}
+	return c.shed.KeepRatio()
 }

@@ -192,6 +192,11 @@ type msgpEncoder struct {
 
 	capSpans []capSpan // entry size cap: the str and bin values of the entry being cut
 	capOut   []byte    // and the cut entry
+
+	// The info stream's encoders with Degrade.WeightKey: the key, pre-encoded, and the
+	// weight of an entry, written after the entry's head.
+	weightKey []byte
+	weigh     func(zapcore.Entry) uint32
 }
 
 var (
@@ -226,6 +231,11 @@ func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.E
 	e.buf = append(dst, wire.Map32, 0, 0, 0, 0)
 
 	e.appendEntryHead(ent)
+	if e.weigh != nil {
+		e.buf = append(e.buf, e.weightKey...)
+		e.buf = msgp.AppendUint32(e.buf, e.weigh(ent))
+		e.cur.n += 2
+	}
 	if ctx != nil {
 		e.appendContext(ctx)
 	}

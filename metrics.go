@@ -15,6 +15,7 @@ type metrics struct {
 	entries, delivered, spilled, dropped, truncated   *prometheus.Desc
 	replayed, spillBytes, spillCorrupt                *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
+	keepRatio, capacity                               *prometheus.Desc
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
 	handshakeFailures                                 *prometheus.Desc
 	sendDuration                                      *prometheus.HistogramVec
@@ -49,6 +50,8 @@ func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, const
 		capacityBytes: d("buffer_capacity_bytes", "The stream's buffer budget in bytes."),
 		degraded:      d("degraded", "1 while the stream is degraded, else 0."),
 		transitions:   d("degrade_transitions_total", "Changes between the normal and degraded states."),
+		keepRatio:     d("keep_ratio", "Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned)."),
+		capacity:      d("capacity_entries_per_second", "Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits."),
 		sentBatches:   d("sent_batches_total", "Forward frames written to a receiver."),
 		sentBytes:     d("sent_bytes_total", "Bytes of Forward frames written to a receiver."),
 		sendErrors:    d("send_errors_total", "Failed attempts to send a frame (dial, write or ack)."),
@@ -61,7 +64,7 @@ func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, const
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
-		m.capacityBytes, m.degraded, m.transitions, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures} {
+		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.capacity, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures} {
 		ch <- d
 	}
 	m.sendDuration.Describe(ch)
@@ -98,6 +101,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(m.degraded, deg)
 		counter(m.transitions, st.DegradeTransitions)
+		if streamID(id) == infoStream { // the err stream never sheds
+			gauge(m.keepRatio, st.KeepRatio)
+			gauge(m.capacity, st.Capacity)
+		}
 		counter(m.sentBatches, st.SentBatches)
 		counter(m.sentBytes, st.SentBytes)
 		counter(m.sendErrors, st.SendErrors)

@@ -169,7 +169,7 @@ func resolve(cfg Config) (*settings, error) {
 	if dg := s.degrade; dg.HighWatermark > 1 || dg.LowWatermark >= dg.HighWatermark {
 		bad("Degrade watermarks need 0 < low (%v) < high (%v) <= 1", dg.LowWatermark, dg.HighWatermark)
 	}
-	if p := s.degrade.Policy; p < DegradeSample || p > DegradeOff {
+	if p := s.degrade.Policy; p < DegradeAdaptive || p > DegradeOff {
 		bad("unknown Degrade.Policy %d", p)
 	}
 

@@ -70,8 +70,15 @@ type StreamStats struct {
 	// ones waiting to be sent; CapacityBytes the stream's buffer budget.
 	BufferedBytes, CapacityBytes int64
 	// Degraded is true while the stream is degraded; DegradeTransitions counts changes.
+	// Under DegradeAdaptive the stream is degraded from the first thinned entry until it
+	// has thinned none for a second.
 	Degraded           bool
 	DegradeTransitions uint64
+	// KeepRatio is the share of the offered info entries DegradeAdaptive let through at
+	// its last step (1 when it thinned nothing, and on the err stream). Capacity is the
+	// delivery rate it measured while the buffer held a backlog, in entries per second (0
+	// until measured, and on the err stream).
+	KeepRatio, Capacity float64
 	// SentBatches and SentBytes count frames written; SendErrors failed attempts;
 	// Reconnects connections opened after the first.
 	SentBatches, SentBytes, SendErrors, Reconnects uint64

@@ -40,6 +40,7 @@ type conn struct {
 	rd        *msgp.Reader
 	w         io.Writer // where acks go; nil in benchmarks
 
+	lastN  int    // entries in the last request (WithReadRate)
 	frames int64  // requests started on this connection
 	frame  []byte // the raw request being decoded
 	plain  []byte // decompressed PackedForward payload

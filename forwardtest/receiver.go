@@ -114,6 +114,7 @@ type options struct {
 	denyKeepalive   bool
 	tlsConfig       *tls.Config
 	tls12Only       bool
+	readRate        float64
 }
 
 // handshake reports whether connections start with HELO/PING/PONG.
@@ -142,6 +143,15 @@ func WithAddr(addr string) Option {
 // request unless it asks for an ack.
 func CountOnly() Option {
 	return func(o *options) { o.countOnly = true }
+}
+
+// WithReadRate makes the receiver take at most perSecond entries a second, over all its
+// connections, as a fluentd whose output is the bottleneck: after each request it waits
+// until the request's entries fit the rate before it reads the next one (and acks the
+// request before waiting). The client sees the backpressure in its socket buffers. The
+// default, 0, is no limit; a negative rate makes Start return an error.
+func WithReadRate(perSecond float64) Option {
+	return func(o *options) { o.readRate = perSecond }
 }
 
 // AllowViolations stops NewReceiver from failing the test with tb.Errorf for each
@@ -186,6 +196,7 @@ type Receiver struct {
 	violations []error
 	changed    chan struct{} // closed on the next change; nil while nobody waits
 	stalled    chan struct{} // non-nil while stalled; closed by Resume
+	paceAt     time.Time     // WithReadRate: when the entries taken so far fit the rate
 }
 
 // NewReceiver starts a Receiver for a test or benchmark and registers a tb.Cleanup that
@@ -233,6 +244,9 @@ func Start(opts ...Option) (*Receiver, error) {
 		bound:   address,
 		done:    make(chan struct{}),
 		conns:   make(map[net.Conn]struct{}),
+	}
+	if o.readRate < 0 {
+		return nil, fmt.Errorf("forwardtest: negative read rate %v", o.readRate)
 	}
 	if o.tlsConfig != nil {
 		if network == "unix" {
@@ -584,6 +598,30 @@ func (r *Receiver) serve(nc net.Conn, id int64) {
 		if !c.step() || r.opts.denyKeepalive {
 			return // deny_keepalive: one request per connection, as fluentd
 		}
+		if r.opts.readRate > 0 && !r.pace(c.lastN) {
+			return
+		}
+	}
+}
+
+// pace waits until n more entries fit WithReadRate's rate, over all connections; false if
+// the receiver closed meanwhile.
+func (r *Receiver) pace(n int) bool {
+	r.mu.Lock()
+	now := time.Now()
+	at := r.paceAt
+	if at.Before(now) {
+		at = now
+	}
+	r.paceAt = at.Add(time.Duration(float64(n) / r.opts.readRate * float64(time.Second)))
+	r.mu.Unlock()
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.done:
+		return false
 	}
 }
 
@@ -637,6 +675,7 @@ func (c *conn) step() bool {
 	}
 	r.stats.Frames++
 	r.stats.Entries += int64(res.n)
+	c.lastN = res.n
 	r.stats.Bytes += int64(len(c.frame))
 	r.notifyLocked()
 	r.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/goleak"
 )
@@ -589,5 +590,36 @@ func TestModeString(t *testing.T) {
 		if got := m.String(); got != want {
 			t.Errorf("Mode(%d).String() = %q, want %q", int(m), got, want)
 		}
+	}
+}
+
+// WithReadRate holds the receiver to its rate: a flood of entries arrives no faster.
+func TestReadRateLimitsEntriesPerSecond(t *testing.T) {
+	r := NewReceiver(t, CountOnly(), WithReadRate(20_000))
+	c, err := net.Dial("tcp", strings.TrimPrefix(r.Addr(), "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frame := msgp.AppendArrayHeader(nil, 3)
+	frame = msgp.AppendString(frame, "t")
+	frame = msgp.AppendBytes(frame, testkit.Entries(1000, "x"))
+	frame = msgp.AppendMapHeader(frame, 1)
+	frame = msgp.AppendString(frame, "size")
+	frame = msgp.AppendInt(frame, 1000)
+	go func() {
+		for range 10 {
+			if _, err := c.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	if _, err := r.WaitForEntries(10_000, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// 10000 entries at 20000/s: the last request is read once the first nine fit, 450 ms.
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Errorf("10000 entries arrived in %v; at 20000/s that takes at least 450 ms", d)
 	}
 }

@@ -1,0 +1,419 @@
+// Package shed decides which entries a stream keeps when its callers offer more than its
+// sender can deliver: the adaptive degrade policy. It imports no other fluentcore package
+// (see ARCHITECTURE.md).
+//
+// The controller is a budget refilled at the measured delivery rate, scaled by how full
+// the buffer is. Every step (a few milliseconds while it matters) it reads what the sender
+// delivered since the last step; while the buffer holds a backlog the sender was busy the
+// whole time, so that rate is what the pipeline can carry, and it is smoothed into
+// Capacity. The next window's budget is Capacity × window × g(fill), where g is 2 at the
+// low mark, 1 at the target and 0 when the buffer is full, and never more than the buffer
+// has room for: below the target more is
+// admitted than delivered, so the buffer never runs dry and the sender never starves;
+// above it less, so it drains back. Below the low mark everything is admitted. A
+// proportional rule on the fill, rather than AIMD, because the delivery rate is measured
+// directly: the budget starts right, not after a sawtooth of losses, and the fill term
+// only corrects the error of the measurement. (An integral term was not needed: the fill
+// settles within a few per cent of the target in TestConvergesToACapacityStep.)
+//
+// The budget is shared out fairly (max-min, "water filling") over keys, a key being a
+// message at a level, counted per step in a fixed table: a key seen once or twice in a
+// step is kept whole whatever the budget, the keys offering less than an equal share are
+// kept whole, and the rest are thinned to the same number each, so the most frequent keys
+// lose the most. Levels are served in order, highest first: Warn is
+// thinned only once Info and Debug have nothing left, and Info only after Debug.
+// Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
+// fixed goal rate; here the goal is the measured capacity, moved every step, and a key's
+// rate follows it.
+//
+// Which entries of a thinned key are kept is systematic, not random: with keep ratio r
+// the n-th entry is kept when ⌊n·r⌋ moves, so exactly the ratio is kept, spread evenly,
+// with no random number on the caller's path. Keep is one atomic load while the buffer is
+// under the low mark, and a hash of the message, an atomic add and a load above it.
+package shed
+
+import (
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// Slots is the size of the key table. Keys that hash alike share a slot, and are then
+// thinned as one key.
+const Slots = 4096
+
+// one is a keep ratio of 1 in the table's fixed point.
+const one = 1 << 16
+
+// A key is rare in a step if it offered one entry, or no more than rareRate a second.
+const rareRate = 200
+
+// minStep is the shortest step counted on its own; quietAfter how long a key must offer
+// nothing before its keep ratio is reset to 1.
+const (
+	minStep    = 2 * time.Millisecond
+	quietAfter = 100 * time.Millisecond
+)
+
+// Config sets the controller's marks, as shares of the buffer budget (0..1).
+type Config struct {
+	Low    float64 // at or below it everything is admitted
+	Target float64 // the fill the controller aims at; above Low, below Full
+	// Full is the fill at which the budget is 0: a stream's buffer is in batches, and
+	// the last one is rarely filled to the brim, so it is full before 1.
+	Full float64
+	// Calm is how long the buffer must stay at or below Low, connected, before keys stop
+	// being counted (Keep is one atomic load again).
+	Calm time.Duration
+}
+
+// Shedder is one stream's adaptive admission. Keep and Weight are safe for concurrent use
+// and allocation-free; Step must be called from one goroutine at a time.
+type Shedder struct {
+	cfg      Config
+	counting atomic.Bool
+	slots    [Slots]slot
+
+	// Read concurrently, written by Step.
+	capacity  atomic.Uint64 // float64 bits: entries/s
+	keepRatio atomic.Uint64 // float64 bits: kept/offered over the last step
+	shedding  atomic.Bool   // the last step thinned some key
+
+	// Step's own.
+	last          time.Time
+	lastDelivered uint64
+	lastProgress  time.Time // the last step in which the sender delivered, or had no backlog
+	hadBacklog    bool      // the fill was over Low at the last step
+	calmSince     time.Time
+	prev          [Slots]uint64    // each slot's total at the last step
+	seen          [Slots]time.Time // the last step each slot was offered anything
+	keys          []key            // scratch: the keys offered in the last step
+}
+
+type slot struct {
+	total atomic.Uint64 // entries offered, ever: the systematic sampler's phase
+	ratio atomic.Uint32 // keep ratio, one = keep all
+	level atomic.Int32  // the level of the key last counted here
+}
+
+type key struct {
+	slot  int
+	level int32
+	count uint64
+}
+
+// New returns a Shedder that admits everything until Step sees a backlog.
+func New(cfg Config) *Shedder {
+	s := &Shedder{cfg: cfg, keys: make([]key, 0, Slots)}
+	for i := range s.slots {
+		s.slots[i].ratio.Store(one)
+	}
+	s.keepRatio.Store(math.Float64bits(1))
+	return s
+}
+
+// Keep reports whether an entry of msg at level is kept. Higher levels are kept first.
+func (s *Shedder) Keep(level int8, msg string) bool {
+	if !s.counting.Load() {
+		return true
+	}
+	sl := &s.slots[slotOf(level, msg)]
+	n := sl.total.Add(1)
+	if sl.level.Load() != int32(level) {
+		sl.level.Store(int32(level))
+	}
+	r := uint64(sl.ratio.Load())
+	if r >= one {
+		return true
+	}
+	return (n*r)>>16 != ((n-1)*r)>>16
+}
+
+// Weight is how many entries of msg at level one kept entry stands for under the keep
+// ratio in force now: 1 when the key is kept whole, N when 1 in N is kept.
+func (s *Shedder) Weight(level int8, msg string) uint32 {
+	if !s.counting.Load() {
+		return 1
+	}
+	r := s.slots[slotOf(level, msg)].ratio.Load()
+	if r >= one {
+		return 1
+	}
+	if r == 0 {
+		return one
+	}
+	return uint32((2*one + uint64(r)) / (2 * uint64(r))) // rounded
+}
+
+// Counting reports whether Keep is counting keys (the buffer has been above the low mark
+// recently): the caller then calls Keep; otherwise it may skip it.
+func (s *Shedder) Counting() bool { return s.counting.Load() }
+
+// Shedding reports whether the last step thinned any key.
+func (s *Shedder) Shedding() bool { return s.shedding.Load() }
+
+// Capacity is the delivery rate measured while the buffer held a backlog, in entries per
+// second, smoothed; 0 until measured.
+func (s *Shedder) Capacity() float64 { return math.Float64frombits(s.capacity.Load()) }
+
+// KeepRatio is the share of the entries offered in the last step that the budget let
+// through (1 when nothing was thinned).
+func (s *Shedder) KeepRatio() float64 { return math.Float64frombits(s.keepRatio.Load()) }
+
+// unmeasuredHorizon is how long the room left in the buffer must last while no delivery
+// rate has been measured.
+const unmeasuredHorizon = 200 * time.Millisecond
+
+// capacityTau smooths the measured delivery rate. Delivery comes in bursts: a batch holds
+// hundreds of entries, and without acks a write completes when the kernel takes it, so
+// against a slow receiver the socket buffers (megabytes on loopback) fill at once and then
+// take nothing until the receiver has freed half of them, for a second or more. Each
+// delivery is measured over the span since the one before, and the spans are averaged
+// with this time constant. A wrong estimate costs fill, not loss: the fill term of the
+// budget corrects it, and at a full buffer the budget is 0 whatever the estimate.
+const capacityTau = 500 * time.Millisecond
+
+// Observation is what Step reads from the stream.
+type Observation struct {
+	Now       time.Time
+	Fill      float64 // share of the buffer budget in use
+	Room      float64 // entries the buffer can still take before Config.Full
+	Delivered uint64  // entries the sender has delivered so far
+	Connected bool    // the sender is delivering: false while its sends fail (an outage)
+}
+
+// Step moves the controller to o.Now.
+func (s *Shedder) Step(o Observation) {
+	now := o.Now
+	dt := now.Sub(s.last).Seconds()
+	first := s.last.IsZero()
+	if !first && dt < minStep.Seconds() {
+		return // too short to count on: the next step takes it in
+	}
+	s.last = now
+	got := o.Delivered - s.lastDelivered
+	s.lastDelivered = o.Delivered
+	if first || dt <= 0 {
+		return
+	}
+	backlog := o.Fill > s.cfg.Low
+	if s.lastProgress.IsZero() {
+		s.lastProgress = now
+	}
+	if got > 0 && s.hadBacklog && o.Connected {
+		// The sender had work since it last delivered: what it delivered over that span
+		// is what it can. (Per delivery, not per step: a step sees a whole batch or none.)
+		since := now.Sub(s.lastProgress).Seconds()
+		rate := float64(got) / since
+		c := s.Capacity()
+		if c == 0 {
+			c = rate
+		} else {
+			c += (1 - math.Exp(-since/capacityTau.Seconds())) * (rate - c)
+		}
+		s.capacity.Store(math.Float64bits(c))
+	}
+	if got > 0 || !backlog {
+		s.lastProgress = now
+	}
+	s.hadBacklog = backlog
+
+	if !s.counting.Load() {
+		// Counting starts at half the low mark, so that the keys' counts are there when
+		// the fill reaches it: a flood crosses the rest of the way within a step.
+		if o.Fill > s.cfg.Low/2 {
+			s.startCounting()
+		}
+		return
+	}
+	offered := s.gather()
+
+	switch {
+	case !backlog:
+		// Under the low mark: admit all, and stop counting once it has been calm a while.
+		s.admitAll()
+		if s.calmSince.IsZero() {
+			s.calmSince = now
+		}
+		if now.Sub(s.calmSince) >= s.cfg.Calm {
+			s.counting.Store(false)
+		}
+		return
+	case !o.Connected:
+		// An outage: nothing drains, so a budget from the delivery rate would shed
+		// everything the buffer could still hold. Admit; what does not fit is counted
+		// where it is dropped.
+		s.admitAll()
+		s.calmSince = time.Time{}
+		return
+	}
+	s.calmSince = time.Time{}
+	var budget float64
+	if c := s.Capacity(); c > 0 {
+		// What the sender takes this step, scaled by the fill, and never more than the
+		// buffer can hold on top of that.
+		budget = min(c*dt*s.gain(o.Fill), c*dt+max(0, o.Room))
+	} else {
+		// Nothing measured yet (the first batch is still on its way): the room left, spread
+		// over unmeasuredHorizon, so that a flood does not fill the buffer in the steps it
+		// takes to learn the rate.
+		budget = max(0, o.Room) * min(1, dt/unmeasuredHorizon.Seconds())
+	}
+	if float64(offered) <= budget {
+		s.admitAll()
+		return
+	}
+	kept := s.share(budget, dt)
+	s.keepRatio.Store(math.Float64bits(kept / float64(offered)))
+	s.shedding.Store(true)
+}
+
+// gain is g(fill): 2 at the low mark, 1 at the target, 0 at Full, linear in between.
+func (s *Shedder) gain(fill float64) float64 {
+	lo, t, full := s.cfg.Low, s.cfg.Target, s.cfg.Full
+	if fill <= t {
+		return 1 + (t-fill)/(t-lo)
+	}
+	return max(0, (full-fill)/(full-t))
+}
+
+func (s *Shedder) startCounting() {
+	for i := range s.slots {
+		s.prev[i] = s.slots[i].total.Load()
+	}
+	s.calmSince = time.Time{}
+	s.counting.Store(true)
+}
+
+// gather collects the keys offered since the last step into s.keys and returns how many
+// entries they offered.
+func (s *Shedder) gather() uint64 {
+	s.keys = s.keys[:0]
+	var offered uint64
+	for i := range s.slots {
+		sl := &s.slots[i]
+		t := sl.total.Load()
+		c := t - s.prev[i]
+		s.prev[i] = t
+		if c == 0 {
+			// A key that has been quiet for a while comes back whole. Not after one quiet
+			// step: its callers may only have been off the CPU.
+			if sl.ratio.Load() != one && s.last.Sub(s.seen[i]) >= quietAfter {
+				sl.ratio.Store(one)
+			}
+			continue
+		}
+		s.seen[i] = s.last
+		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c})
+		offered += c
+	}
+	return offered
+}
+
+func (s *Shedder) admitAll() {
+	for _, k := range s.keys {
+		s.slots[k.slot].ratio.Store(one)
+	}
+	s.keepRatio.Store(math.Float64bits(1))
+	s.shedding.Store(false)
+}
+
+// share sets each offered key's keep ratio so that the keys' kept entries add up to
+// budget: levels highest first, and within the level that runs out, max-min fair. It
+// returns the entries kept.
+func (s *Shedder) share(budget, dt float64) float64 {
+	rare := func(k key) bool { return k.count == 1 || float64(k.count) <= rareRate*dt }
+	slices.SortFunc(s.keys, func(a, b key) int {
+		if a.level != b.level {
+			return int(b.level - a.level) // higher levels first
+		}
+		switch {
+		case a.count < b.count:
+			return -1
+		case a.count > b.count:
+			return 1
+		}
+		return a.slot - b.slot
+	})
+	// Rare keys (see rareRate) are kept whole whatever the budget:
+	// a step is milliseconds, so they are rare indeed, and a budget shared out to the
+	// last entry would otherwise drop them whenever the buffer is near full.
+	left, kept := budget, 0.0
+	for _, k := range s.keys {
+		if rare(k) {
+			left -= float64(k.count)
+			kept += float64(k.count)
+		}
+	}
+	left = max(0, left)
+	for start := 0; start < len(s.keys); {
+		end := start
+		var sum uint64
+		for end < len(s.keys) && s.keys[end].level == s.keys[start].level {
+			sum += s.keys[end].count
+			end++
+		}
+		level := s.keys[start:end]
+		for len(level) > 0 && rare(level[0]) { // sorted by count: first
+			s.slots[level[0].slot].ratio.Store(one)
+			sum -= level[0].count
+			level = level[1:]
+		}
+		if float64(sum) <= left {
+			for _, k := range level {
+				s.slots[k.slot].ratio.Store(one)
+			}
+			left -= float64(sum)
+			kept += float64(sum)
+			start = end
+			continue
+		}
+		// Water filling: ascending counts, each key keeps all it offered while that is
+		// no more than an equal share of what is left; the rest keep the equal share.
+		for i, k := range level {
+			rest := float64(len(level) - i)
+			if float64(k.count)*rest <= left {
+				s.slots[k.slot].ratio.Store(one)
+				left -= float64(k.count)
+				kept += float64(k.count)
+				continue
+			}
+			share := left / rest
+			for _, k := range level[i:] {
+				s.slots[k.slot].ratio.Store(ratioOf(share / float64(k.count)))
+				kept += share
+			}
+			left = 0
+			break
+		}
+		for _, k := range s.keys[end:] {
+			r := uint32(0) // lower levels wait until this one is whole
+			if rare(k) {
+				r = one
+			}
+			s.slots[k.slot].ratio.Store(r)
+		}
+		break
+	}
+	return kept
+}
+
+func ratioOf(r float64) uint32 {
+	if r >= 1 {
+		return one
+	}
+	return uint32(r * one)
+}
+
+// slotOf hashes a key (FNV-1a over the level and the message) to its slot.
+func slotOf(level int8, msg string) uint32 {
+	h := uint32(2166136261)
+	h ^= uint32(uint8(level))
+	h *= 16777619
+	for i := 0; i < len(msg); i++ {
+		h ^= uint32(msg[i])
+		h *= 16777619
+	}
+	return h % Slots
+}

@@ -1,0 +1,322 @@
+package shed
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+// pipe simulates a stream with a fake clock: callers offer entries per key at given rates,
+// Keep decides, the buffer holds up to size entries, and the sender takes rate entries a
+// second from it. Everything is deterministic.
+type pipe struct {
+	s         *Shedder
+	now       time.Time
+	size      float64 // buffer, in entries
+	buffered  float64
+	rate      float64 // what the sender can deliver, entries/s
+	connected bool
+	delivered uint64
+	carry     map[string]float64
+
+	// per-run tallies, by key
+	offered, kept, full map[string]int
+}
+
+type load struct {
+	msg   string
+	level int8
+	rate  float64 // entries/s
+}
+
+func newPipe(rate, size float64) *pipe {
+	return &pipe{
+		s:   New(Config{Low: 0.25, Target: 0.5, Full: 0.9, Calm: time.Second}),
+		now: time.Unix(1_000_000, 0), size: size, rate: rate, connected: true,
+		carry: map[string]float64{}, offered: map[string]int{}, kept: map[string]int{}, full: map[string]int{},
+	}
+}
+
+const step = 5 * time.Millisecond
+
+// run advances d with the loads, one step at a time.
+func (p *pipe) run(d time.Duration, loads ...load) {
+	for end := p.now.Add(d); p.now.Before(end); p.now = p.now.Add(step) {
+		// Interleave the keys' entries across the step, as concurrent callers would.
+		counts := make([]int, len(loads))
+		most := 0
+		for i, l := range loads {
+			c := p.carry[l.msg] + l.rate*step.Seconds()
+			counts[i] = int(c)
+			p.carry[l.msg] = c - float64(counts[i])
+			most = max(most, counts[i])
+		}
+		for j := range most {
+			for i, l := range loads {
+				if j >= counts[i] {
+					continue
+				}
+				p.offered[l.msg]++
+				if !p.s.Keep(l.level, l.msg) {
+					continue
+				}
+				if p.buffered+1 > p.size {
+					p.full[l.msg]++
+					continue
+				}
+				p.buffered++
+				p.kept[l.msg]++
+			}
+		}
+		if p.connected {
+			out := math.Min(p.buffered, p.rate*step.Seconds())
+			p.buffered -= out
+			p.delivered += uint64(out)
+		}
+		p.s.Step(Observation{Now: p.now, Fill: p.buffered / p.size, Room: 0.9*p.size - p.buffered, Delivered: p.delivered, Connected: p.connected})
+	}
+}
+
+func (p *pipe) reset() {
+	p.offered, p.kept, p.full = map[string]int{}, map[string]int{}, map[string]int{}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func (p *pipe) fill() float64 { return p.buffered / p.size }
+
+// Flat out at 3× capacity: the fill settles near the target, what is kept is what the
+// sender delivers, and nothing is dropped for a full buffer.
+func TestConvergesToACapacityStep(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	hot := load{"hot", 0, 300_000}
+	p.run(2*time.Second, hot)
+	p.reset()
+	p.run(2*time.Second, hot)
+	if f := p.fill(); math.Abs(f-0.5) > 0.1 {
+		t.Errorf("fill %.2f after 4 s; the target is 0.50", f)
+	}
+	if k := float64(sum(p.kept)) / 2; math.Abs(k-100_000)/100_000 > 0.05 {
+		t.Errorf("kept %.0f/s; the sender delivers 100000/s", k)
+	}
+	if n := sum(p.full); n != 0 {
+		t.Errorf("%d entries found the buffer full in the steady state", n)
+	}
+	if c := p.s.Capacity(); math.Abs(c-100_000)/100_000 > 0.05 {
+		t.Errorf("measured capacity %.0f/s, want about 100000", c)
+	}
+
+	// Capacity halves: within a second the kept rate follows, the buffer does not overflow.
+	p.rate = 50_000
+	p.reset()
+	p.run(time.Second, hot)
+	if n := sum(p.full); n != 0 {
+		t.Errorf("capacity step down: %d entries found the buffer full", n)
+	}
+	p.reset()
+	p.run(time.Second, hot)
+	if k := float64(sum(p.kept)); math.Abs(k-50_000)/50_000 > 0.1 {
+		t.Errorf("capacity step down: kept %.0f/s in the second second; the sender delivers 50000/s", k)
+	}
+
+	// And doubles again: within a second the kept rate is at least 90 % of it.
+	p.rate = 100_000
+	p.run(time.Second, hot)
+	p.reset()
+	p.run(time.Second, hot)
+	if k := float64(sum(p.kept)); k < 90_000 {
+		t.Errorf("capacity step up: kept %.0f/s in the second second; the sender delivers 100000/s", k)
+	}
+}
+
+// When the offered load falls under capacity, admission is back to 100 % within a second.
+func TestRecoversWithinASecond(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	p.run(3*time.Second, load{"hot", 0, 300_000})
+	if !p.s.Shedding() {
+		t.Fatal("not shedding at 3× capacity")
+	}
+	var recovered time.Duration
+	for d := time.Duration(0); d <= 2*time.Second; d += 10 * time.Millisecond {
+		p.reset()
+		p.run(10*time.Millisecond, load{"hot", 0, 50_000})
+		if p.offered["hot"] > 0 && p.kept["hot"] == p.offered["hot"] {
+			recovered = d
+			break
+		}
+	}
+	if recovered == 0 || recovered > time.Second {
+		t.Fatalf("admission back to 100 %% after %v; want within 1 s", recovered)
+	}
+	p.reset()
+	p.run(2*time.Second, load{"hot", 0, 50_000})
+	if p.kept["hot"] != p.offered["hot"] {
+		t.Errorf("under capacity, kept %d of %d", p.kept["hot"], p.offered["hot"])
+	}
+	p.run(2*time.Second, load{"hot", 0, 50_000})
+	if p.s.Counting() {
+		t.Error("still counting keys after seconds under the low mark")
+	}
+}
+
+// One hot message flat out and 200 rare ones at 2/s each: every rare entry is kept.
+func TestKeepsRareKeysWhole(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	loads := []load{{"hot", 0, 400_000}}
+	for i := range 200 {
+		loads = append(loads, load{fmt.Sprintf("rare %d", i), 0, 2})
+	}
+	p.run(2*time.Second, loads...)
+	p.reset()
+	p.run(5*time.Second, loads...)
+	for _, l := range loads[1:] {
+		if p.kept[l.msg] != p.offered[l.msg] || p.offered[l.msg] == 0 {
+			t.Fatalf("%s: kept %d of %d", l.msg, p.kept[l.msg], p.offered[l.msg])
+		}
+	}
+	if r := float64(p.kept["hot"]) / float64(p.offered["hot"]); r > 0.3 {
+		t.Errorf("the hot key kept %.2f of its entries; capacity is a quarter of it", r)
+	}
+}
+
+// Max-min fairness: two keys over an equal share are cut to the same number; one under it
+// is kept whole.
+func TestSharesTheBudgetFairly(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	loads := []load{{"a", 0, 200_000}, {"b", 0, 100_000}, {"c", 0, 20_000}}
+	p.run(2*time.Second, loads...)
+	p.reset()
+	p.run(2*time.Second, loads...)
+	if p.kept["c"] != p.offered["c"] {
+		t.Errorf("c, under an equal share, kept %d of %d", p.kept["c"], p.offered["c"])
+	}
+	a, b := float64(p.kept["a"]), float64(p.kept["b"])
+	if math.Abs(a-b)/b > 0.05 || math.Abs(a-40_000*2)/80_000 > 0.1 {
+		t.Errorf("a kept %.0f and b %.0f in 2 s; want about 80000 each (the 100000/s left after c, halved)", a, b)
+	}
+}
+
+// Levels are served highest first: Warn is kept whole while Info is thinned, and Debug
+// goes before Info.
+func TestThinsLowerLevelsFirst(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	loads := []load{{"warn", 1, 40_000}, {"info", 0, 100_000}, {"debug", -1, 100_000}}
+	p.run(2*time.Second, loads...)
+	p.reset()
+	p.run(2*time.Second, loads...)
+	if p.kept["warn"] != p.offered["warn"] {
+		t.Errorf("warn kept %d of %d", p.kept["warn"], p.offered["warn"])
+	}
+	if r := float64(p.kept["debug"]) / float64(p.offered["debug"]); r > 0.01 {
+		t.Errorf("debug kept %.3f of its entries while info was thinned", r)
+	}
+	if k := float64(p.kept["info"]) / 2; math.Abs(k-60_000)/60_000 > 0.1 {
+		t.Errorf("info kept %.0f/s; the 60000/s left after warn", k)
+	}
+}
+
+// During an outage nothing is thinned (the buffer holds what it can and the rest is
+// dropped where it does not fit); after it, the backlog drains first and admission opens
+// as the capacity is seen again.
+func TestOutageFillsThenDrains(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	hot := load{"hot", 0, 50_000}
+	p.run(time.Second, hot)
+	p.connected = false
+	p.reset()
+	p.run(2*time.Second, hot)
+	if f := p.fill(); f < 0.999 {
+		t.Errorf("outage: the buffer is %.3f full; it should hold all it can", f)
+	}
+	if p.full["hot"] == 0 || p.kept["hot"]+p.full["hot"] != p.offered["hot"] {
+		t.Errorf("outage: kept %d + full %d != offered %d; nothing may be thinned", p.kept["hot"], p.full["hot"], p.offered["hot"])
+	}
+	p.connected = true
+	p.reset()
+	p.run(3*time.Second, hot)
+	if f := p.fill(); f > 0.3 {
+		t.Errorf("3 s after the outage the buffer is still %.2f full", f)
+	}
+	p.reset()
+	p.run(time.Second, hot)
+	if p.kept["hot"] != p.offered["hot"] {
+		t.Errorf("after draining, at half the capacity, kept %d of %d", p.kept["hot"], p.offered["hot"])
+	}
+}
+
+// The key table is fixed: any number of distinct keys costs no memory, and neither Keep
+// nor Step allocates.
+func TestBoundedAndAllocationFree(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 300_000})
+	msgs := make([]string, 100_000)
+	for i := range msgs {
+		msgs[i] = fmt.Sprintf("message %d", i)
+	}
+	i := 0
+	if a := testing.AllocsPerRun(10_000, func() { p.s.Keep(0, msgs[i%len(msgs)]); i++ }); a != 0 {
+		t.Errorf("Keep allocates %v times a call", a)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		p.now = p.now.Add(step)
+		p.s.Step(Observation{Now: p.now, Fill: 0.6, Room: 1000, Delivered: p.delivered, Connected: true})
+	}); a != 0 {
+		t.Errorf("Step allocates %v times a call", a)
+	}
+	if n := cap(p.s.keys); n != Slots {
+		t.Errorf("the key scratch grew to %d; the table has %d slots", n, Slots)
+	}
+}
+
+func TestWeightIsTheInverseKeepRatio(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	if w := p.s.Weight(0, "hot"); w != 1 {
+		t.Errorf("weight %d before any shedding, want 1", w)
+	}
+	loads := []load{{"hot", 0, 400_000}, {"rare", 0, 10}}
+	p.run(3*time.Second, loads...)
+	p.reset()
+	p.run(time.Second, loads...)
+	w := p.s.Weight(0, "hot")
+	want := float64(p.offered["hot"]) / float64(p.kept["hot"])
+	if math.Abs(float64(w)-want)/want > 0.15 {
+		t.Errorf("hot: weight %d; it kept 1 in %.1f", w, want)
+	}
+	if w := p.s.Weight(0, "rare"); w != 1 {
+		t.Errorf("rare: weight %d, want 1 (kept whole)", w)
+	}
+}
+
+// A receiver that stops taking entries (a stall the sender does not see as an error):
+// the budget, from the capacity measured before, admits what the buffer can hold and
+// sheds only as it fills up; once full, nothing is dropped for want of room except new
+// keys, which are admitted whole.
+func TestStallShedsOnlyWhenFull(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 300_000})
+	hot := load{"hot", 0, 20_000}
+	p.run(200*time.Millisecond, hot) // the buffer drains
+	p.rate = 0
+	p.reset()
+	var firstShed float64 = -1
+	for range 200 {
+		before := sum(p.offered) - sum(p.kept) - sum(p.full)
+		p.run(step, hot)
+		if sum(p.offered)-sum(p.kept)-sum(p.full) > before && firstShed < 0 {
+			firstShed = p.fill()
+		}
+	}
+	if firstShed >= 0 && firstShed < 0.9 {
+		t.Errorf("stalled: shedding began with the buffer %.2f full; the capacity measured before covers the offered load", firstShed)
+	}
+	if n := sum(p.full); n > 0 {
+		t.Errorf("stalled: %d entries found the buffer full; the budget is 0 before that", n)
+	}
+}
