@@ -236,6 +236,7 @@ type degradeControl struct {
 	sampler     *sampler
 	shed        *shed.Shedder // DegradeAdaptive only
 	kickAt      float64       // a fill share that wakes the clock at once, read without the lock
+	lastStep    atomic.Int64  // unix nanos of the adaptive shedder's last step
 
 	mu       sync.Mutex
 	sm       degrader
@@ -293,17 +294,10 @@ func (c *degradeControl) observe(o degradeObservation) (changed, degraded bool) 
 	now, fill, disconnectedFor := o.now, float64(o.buffered)/float64(o.limit), o.disconnectedFor
 	c.mu.Lock()
 	if c.shed != nil {
-		c.shed.Step(shed.Observation{
-			Now: now, Fill: fill, Delivered: o.delivered, Connected: disconnectedFor == 0,
-			Room: (adaptiveFull*float64(o.limit) - float64(o.buffered)) / o.entryBytes,
-		})
-		if c.shed.Shedding() {
-			c.lastShed = now
-		}
+		c.stepLocked(o)
 		degraded = !c.lastShed.IsZero() && now.Sub(c.lastShed) < adaptiveHold
 		changed = degraded != c.sm.degraded
 		c.sm.degraded = degraded
-		c.checking.Store(c.shed.Counting())
 	} else {
 		changed = c.sm.observe(now, fill, disconnectedFor)
 		degraded = c.sm.degraded
@@ -317,6 +311,48 @@ func (c *degradeControl) observe(o degradeObservation) (changed, degraded bool) 
 		c.transitions.Add(1)
 	}
 	return changed, degraded
+}
+
+// stepDue reports whether the adaptive shedder's next step is due at now (unix nanos).
+func (c *degradeControl) stepDue(now int64) bool {
+	return c.shed != nil && now-c.lastStep.Load() >= int64(adaptiveStep)
+}
+
+// tryStep runs the adaptive shedder's step from a logging call, unless another goroutine
+// is stepping. Callers step it as well as the clock because a flood of them can keep the
+// clock's goroutine off the CPU for tens of milliseconds (1024 goroutines on 2 cores:
+// gaps of 30–300 ms), longer than the buffer lasts; a caller that logs is running.
+// Only the controller moves here: the degraded state and its events stay on the clock.
+func (c *degradeControl) tryStep(o degradeObservation) {
+	if !c.mu.TryLock() {
+		return
+	}
+	c.stepLocked(o)
+	c.mu.Unlock()
+}
+
+// stepLocked steps the adaptive shedder; c.mu is held.
+func (c *degradeControl) stepLocked(o degradeObservation) {
+	c.lastStep.Store(o.now.UnixNano())
+	c.shed.Step(shed.Observation{
+		Now: o.now, Fill: float64(o.buffered) / float64(o.limit), Delivered: o.delivered,
+		Connected: o.disconnectedFor == 0,
+		Room:      (adaptiveFull*float64(o.limit) - float64(o.buffered)) / o.entryBytes,
+	})
+	if c.shed.Shedding() {
+		c.lastShed = o.now
+	}
+	c.checking.Store(c.shed.Counting())
+}
+
+// wake makes Check consult the policy at once: a sealed batch found the fill at kickAt.
+// The adaptive shedder starts counting keys right away, rather than at the clock's next
+// observation.
+func (c *degradeControl) wake() {
+	if c.shed != nil {
+		c.shed.Wake()
+		c.checking.Store(true)
+	}
 }
 
 // fast reports whether observations should come every adaptiveStep rather than at the

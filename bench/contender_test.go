@@ -39,6 +39,8 @@ type client struct {
 	recv Counter
 	// close releases the client and its receiver.
 	close func()
+	// extra, if set, reports the client's own metrics of a timed loop of calls log calls.
+	extra func(b *testing.B, calls int64)
 }
 
 // contender is one logging client in the comparison.

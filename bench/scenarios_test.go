@@ -106,6 +106,9 @@ func measure(b *testing.B, cl *client, loop func(*testing.B, func())) {
 	}
 	d.cpu, d.recvCPU = cpu, recvCPU(cl)-rcpu0
 	d.report(b, elapsed)
+	if cl.extra != nil {
+		cl.extra(b, int64(b.N))
+	}
 	// How long runnable goroutines waited for a CPU: a background sender woken by its
 	// socket waits this long behind the logging goroutines.
 	b.ReportMetric(sched.quantileSince(sched0, 0.99), "sched-p99-ns")

@@ -279,12 +279,15 @@ func (s *Shedder) gain(fill float64) float64 {
 }
 
 func (s *Shedder) startCounting() {
-	for i := range s.slots {
-		s.prev[i] = s.slots[i].total.Load()
-	}
 	s.calmSince = time.Time{}
 	s.counting.Store(true)
 }
+
+// Wake makes Keep count keys from now on, before the next Step: for a stream whose fill
+// has just jumped, so that the step that sees it has counts to share the budget by. Safe
+// for concurrent use. (No snapshot is needed: while Keep does not count, the totals do not
+// move, so the next Step counts from the last one.)
+func (s *Shedder) Wake() { s.counting.Store(true) }
 
 // gather collects the keys offered since the last step into s.keys and returns how many
 // entries they offered.
