@@ -18,7 +18,8 @@ import (
 // arrived, hence this receiver. It is safe for concurrent use.
 type ClockReceiver struct {
 	*tcpServer
-	tag string
+	tag        string
+	othersRate float64 // entries a second it takes of the other tags; 0: no limit
 
 	// under tcpServer.mu:
 	lat        []time.Duration // of the clocked tag's entries, in arrival order
@@ -28,12 +29,17 @@ type ClockReceiver struct {
 
 // StartClock starts a ClockReceiver for tag on a free loopback port. It returns an error if it
 // cannot listen.
-func StartClock(tag string) (*ClockReceiver, error) {
+func StartClock(tag string) (*ClockReceiver, error) { return StartClockRate(tag, 0) }
+
+// StartClockRate is StartClock for a receiver that takes at most othersRate entries a
+// second of the other tags, as a fluentd whose output is slow (0: no limit); the clocked
+// tag's entries, on their own connection, are read as they come.
+func StartClockRate(tag string, othersRate float64) (*ClockReceiver, error) {
 	s, err := listenTCP()
 	if err != nil {
 		return nil, err
 	}
-	r := &ClockReceiver{tcpServer: s, tag: tag}
+	r := &ClockReceiver{tcpServer: s, tag: tag, othersRate: othersRate}
 	s.start(r.serve, func() int64 { return int64(len(r.lat)) })
 	return r, nil
 }
@@ -68,6 +74,7 @@ func (r *ClockReceiver) serve(c net.Conn) {
 	rd := msgp.NewReaderSize(c, 64<<10)
 	var payload []byte
 	var lat []time.Duration
+	var paceAt time.Time // othersRate: when this connection's entries so far fit the rate
 	for {
 		if !r.gate() {
 			return
@@ -87,8 +94,17 @@ func (r *ClockReceiver) serve(c net.Conn) {
 			err = rd.Skip()
 		}
 		now := time.Now()
+		var others int64
 		if err == nil {
-			lat, err = r.entries(tag, payload, now, lat[:0])
+			lat, others, err = r.entries(tag, payload, now, lat[:0])
+		}
+		if err == nil && others > 0 && r.othersRate > 0 {
+			paceAt = maxTime(paceAt, now).Add(time.Duration(float64(others) / r.othersRate * float64(time.Second)))
+			select {
+			case <-time.After(time.Until(paceAt)):
+			case <-r.done:
+				return
+			}
 		}
 		if err != nil {
 			r.mu.Lock()
@@ -103,16 +119,16 @@ func (r *ClockReceiver) serve(c net.Conn) {
 
 // entries decodes the entries of one request: their latencies if tag is the clocked one,
 // their number otherwise.
-func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.Duration) ([]time.Duration, error) {
+func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.Duration) ([]time.Duration, int64, error) {
 	clocked := tag == r.tag
 	var others int64
 	for len(b) > 0 {
 		n, rest, err := msgp.ReadArrayHeaderBytes(b)
 		if err != nil {
-			return lat, err
+			return lat, 0, err
 		}
 		if n != 2 || len(rest) < 10 || rest[0] != 0xd7 || rest[1] != 0 {
-			return lat, errors.New("entry is not [EventTime, record]")
+			return lat, 0, errors.New("entry is not [EventTime, record]")
 		}
 		if clocked {
 			sec := binary.BigEndian.Uint32(rest[2:6])
@@ -122,7 +138,7 @@ func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.
 			others++
 		}
 		if b, err = msgp.Skip(rest[10:]); err != nil {
-			return lat, err
+			return lat, 0, err
 		}
 	}
 	r.mu.Lock()
@@ -130,7 +146,14 @@ func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.
 	r.others += others
 	r.changedLocked()
 	r.mu.Unlock()
-	return lat, nil
+	return lat, others, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 var _ Counter = (*ClockReceiver)(nil)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"github.com/fluentcore/fluentcore/forwardtest"
 	"io"
 	"os"
 	"os/exec"
@@ -48,7 +49,29 @@ func MaybeServe() {
 	os.Exit(0)
 }
 
+// KindRate adds a read rate to a receiver kind: KindRate(KindForward, 200000) is forwardtest
+// taking at most 200000 entries a second; KindRate(KindClock, n) a clock receiver taking n
+// a second of the other tags.
+func KindRate(kind string, perSecond int) string { return fmt.Sprintf("%s@%d", kind, perSecond) }
+
 func startLocal(kind string) (Counter, error) {
+	if base, rate, ok := strings.Cut(kind, "@"); ok {
+		n, err := strconv.Atoi(rate)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bench: bad receiver rate in %q", kind)
+		}
+		switch base {
+		case KindForward:
+			r, err := forwardtest.Start(forwardtest.CountOnly(), forwardtest.WithLogf(nil), forwardtest.WithReadRate(float64(n)))
+			if err != nil {
+				return nil, err
+			}
+			return forwardCounter{r}, nil
+		case KindClock:
+			return StartClockRate(ErrTag, float64(n))
+		}
+		return nil, fmt.Errorf("bench: receiver kind %q takes no rate", base)
+	}
 	switch kind {
 	case KindForward:
 		return StartForward()

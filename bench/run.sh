@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the bench module: `run.sh full` (make bench) or `run.sh smoke` (make bench-smoke).
 #
-# full: every benchmark with -count $COUNT (default 5), the IBM client in its own binary,
+# full: every benchmark with -count $COUNT (default 5; BenchmarkDegrade $DEGRADE_COUNT, 3), the IBM client in its own binary,
 # forwardtest's own receiver benchmark, cmd/throughput; raw output in bench/results/, then
 # benchstat (bench/results/benchstat.txt) and cmd/benchtable, which regenerates the tables of
 # bench/README.md and README.md and bench/chart.png.
@@ -47,6 +47,8 @@ full)
 	gotest -bench '^BenchmarkCallerLatency$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkErrLatency$' -benchtime 400x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	# The degrade scenarios are timed by the clock (about 2 minutes a round): DEGRADE_COUNT rounds.
+	gotest -bench '^BenchmarkDegrade$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . -bench.degrade-series results/degrade-series.csv | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 
 	ibm=results/raw-ibm.txt
@@ -71,6 +73,7 @@ full)
 		$GO run "$BENCHSTAT" "$tp"
 	} >results/benchstat.txt
 	$GO run ./cmd/benchtable -results results -readme README.md -top ../README.md -chart chart.png
+	$GO run ./cmd/degradeplot -series results/degrade-series.csv -out degrade.png
 	;;
 smoke)
 	$GO vet ./...
@@ -78,13 +81,14 @@ smoke)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	header 1 >"$tmp/raw.txt"
-	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms | keep >>"$tmp/raw.txt"
+	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
 	gotest -tags ibm -bench '^Benchmark(AddingFields|Outage)$/(mode=single|contender=ibm-fluent-forward-go)$' -benchtime 200x -count 1 . -bench.outage=500ms | keep >"$tmp/raw-ibm.txt"
 	$GO test -count 1 ./...
 	$GO run ./cmd/throughput -d 1s -g 64 >"$tmp/throughput.txt"
 	cp README.md "$tmp/bench-README.md"
 	cp ../README.md "$tmp/README.md"
 	$GO run ./cmd/benchtable -results "$tmp" -readme "$tmp/bench-README.md" -top "$tmp/README.md" -chart "$tmp/chart.png"
+	$GO run ./cmd/degradeplot -series "$tmp/degrade-series.csv" -out "$tmp/degrade.png"
 	for c in fluentcore fluentcore-degrade-off zap-json-discard zap-json-bws-tcp fluent-logger-async fluent-logger-sync fluent-logger-async-ack lestrrat-fluent-client; do
 		grep -q "contender=$c-" "$tmp/raw.txt" || { echo "bench-smoke: no results for $c"; exit 1; }
 	done

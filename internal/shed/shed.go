@@ -3,25 +3,25 @@
 // (see ARCHITECTURE.md).
 //
 // The controller is a budget refilled at the measured delivery rate, scaled by how full
-// the buffer is. Every step (a few milliseconds while it matters) it reads what the sender
-// delivered since the last step; while the buffer holds a backlog the sender was busy the
-// whole time, so that rate is what the pipeline can carry, and it is smoothed into
-// Capacity. The next window's budget is Capacity × window × g(fill), where g is 2 at the
-// low mark, 1 at the target and 0 when the buffer is full, and never more than the buffer
-// has room for: below the target more is
-// admitted than delivered, so the buffer never runs dry and the sender never starves;
-// above it less, so it drains back. Below the low mark everything is admitted. A
-// proportional rule on the fill, rather than AIMD, because the delivery rate is measured
-// directly: the budget starts right, not after a sawtooth of losses, and the fill term
-// only corrects the error of the measurement. (An integral term was not needed: the fill
-// settles within a few per cent of the target in TestConvergesToACapacityStep.)
+// the buffer is. While the buffer holds a backlog the sender is busy all the time, so what
+// it delivers is what the pipeline can carry; measured per delivery (over the span since
+// the one before) and smoothed, that is Capacity. Under the target fill everything is
+// admitted: the buffer is there to absorb the unevenness of delivery, and a load under
+// capacity never fills it that far. Over the target, each step's budget is Capacity ×
+// step × g(fill), with g 1 at the target and 0 at Full, and never more than the buffer has
+// room for: admission follows delivery, less the excess that pushed the fill up, so the
+// fill settles near the target, the sender never starves and the buffer does not
+// overflow. A proportional rule on the fill, on top of the measured rate, rather than
+// AIMD: the budget starts right, not after a sawtooth of losses, and the fill term only
+// corrects the error of the measurement (TestConvergesToACapacityStep).
 //
 // The budget is shared out fairly (max-min, "water filling") over keys, a key being a
-// message at a level, counted per step in a fixed table: a key seen once or twice in a
-// step is kept whole whatever the budget, the keys offering less than an equal share are
-// kept whole, and the rest are thinned to the same number each, so the most frequent keys
-// lose the most. Levels are served in order, highest first: Warn is
-// thinned only once Info and Debug have nothing left, and Info only after Debug.
+// message at a level, counted per step in a fixed table: a rare key (seen once in the
+// step, or at no more than rareRate a second) is kept whole whatever the budget, the keys
+// offering less than an equal share are kept whole, and the rest are thinned to the same
+// number each, so the most frequent keys lose the most. Levels are served in order,
+// highest first: Warn is thinned only once Info and Debug have nothing left, and Info only
+// after Debug.
 // Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
 // fixed goal rate; here the goal is the measured capacity, moved every step, and a key's
 // rate follows it.
@@ -29,7 +29,8 @@
 // Which entries of a thinned key are kept is systematic, not random: with keep ratio r
 // the n-th entry is kept when ⌊n·r⌋ moves, so exactly the ratio is kept, spread evenly,
 // with no random number on the caller's path. Keep is one atomic load while the buffer is
-// under the low mark, and a hash of the message, an atomic add and a load above it.
+// calm (under half the low mark, or under the low mark for Calm), and a hash of the
+// message, an atomic add and two loads otherwise.
 package shed
 
 import (
@@ -58,8 +59,10 @@ const (
 
 // Config sets the controller's marks, as shares of the buffer budget (0..1).
 type Config struct {
-	Low    float64 // at or below it everything is admitted
-	Target float64 // the fill the controller aims at; above Low, below Full
+	// Low is the fill under which the stream is calm: keys are counted from half of it
+	// on, and no longer once the fill has stayed at or under it for Calm.
+	Low    float64
+	Target float64 // everything is admitted up to it, and the fill is held near it; above Low, below Full
 	// Full is the fill at which the budget is 0: a stream's buffer is in batches, and
 	// the last one is rarely filled to the brim, so it is full before 1.
 	Full float64
@@ -161,10 +164,6 @@ func (s *Shedder) Capacity() float64 { return math.Float64frombits(s.capacity.Lo
 // through (1 when nothing was thinned).
 func (s *Shedder) KeepRatio() float64 { return math.Float64frombits(s.keepRatio.Load()) }
 
-// unmeasuredHorizon is how long the room left in the buffer must last while no delivery
-// rate has been measured.
-const unmeasuredHorizon = 200 * time.Millisecond
-
 // capacityTau smooths the measured delivery rate. Delivery comes in bursts: a batch holds
 // hundreds of entries, and without acks a write completes when the kernel takes it, so
 // against a slow receiver the socket buffers (megabytes on loopback) fill at once and then
@@ -249,16 +248,22 @@ func (s *Shedder) Step(o Observation) {
 		return
 	}
 	s.calmSince = time.Time{}
+	if o.Fill <= s.cfg.Target {
+		// Under the target the buffer is doing its job, absorbing the unevenness of
+		// delivery (without acks a slow receiver takes whole socket buffers, then nothing
+		// for a while): a load under capacity is admitted whole, however it comes.
+		s.admitAll()
+		return
+	}
 	var budget float64
 	if c := s.Capacity(); c > 0 {
 		// What the sender takes this step, scaled by the fill, and never more than the
 		// buffer can hold on top of that.
 		budget = min(c*dt*s.gain(o.Fill), c*dt+max(0, o.Room))
 	} else {
-		// Nothing measured yet (the first batch is still on its way): the room left, spread
-		// over unmeasuredHorizon, so that a flood does not fill the buffer in the steps it
-		// takes to learn the rate.
-		budget = max(0, o.Room) * min(1, dt/unmeasuredHorizon.Seconds())
+		// Nothing measured yet (the connection is still being made, or its first batch is
+		// on its way): the room left up to Full, and no more.
+		budget = max(0, o.Room)
 	}
 	if float64(offered) <= budget {
 		s.admitAll()
@@ -269,13 +274,10 @@ func (s *Shedder) Step(o Observation) {
 	s.shedding.Store(true)
 }
 
-// gain is g(fill): 2 at the low mark, 1 at the target, 0 at Full, linear in between.
+// gain is g(fill) above the target: 1 there, 0 at Full, linear in between.
 func (s *Shedder) gain(fill float64) float64 {
-	lo, t, full := s.cfg.Low, s.cfg.Target, s.cfg.Full
-	if fill <= t {
-		return 1 + (t-fill)/(t-lo)
-	}
-	return max(0, (full-fill)/(full-t))
+	t, full := s.cfg.Target, s.cfg.Full
+	return min(1, max(0, (full-fill)/(full-t)))
 }
 
 func (s *Shedder) startCounting() {

@@ -158,6 +158,7 @@ func (d *doc) full() string {
 	b.WriteString(d.scaling())
 	b.WriteString(d.callerLatency())
 	b.WriteString(d.errLatency())
+	b.WriteString(d.degrade())
 	b.WriteString(d.buffers())
 	b.WriteString(d.receiver())
 	return b.String()
@@ -250,7 +251,83 @@ func (d *doc) targets() string {
 		t.add("Err entry latency under an info flood (issue 5): p99 ≈ FlushInterval (500 ms) + a few ms",
 			"p99 "+ns(p99)+", p50 "+med(g, "p50-ns", ns)+", max "+med(g, "max-ns", ns), status(p99 <= 520e6)+" (≤ 520 ms)")
 	}
+	d.degradeTargets(t)
 	return t.String()
+}
+
+// degradeTargets adds the targets of issue 15 (DegradeAdaptive, the default, against
+// DegradeOff in the same run).
+func (d *doc) degradeTargets(t *table) {
+	for _, n := range []string{"1", "16", "256", "1024"} {
+		g, _ := d.lookup("Scaling", "fluentcore", map[string]string{"goroutines": n})
+		o, _ := d.lookup("Scaling", "fluentcore-degrade-off", map[string]string{"goroutines": n})
+		if g == nil || o == nil {
+			continue
+		}
+		x, qf := medv(g, "events/s")/medv(o, "events/s"), medv(g, "queue-full-frac")
+		t.add("Degrade (issue 15) flat out, "+n+" goroutines: default delivers ≥ 0.9 × degrade off, queue_full ≤ 1 % of calls",
+			fmt.Sprintf("%s (%s vs %s delivered); queue_full %s of calls", ratio(x), med(g, "events/s", rate), med(o, "events/s", rate), pct(qf)),
+			status(x >= 0.9 && qf <= 0.01))
+	}
+	deg := func(scenario string) *group {
+		return d.rs.find("main", "Degrade", map[string]string{"scenario": scenario, "policy": "adaptive"})
+	}
+	for _, sc := range []string{"steady50", "steady80"} {
+		if g := deg(sc); g != nil {
+			t.add("Degrade (issue 15) "+strings.TrimPrefix(sc, "steady")+" % of capacity, steady: 0 dropped",
+				fmt.Sprintf("%s offered, %s of it dropped", med(g, "offered/s", rate), pct(g.sum("dropped-frac"))), status(g.sum("dropped-frac") == 0))
+		}
+	}
+	if g := deg("burst"); g != nil {
+		after, in := medv(g, "drops-after-burst-ms"), medv(g, "burst-delivered/capacity")
+		t.add("Degrade (issue 15) burst, 3× capacity for 2 s: drops end ≤ 1 s after it, ≥ 0.9 × capacity delivered during it",
+			fmt.Sprintf("last drop %s ms after the burst; %s of capacity delivered", sig(after), ratio(in)), status(after <= 1000 && in >= 0.9))
+	}
+	if g := deg("skew"); g != nil {
+		t.add("Degrade (issue 15) skew, a hot message and 200 rare ones at 2/s: every rare entry delivered",
+			fmt.Sprintf("%s rare entries lost of %s logged; %s lost on the way", count(g.sum("rare-lost")), count(g.sum("rare-logged")), count(g.sum("lost"))),
+			status(g.sum("rare-lost") == 0 && g.sum("lost") == 0))
+	}
+	if g := deg("slow-receiver"); g != nil {
+		x, p99 := medv(g, "delivered/receiver"), medv(g, "err-p99-ns")
+		t.add("Degrade (issue 15) a receiver taking 200 k/s: ≥ 0.9 × that delivered, err 0 lost, err p99 ≤ 53.5 ms",
+			fmt.Sprintf("%s of it delivered; err lost %s, p99 %s", ratio(x), count(g.sum("err-lost")), ns(p99)),
+			status(x >= 0.9 && g.sum("err-lost") == 0 && p99 <= 53.5e6))
+	}
+	for _, mode := range []string{"single", "parallel"} {
+		g, _ := d.lookup("AddingFields", "fluentcore", map[string]string{"mode": mode})
+		o, _ := d.lookup("AddingFields", "fluentcore-degrade-off", map[string]string{"mode": mode})
+		if g == nil || o == nil {
+			continue
+		}
+		x := medv(g, "ns/op") / medv(o, "ns/op")
+		t.add("Degrade (issue 15) caller cost, AddingFields "+mode+": ns/op and allocs/op of the default as degrade off's (same work, admission added)",
+			fmt.Sprintf("%s (%s vs %s); %s vs %s allocs/op", ratio(x), med(g, "ns/op", ns), med(o, "ns/op", ns), med(g, "allocs/op", num), med(o, "allocs/op", num)),
+			status(x <= 1.1 && medv(g, "allocs/op") <= medv(o, "allocs/op"))+" (within 10 %)")
+	}
+}
+
+// degrade is the table of BenchmarkDegrade's scenarios, both policies.
+func (d *doc) degrade() string {
+	gs := d.rs.all("main", "Degrade")
+	if len(gs) == 0 {
+		return ""
+	}
+	t := &table{head: []string{"scenario", "policy", "offered/s", "delivered/s", "dropped", "of which queue_full", "scenario's own"}}
+	for _, g := range gs {
+		own := ""
+		switch g.key("scenario") {
+		case "burst":
+			own = fmt.Sprintf("%s of capacity delivered in the burst; last drop %s ms after it", med(g, "burst-delivered/capacity", ratio), med(g, "drops-after-burst-ms", sig))
+		case "skew":
+			own = fmt.Sprintf("rare entries lost %s of %s", count(g.sum("rare-lost")), count(g.sum("rare-logged")))
+		case "slow-receiver":
+			own = fmt.Sprintf("%s of the receiver's 200 k/s delivered; err p99 %s, err lost %s", med(g, "delivered/receiver", ratio), med(g, "err-p99-ns", ns), count(g.sum("err-lost")))
+		}
+		t.add(g.key("scenario"), "`"+g.key("policy")+"`", med(g, "offered/s", rate), med(g, "delivered/s", rate),
+			med(g, "dropped-frac", pct), med(g, "queue-full-frac", pct), own)
+	}
+	return "### Degrade policies (issue 15)\n\n`BenchmarkDegrade` (`go test -run '^$' -bench '^BenchmarkDegrade$' -benchtime 1x .`, medians of the runs): the default policy (`adaptive`) and `DegradeOff` in the same run, into a receiver that takes 400 k entries/s (200 k/s for slow-receiver), so that the receiver, not the two cores, is the bottleneck. Step 1 (capacity) measures what it delivers flat out; steady50/80 offer that share of it for 10 s, paced; burst offers 3× for 2 s (as much as 32 goroutines manage), then half for 5 s; skew logs one message flat out from 4 goroutines with 200 rare ones at 2/s each; slow-receiver floods info from 16 goroutines with an err entry every 5 ms, clocked by the receiver. [degrade.png](degrade.png) is the burst scenario, drawn by `cmd/degradeplot`.\n\n" + t.String() + "\n"
 }
 
 // perDelivered is wall time per delivered entry: ns/op × calls / delivered.

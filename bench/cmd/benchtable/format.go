@@ -127,3 +127,11 @@ func num(v float64) string {
 	}
 	return sig(v)
 }
+
+// pct formats a share as a percentage: 0 exactly as "0".
+func pct(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return sig(100*v) + " %"
+}
