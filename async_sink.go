@@ -894,7 +894,9 @@ func (k *sink) admit(ent zapcore.Entry) bool {
 	}
 	ok, reason := st.info.degrade.admit(ent)
 	if d := st.info.degrade; d.stepDue(ent.Time.UnixNano()) {
-		d.tryStep(k.infoObservation(ent.Time))
+		if now := time.Now(); d.beginStep(now) {
+			d.endStep(k.infoObservation(now))
+		}
 	}
 	if !ok {
 		st.countDrop(reason)

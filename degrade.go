@@ -313,20 +313,32 @@ func (c *degradeControl) observe(o degradeObservation) (changed, degraded bool) 
 	return changed, degraded
 }
 
-// stepDue reports whether the adaptive shedder's next step is due at now (unix nanos).
+// stepDue reports whether the adaptive shedder's next step is due at now (unix nanos): a
+// cheap test on an entry's time, which a caller confirms on the real clock (beginStep).
 func (c *degradeControl) stepDue(now int64) bool {
 	return c.shed != nil && now-c.lastStep.Load() >= int64(adaptiveStep)
 }
 
-// tryStep runs the adaptive shedder's step from a logging call, unless another goroutine
-// is stepping. Callers step it as well as the clock because a flood of them can keep the
-// clock's goroutine off the CPU for tens of milliseconds (1024 goroutines on 2 cores:
-// gaps of 30–300 ms), longer than the buffer lasts; a caller that logs is running.
-// Only the controller moves here: the degraded state and its events stay on the clock.
-func (c *degradeControl) tryStep(o degradeObservation) {
+// beginStep lets a logging call step the adaptive shedder: it reports whether the step is
+// due on the real clock (an entry's time may come from zap.WithClock) and nobody else is
+// stepping, and then holds c.mu until endStep. Callers step it as well as the clock because
+// a flood of them can keep the clock's goroutine off the CPU for tens of milliseconds (1024
+// goroutines on 2 cores: gaps of 30–300 ms), longer than the buffer lasts; a caller that
+// logs is running. Only the controller moves there: the degraded state and its events stay
+// on the clock.
+func (c *degradeControl) beginStep(now time.Time) bool {
 	if !c.mu.TryLock() {
-		return
+		return false
 	}
+	if now.UnixNano()-c.lastStep.Load() < int64(adaptiveStep) {
+		c.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// endStep steps the shedder with o and releases c.mu.
+func (c *degradeControl) endStep(o degradeObservation) {
 	c.stepLocked(o)
 	c.mu.Unlock()
 }

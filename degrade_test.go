@@ -136,3 +136,25 @@ func TestAdmitByPolicy(t *testing.T) {
 		t.Fatalf("sample policy: second entry admitted=%v reason=%v", ok, r)
 	}
 }
+
+// A logging call steps DegradeAdaptive's controller only when the real clock says a step
+// is due: an entry's time may come from zap.WithClock, and a clock an hour ahead would
+// otherwise step it on every call and leave it an hour in the future for the sink's clock.
+func TestCallerStepsOnTheRealClock(t *testing.T) {
+	c := newDegradeControl(DegradeConfig{}.withDefaults())
+	now := time.Now()
+	c.lastStep.Store(now.UnixNano())
+	if !c.stepDue(now.Add(time.Hour).UnixNano()) {
+		t.Fatal("an entry an hour ahead does not look due")
+	}
+	if c.beginStep(now.Add(time.Millisecond)) {
+		t.Fatal("a step began 1 ms after the last one on the real clock")
+	}
+	if !c.beginStep(now.Add(adaptiveStep)) {
+		t.Fatal("no step one adaptiveStep later")
+	}
+	c.endStep(degradeObservation{now: now.Add(adaptiveStep), limit: 1 << 20, entryBytes: 100})
+	if got := c.lastStep.Load(); got != now.Add(adaptiveStep).UnixNano() {
+		t.Errorf("lastStep %d, want the step's time", got)
+	}
+}
