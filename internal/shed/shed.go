@@ -89,9 +89,9 @@ type Shedder struct {
 	lastProgress  time.Time // the last step in which the sender delivered, or had no backlog
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
-	prev          [Slots]uint64    // each slot's total at the last step
-	seen          [Slots]time.Time // the last step each slot was offered anything
-	keys          []key            // scratch: the keys offered in the last step
+	prev          [Slots]uint64 // each slot's total at the last step
+	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
+	keys          []key         // scratch: the keys offered in the last step
 }
 
 type slot struct {
@@ -304,12 +304,12 @@ func (s *Shedder) gather() uint64 {
 		if c == 0 {
 			// A key that has been quiet for a while comes back whole. Not after one quiet
 			// step: its callers may only have been off the CPU.
-			if sl.ratio.Load() != one && s.last.Sub(s.seen[i]) >= quietAfter {
+			if sl.ratio.Load() != one && s.last.UnixNano()-s.seen[i] >= int64(quietAfter) {
 				sl.ratio.Store(one)
 			}
 			continue
 		}
-		s.seen[i] = s.last
+		s.seen[i] = s.last.UnixNano()
 		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c})
 		offered += c
 	}
