@@ -285,7 +285,8 @@ func (d *doc) degradeTargets(t *table) {
 	}
 	if g := deg("skew"); g != nil {
 		t.add("Degrade (issue 15) skew, a hot message and 200 rare ones at 2/s: every rare entry delivered",
-			fmt.Sprintf("%s rare entries lost of %s logged; %s lost on the way", count(g.sum("rare-lost")), count(g.sum("rare-logged")), count(g.sum("lost"))),
+			fmt.Sprintf("rare entries lost: %s of %s logged (shed in Check, plus the expected share of the kept ones in the runs' queue_full drops, %s of calls); %s lost on the way",
+				sig(g.sum("rare-lost")), count(g.sum("rare-logged")), pct(g.sum("queue-full-frac")/float64(max(1, g.iters()))), count(g.sum("lost"))),
 			status(g.sum("rare-lost") == 0 && g.sum("lost") == 0))
 	}
 	if g := deg("slow-receiver"); g != nil {
@@ -320,7 +321,7 @@ func (d *doc) degrade() string {
 		case "burst":
 			own = fmt.Sprintf("%s of capacity delivered in the burst; last drop %s ms after it", med(g, "burst-delivered/capacity", ratio), med(g, "drops-after-burst-ms", sig))
 		case "skew":
-			own = fmt.Sprintf("rare entries lost %s of %s", count(g.sum("rare-lost")), count(g.sum("rare-logged")))
+			own = fmt.Sprintf("rare entries lost %s of %s (shed, plus an estimate from queue_full)", sig(g.sum("rare-lost")), count(g.sum("rare-logged")))
 		case "slow-receiver":
 			own = fmt.Sprintf("%s of the receiver's 200 k/s delivered; err p99 %s, err lost %s", med(g, "delivered/receiver", ratio), med(g, "err-p99-ns", ns), count(g.sum("err-lost")))
 		}
