@@ -389,7 +389,6 @@ func (s *Shedder) share(budget, dt float64) float64 {
 				s.slots[k.slot].ratio.Store(ratioOf(share / float64(k.count)))
 				kept += share
 			}
-			left = 0
 			break
 		}
 		for _, k := range s.keys[end:] {
