@@ -30,9 +30,9 @@ var (
 // ("addr", "flush_interval", "info": {"buffer_bytes": ...}); durations are strings such as
 // "500ms" or "2s" (or integer nanoseconds); "level" and "err_level" are zap level names
 // ("debug", "error"); "degrade": {"policy": ...} is "adaptive", "sample", "keep_warn",
-// "drop_all" or "off". An unknown key or a value of the wrong type is an error that names the key. Fields
-// that cannot come from a file (EncoderConfig, ErrFallback, TLS, Registerer, OnEvent) keep
-// the values they had.
+// "drop_all" or "off". An unknown key or a value of the wrong type is an error that names
+// the key. Fields that cannot come from a file (EncoderConfig, ErrFallback, TLS,
+// Registerer, OnEvent) keep the values they had.
 func (cfg *Config) UnmarshalJSON(b []byte) error {
 	return decodeJSON(reflect.ValueOf(cfg).Elem(), b, "")
 }
