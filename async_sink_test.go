@@ -779,10 +779,10 @@ func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 }
 
 // DegradeAdaptive against a receiver that takes 40 k entries/s, flooded by one hot message
-// with rare ones alongside: the stream delivers about what the receiver takes, sheds the
-// excess in Check rather than by queue_full, keeps every rare entry, weighs what it kept
-// so the receiver can count what was logged, and admits everything again once the flood
-// stops.
+// with rare ones alongside: the stream sheds the excess in Check rather than by
+// queue_full, keeps every rare entry, weighs what it kept so the receiver can count what
+// was logged, and admits everything again once the flood stops. (How much it delivers is a
+// benchmark's question: BenchmarkDegrade, slow-receiver.)
 func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	const rate = 40_000
 	r := forwardtest.NewReceiver(t, forwardtest.WithReadRate(rate))
@@ -842,11 +842,9 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	if v := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_capacity_entries_per_second", "info")); v < rate/2 || v > rate*2 {
 		t.Errorf("fluentcore_capacity_entries_per_second{info} = %.0f; the receiver takes %d/s", v, rate)
 	}
-	// Admission back to 100 % within a second of the flood's end (a few steps, in fact).
+	// Admission reopens once the flood ends. (How fast is TestRecoversWithinASecond's, on
+	// a fake clock; here the machine's load would decide.)
 	waitUntil(t, "admission reopens", func() bool { return core.Stats().Info.KeepRatio == 1 })
-	if d := time.Since(start) - elapsed; d > time.Second {
-		t.Errorf("admission reopened %v after the flood; want within 1 s", d)
-	}
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -856,9 +854,6 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 		offered, elapsed, st.Delivered, float64(st.Delivered)/elapsed.Seconds(), st.Dropped, mid.Capacity)
 	if q := st.Dropped["queue_full"]; float64(q) > 0.01*float64(offered) {
 		t.Errorf("queue_full dropped %d of %d offered: the shedding should happen in Check", q, offered)
-	}
-	if got := float64(st.Delivered) / elapsed.Seconds(); got < 0.8*rate {
-		t.Errorf("delivered %.0f/s; the receiver takes %d/s", got, rate)
 	}
 	entries, err := r.WaitForEntries(int(st.Delivered), 10*time.Second)
 	if err != nil {
