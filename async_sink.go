@@ -406,12 +406,6 @@ func (s *stream) buffered() int64 {
 // capacity is the stream's buffer budget in bytes: all its batch buffers.
 func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
 
-// fill is the share of the stream's buffer budget in use, in bytes: what the degrade policy
-// reads.
-func (s *stream) fill() float64 {
-	return float64(s.buffered()) / float64(s.capacity())
-}
-
 // flushTick is the clock's flush: it seals the open batches when the sender is waiting for
 // work. A batch sealed while the sender is still busy (a slow receiver, an ack that does not
 // come) or failing (an outage) would wait with the rest of its buffer unused, and every

@@ -265,7 +265,7 @@ func newDegradeControl(cfg DegradeConfig) *degradeControl {
 			Full:   adaptiveFull,
 			Calm:   adaptiveHold,
 		})
-		c.kickAt = cfg.LowWatermark / 2 // where it starts counting keys
+		c.kickAt = c.shed.CountsFrom()
 	}
 	return c
 }

@@ -99,7 +99,7 @@ func newOutageLog(core *Core, errRate, infoRate int) *outageLog {
 func (o *outageLog) catchUp(now time.Time) {
 	el := now.Sub(o.start).Seconds()
 	for o.nerr < int(el*float64(o.errRate)) {
-		fill := o.errSt.fill()
+		fill := fillOf(o.errSt)
 		waits := o.errSt.waits.Load()
 		id := faultID(0, o.nerr)
 		t0 := time.Now()
@@ -116,7 +116,7 @@ func (o *outageLog) catchUp(now time.Time) {
 		o.maxBuffered[errStream] = max(o.maxBuffered[errStream], o.errSt.buffered())
 	}
 	for o.ninfo < int(el*float64(o.infoRate)) {
-		fill := o.infoSt.fill()
+		fill := fillOf(o.infoSt)
 		id := faultID(1, o.ninfo)
 		t0 := time.Now()
 		if o.ninfo%10 == 1 {
@@ -143,6 +143,9 @@ func (o *outageLog) catchUp(now time.Time) {
 		}
 	}
 }
+
+// fillOf is the share of a stream's buffer budget in use, in bytes.
+func fillOf(st *stream) float64 { return float64(st.buffered()) / float64(st.capacity()) }
 
 func (o *outageLog) measure(kind int, d time.Duration) {
 	o.slowest[kind] = max(o.slowest[kind], d)

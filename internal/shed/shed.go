@@ -149,6 +149,11 @@ func (s *Shedder) Weight(level int8, msg string) uint32 {
 	return uint32((2*one + uint64(r)) / (2 * uint64(r))) // rounded
 }
 
+// CountsFrom is the fill from which keys are counted: half the low mark, so that the
+// counts are there when the fill reaches it (a flood crosses the rest within a step).
+// Whoever wakes the shedder (Wake) on a fill uses it too.
+func (s *Shedder) CountsFrom() float64 { return s.cfg.Low / 2 }
+
 // Counting reports whether Keep is counting keys (the buffer has been above the low mark
 // recently): the caller then calls Keep; otherwise it may skip it.
 func (s *Shedder) Counting() bool { return s.counting.Load() }
@@ -219,9 +224,7 @@ func (s *Shedder) Step(o Observation) {
 	s.hadBacklog = backlog
 
 	if !s.counting.Load() {
-		// Counting starts at half the low mark, so that the keys' counts are there when
-		// the fill reaches it: a flood crosses the rest of the way within a step.
-		if o.Fill > s.cfg.Low/2 {
+		if o.Fill > s.CountsFrom() {
 			s.startCounting()
 		}
 		return
