@@ -403,6 +403,14 @@ func (s *stream) buffered() int64 {
 	return n
 }
 
+// tight reports whether the stream is down to its last eighth of free batches (4 of the
+// default 32; with fewer than 8, when none is free) while its sends succeed. The adaptive policy sets its
+// budget once a step, and a flood that grows within a step would take the last of the
+// buffer; the reserve keeps that room for rare messages (internal/shed). Not during an
+// outage: then the buffer holds what it can (the outage rows of the Guarantees table).
+// One channel length and one atomic load.
+func (s *stream) tight() bool { return len(s.free) <= s.nbatches/8 && !s.fwd.failing() }
+
 // capacity is the stream's buffer budget in bytes: all its batch buffers.
 func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
 
@@ -886,7 +894,7 @@ func (k *sink) admit(ent zapcore.Entry) bool {
 	if !st.info.degrade.checking.Load() {
 		return true
 	}
-	ok, reason := st.info.degrade.admit(ent)
+	ok, reason := st.info.degrade.admit(ent, st.tight())
 	if d := st.info.degrade; d.stepDue(ent.Time.UnixNano()) {
 		if now := time.Now(); d.beginStep(now) {
 			d.endStep(k.infoObservation(now))

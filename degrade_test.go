@@ -121,18 +121,18 @@ func TestAdmitByPolicy(t *testing.T) {
 	}
 	for _, c := range cases {
 		ctl := newDegradeControl(DegradeConfig{Policy: c.policy}.withDefaults())
-		if ok, r := ctl.admit(info); ok != c.infoKept || (!ok && r != c.infoReason) {
+		if ok, r := ctl.admit(info, false); ok != c.infoKept || (!ok && r != c.infoReason) {
 			t.Errorf("%v: info admitted=%v reason=%v", c.policy, ok, r)
 		}
-		if ok, _ := ctl.admit(warn); ok != c.warnKept {
+		if ok, _ := ctl.admit(warn, false); ok != c.warnKept {
 			t.Errorf("%v: warn admitted=%v", c.policy, ok)
 		}
 	}
 	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000}.withDefaults())
-	if ok, _ := ctl.admit(info); !ok {
+	if ok, _ := ctl.admit(info, false); !ok {
 		t.Fatal("sample policy dropped the first entry")
 	}
-	if ok, r := ctl.admit(info); ok || r != dropSampled {
+	if ok, r := ctl.admit(info, false); ok || r != dropSampled {
 		t.Fatalf("sample policy: second entry admitted=%v reason=%v", ok, r)
 	}
 }

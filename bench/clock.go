@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type ClockReceiver struct {
 	// under tcpServer.mu:
 	lat        []time.Duration // of the clocked tag's entries, in arrival order
 	others     int64           // entries of other tags
+	marked     int64           // entries of other tags that contain RareMark
 	violations int64
 }
 
@@ -42,6 +44,18 @@ func StartClockRate(tag string, othersRate float64) (*ClockReceiver, error) {
 	r := &ClockReceiver{tcpServer: s, tag: tag, othersRate: othersRate}
 	s.start(r.serve, func() int64 { return int64(len(r.lat)) })
 	return r, nil
+}
+
+// RareMark is in the message of the skew scenario's rare entries: the clock receiver counts
+// the entries that contain it (Marked), so that the scenario counts the rare entries that
+// arrived rather than estimate them.
+const RareMark = "rare message "
+
+// Marked returns the entries of other tags received so far that contain RareMark.
+func (r *ClockReceiver) Marked() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.marked
 }
 
 // Others returns the entries of other tags received so far.
@@ -121,7 +135,7 @@ func (r *ClockReceiver) serve(c net.Conn) {
 // their number otherwise.
 func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.Duration) ([]time.Duration, int64, error) {
 	clocked := tag == r.tag
-	var others int64
+	var others, marked int64
 	for len(b) > 0 {
 		n, rest, err := msgp.ReadArrayHeaderBytes(b)
 		if err != nil {
@@ -134,20 +148,29 @@ func (r *ClockReceiver) entries(tag string, b []byte, now time.Time, lat []time.
 			sec := binary.BigEndian.Uint32(rest[2:6])
 			nsec := binary.BigEndian.Uint32(rest[6:10])
 			lat = append(lat, now.Sub(time.Unix(int64(sec), int64(nsec))))
-		} else {
-			others++
 		}
-		if b, err = msgp.Skip(rest[10:]); err != nil {
+		next, err := msgp.Skip(rest[10:])
+		if err != nil {
 			return lat, 0, err
 		}
+		if !clocked {
+			others++
+			if bytes.Contains(rest[10:len(rest)-len(next)], rareMark) {
+				marked++
+			}
+		}
+		b = next
 	}
 	r.mu.Lock()
 	r.lat = append(r.lat, lat...)
 	r.others += others
+	r.marked += marked
 	r.changedLocked()
 	r.mu.Unlock()
 	return lat, others, nil
 }
+
+var rareMark = []byte(RareMark)
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {

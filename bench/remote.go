@@ -88,6 +88,7 @@ func startLocal(kind string) (Counter, error) {
 //	count                    -> n <count> <violations> <cpu ns>
 //	wait <want> <quiet> <max> -> n ... (durations in ns)
 //	lat                      -> lat <other entries> <latency ns>... (KindClock)
+//	marked                   -> marked <other entries> <of them with RareMark> (KindClock)
 //	stall | resume           -> ok
 //	quit                     -> ok, then the receiver closes
 func serve(kind string, in io.Reader, out io.Writer) error {
@@ -138,6 +139,12 @@ func serve(kind string, in io.Reader, out io.Writer) error {
 				fmt.Fprintf(&sb, " %d", d.Nanoseconds())
 			}
 			err = reply("%s", sb.String())
+		case "marked":
+			cr, ok := c.(*ClockReceiver)
+			if !ok {
+				return fmt.Errorf("marked: not a clock receiver")
+			}
+			err = reply("marked %d %d", cr.Others(), cr.Marked())
 		case "stall":
 			c.Stall()
 			err = reply("ok")
@@ -278,6 +285,18 @@ func (r *remote) Latencies() ([]time.Duration, int64) {
 		lat = append(lat, time.Duration(ns))
 	}
 	return lat, others
+}
+
+// Marked returns, for a KindClock receiver, the entries of the other tags received so far
+// and how many of them contain RareMark.
+func (r *remote) Marked() (others, marked int64) {
+	f := r.call("marked")
+	if len(f) != 3 || f[0] != "marked" {
+		panic(fmt.Sprintf("bench: receiver process: bad reply to marked: %q", f))
+	}
+	others, _ = strconv.ParseInt(f[1], 10, 64)
+	marked, _ = strconv.ParseInt(f[2], 10, 64)
+	return others, marked
 }
 
 func (r *remote) Stall()  { r.call("stall") }

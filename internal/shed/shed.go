@@ -31,6 +31,11 @@
 // with no random number on the caller's path. Keep is one atomic load while the buffer is
 // calm (under half the low mark, or under the low mark for Calm), and a hash of the
 // message, an atomic add and two loads otherwise.
+//
+// The budget is set once a step, and a flood that grows within a step can outrun it. So
+// the caller also says when its buffer is down to a last reserve (tight): then only a
+// key's first entry in the step is kept, and what room is left goes to rare keys, not to
+// the flood (TestReserveKeepsRareKeysWhenStepsLag).
 package shed
 
 import (
@@ -89,13 +94,13 @@ type Shedder struct {
 	lastProgress  time.Time // the last step in which the sender delivered, or had no backlog
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
-	prev          [Slots]uint64 // each slot's total at the last step
-	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
-	keys          []key         // scratch: the keys offered in the last step
+	seen          [Slots]int64 // unix nanos of the last step each slot was offered anything
+	keys          []key        // scratch: the keys offered in the last step
 }
 
 type slot struct {
 	total atomic.Uint64 // entries offered, ever: the systematic sampler's phase
+	base  atomic.Uint64 // total at the last step
 	ratio atomic.Uint32 // keep ratio, one = keep all
 	level atomic.Int32  // the level of the key last counted here
 }
@@ -117,7 +122,9 @@ func New(cfg Config) *Shedder {
 }
 
 // Keep reports whether an entry of msg at level is kept. Higher levels are kept first.
-func (s *Shedder) Keep(level int8, msg string) bool {
+// tight says the buffer is down to its reserve: then a key's second and later entries in
+// the step are not kept, whatever its keep ratio.
+func (s *Shedder) Keep(level int8, msg string, tight bool) bool {
 	if !s.counting.Load() {
 		return true
 	}
@@ -125,6 +132,9 @@ func (s *Shedder) Keep(level int8, msg string) bool {
 	n := sl.total.Add(1)
 	if sl.level.Load() != int32(level) {
 		sl.level.Store(int32(level))
+	}
+	if tight && n-sl.base.Load() > 1 {
+		return false
 	}
 	r := uint64(sl.ratio.Load())
 	if r >= one {
@@ -302,8 +312,7 @@ func (s *Shedder) gather() uint64 {
 	for i := range s.slots {
 		sl := &s.slots[i]
 		t := sl.total.Load()
-		c := t - s.prev[i]
-		s.prev[i] = t
+		c := t - sl.base.Load()
 		if c == 0 {
 			// A key that has been quiet for a while comes back whole. Not after one quiet
 			// step: its callers may only have been off the CPU.
@@ -312,6 +321,7 @@ func (s *Shedder) gather() uint64 {
 			}
 			continue
 		}
+		sl.base.Store(t)
 		s.seen[i] = s.last.UnixNano()
 		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c})
 		offered += c

@@ -321,7 +321,7 @@ func (d *doc) degrade() string {
 		case "burst":
 			own = fmt.Sprintf("%s of capacity delivered in the burst; last drop %s ms after it", med(g, "burst-delivered/capacity", ratio), med(g, "drops-after-burst-ms", sig))
 		case "skew":
-			own = fmt.Sprintf("rare entries lost %s of %s (shed, plus an estimate from queue_full)", sig(g.sum("rare-lost")), count(g.sum("rare-logged")))
+			own = fmt.Sprintf("rare entries lost %s of %s (logged, less those the receiver counted)", sig(g.sum("rare-lost")), count(g.sum("rare-logged")))
 		case "slow-receiver":
 			own = fmt.Sprintf("%s of the receiver's 200 k/s delivered; err p99 %s, err lost %s", med(g, "delivered/receiver", ratio), med(g, "err-p99-ns", ns), count(g.sum("err-lost")))
 		}
