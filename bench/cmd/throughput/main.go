@@ -30,7 +30,7 @@ func main() {
 	bench.MaybeServe()
 	d := flag.Duration("d", 10*time.Second, "how long to log")
 	g := flag.Int("g", 64, "logging goroutines")
-	policy := flag.String("degrade", "sample", "info degrade policy: sample (the default) or off")
+	policy := flag.String("degrade", "adaptive", "info degrade policy, by its name (adaptive, the default; off; sample; ...)")
 	flag.Parse()
 	if err := run(*d, *g, *policy); err != nil {
 		fmt.Fprintln(os.Stderr, "throughput:", err)
@@ -40,14 +40,13 @@ func main() {
 
 func run(d time.Duration, g int, policy string) error {
 	cfg := fluentcore.Config{Info: fluentcore.StreamConfig{Tag: bench.Tag}}
+	if err := cfg.Degrade.Policy.UnmarshalText([]byte(policy)); err != nil {
+		return err
+	}
+	// The contender names of bench/: the default policy, and off.
 	name := "fluentcore"
-	switch policy {
-	case "sample":
-	case "off":
-		cfg.Degrade.Policy = fluentcore.DegradeOff
-		name = "fluentcore-degrade-off"
-	default:
-		return fmt.Errorf("unknown -degrade %q", policy)
+	if cfg.Degrade.Policy != (fluentcore.DegradeConfig{}).Policy {
+		name = "fluentcore-degrade-" + cfg.Degrade.Policy.String()
 	}
 	r, err := bench.StartRemote(bench.KindForward)
 	if err != nil {
