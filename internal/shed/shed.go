@@ -423,14 +423,26 @@ func ratioOf(r float64) uint32 {
 	return uint32(r * one)
 }
 
-// slotOf hashes a key (FNV-1a over the level and the message) to its slot.
+// slotOf hashes a key (the level and the message) to its slot: eight bytes of the message
+// at a time, multiplied and folded, then mixed once more (splitmix64's finisher). On the
+// caller's path: 5 ns for a 33-byte message where byte-at-a-time FNV-1a took 20
+// (BenchmarkSlotOf).
 func slotOf(level int8, msg string) uint32 {
-	h := uint32(2166136261)
-	h ^= uint32(uint8(level))
-	h *= 16777619
-	for i := 0; i < len(msg); i++ {
-		h ^= uint32(msg[i])
-		h *= 16777619
+	const m = 0x9E3779B97F4A7C15
+	h := (uint64(uint8(level)) + 1) * m
+	for len(msg) >= 8 {
+		// The compiler makes this one 8-byte load.
+		w := uint64(msg[0]) | uint64(msg[1])<<8 | uint64(msg[2])<<16 | uint64(msg[3])<<24 |
+			uint64(msg[4])<<32 | uint64(msg[5])<<40 | uint64(msg[6])<<48 | uint64(msg[7])<<56
+		h = (h ^ w) * m
+		h ^= h >> 32
+		msg = msg[8:]
 	}
-	return h % Slots
+	for i := 0; i < len(msg); i++ {
+		h = (h ^ uint64(msg[i])) * m
+	}
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 32
+	return uint32(h % Slots)
 }
