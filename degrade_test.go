@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,5 +157,47 @@ func TestCallerStepsOnTheRealClock(t *testing.T) {
 	c.endStep(degradeObservation{now: now.Add(adaptiveStep), limit: 1 << 20, entryBytes: 100})
 	if got := c.lastStep.Load(); got != now.Add(adaptiveStep).UnixNano() {
 		t.Errorf("lastStep %d, want the step's time", got)
+	}
+}
+
+// BenchmarkAdmit is the cost of admission on the caller's path (what Core.Check adds for an
+// info entry): DegradeOff; the default while the stream is calm; and the default
+// while it counts keys (a backlog), with a keep ratio of 1, one message or 64.
+func BenchmarkAdmit(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		policy   DegradePolicy
+		counting bool
+		msgs     int
+	}{
+		{"off", DegradeOff, false, 1},
+		{"adaptive/calm", DegradeAdaptive, false, 1},
+		{"adaptive/counting", DegradeAdaptive, true, 1},
+		{"adaptive/counting-64-messages", DegradeAdaptive, true, 64},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			core := New(Config{Addr: "127.0.0.1:1", Degrade: DegradeConfig{Policy: c.policy}})
+			defer core.Close()
+			d := core.sink.streams[infoStream].info.degrade
+			if c.counting {
+				d.wake()
+			}
+			msgs := make([]string, c.msgs)
+			for i := range msgs {
+				msgs[i] = fmt.Sprintf("request %d handled", i)
+			}
+			ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}
+			i := 0
+			for b.Loop() {
+				if c.counting && i%1024 == 0 {
+					d.wake() // the clock, seeing no backlog, stops the counting after a while
+				}
+				ent.Message = msgs[i%len(msgs)]
+				i++
+				if !core.sink.admit(ent) {
+					b.Fatal("an entry was shed with a keep ratio of 1")
+				}
+			}
+		})
 	}
 }
