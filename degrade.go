@@ -20,7 +20,8 @@ const (
 	// default) everything is admitted; above it a budget refilled at the measured delivery
 	// rate, scaled to hold the buffer there, is shared out over message and level keys,
 	// rare messages kept whole, the most frequent thinned hardest, Debug before Info
-	// before Warn (internal/shed has the controller). Admission is back to 100 % within a
+	// before Warn (internal/shed has the controller); the last eighth of the buffer's
+	// batches is kept for rare messages. Admission is back to 100 % within a
 	// few milliseconds once the offered load is under capacity. During an outage nothing
 	// is thinned: the buffer holds what it can and the rest is dropped as queue_full. It is
 	// the default: flat out it delivered 0.98–1.4× what DegradeOff delivered in the same
