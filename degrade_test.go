@@ -2,6 +2,8 @@ package fluentcore
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,5 +201,48 @@ func BenchmarkAdmit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Shed callers yield only while goroutines wait for a CPU: the step reads the scheduler's
+// runnable goroutines.
+func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
+	c := newDegradeControl(DegradeConfig{}.withDefaults())
+	now := time.Now()
+	step := func() {
+		now = now.Add(adaptiveStep)
+		c.mu.Lock()
+		c.stepLocked(degradeObservation{now: now, limit: 1 << 20, entryBytes: 100})
+		c.mu.Unlock()
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 * runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for step(); !c.yields() && time.Now().Before(deadline); step() {
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	if !c.yields() {
+		t.Fatal("4 spinning goroutines a CPU, and shed callers would not yield")
+	}
+	for step(); c.yields() && time.Now().Before(deadline); step() {
+		time.Sleep(time.Millisecond) // other tests' goroutines may still be finishing
+	}
+	if c.yields() {
+		t.Fatal("nothing waits for a CPU, and shed callers would still yield")
 	}
 }
