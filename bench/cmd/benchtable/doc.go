@@ -265,7 +265,11 @@ func (d *doc) degradeTargets(t *table) {
 			continue
 		}
 		x, qf := medv(g, "events/s")/medv(o, "events/s"), medv(g, "queue-full-frac")
-		t.add("Degrade (issue 15) flat out, "+n+" goroutines: default delivers ≥ 0.9 × degrade off, queue_full ≤ 1 % of calls",
+		gs := " goroutines"
+		if n == "1" {
+			gs = " goroutine"
+		}
+		t.add("Degrade (issue 15) flat out, "+n+gs+": default delivers ≥ 0.9 × degrade off, queue_full ≤ 1 % of calls",
 			fmt.Sprintf("%s (%s vs %s delivered); queue_full %s of calls", ratio(x), med(g, "events/s", rate), med(o, "events/s", rate), pct(qf)),
 			status(x >= 0.9 && qf <= 0.01))
 	}
