@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,18 +216,13 @@ func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
 		c.stepLocked(degradeObservation{now: now, limit: 1 << 20, entryBytes: 100})
 		c.mu.Unlock()
 	}
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 4 * runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() { // spins: it wants a CPU all the time
 			}
 		}()
 	}
@@ -234,7 +230,7 @@ func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
 	for step(); !c.yields() && time.Now().Before(deadline); step() {
 		runtime.Gosched()
 	}
-	close(stop)
+	stop.Store(true)
 	wg.Wait()
 	if !c.yields() {
 		t.Fatal("4 spinning goroutines a CPU, and shed callers would not yield")
