@@ -404,11 +404,11 @@ func (s *stream) buffered() int64 {
 }
 
 // tight reports whether the stream is down to its last eighth of free batches (4 of the
-// default 32; with fewer than 8, when none is free) while its sends succeed. The adaptive policy sets its
-// budget once a step, and a flood that grows within a step would take the last of the
-// buffer; the reserve keeps that room for rare messages (internal/shed). Not during an
-// outage: then the buffer holds what it can (the outage rows of the Guarantees table).
-// One channel length and one atomic load.
+// default 32; with fewer than 8, when none is free) while its sends succeed. The adaptive
+// policy sets its budget once a step, and a flood that grows within a step would take the
+// last of the buffer; the reserve keeps that room for rare messages (internal/shed). Not
+// during an outage: then the buffer holds what it can (the outage rows of the Guarantees
+// table). One channel length and one atomic load.
 func (s *stream) tight() bool { return len(s.free) <= s.nbatches/8 && !s.fwd.failing() }
 
 // capacity is the stream's buffer budget in bytes: all its batch buffers.

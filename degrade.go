@@ -375,8 +375,9 @@ func (c *degradeControl) stepLocked(o degradeObservation) {
 // Then callers logging flat out, each through a Check that costs almost nothing once it
 // sheds, would keep the sender off the CPU: 256 of them on 2 cores had it deliver 33 k
 // entries/s against 1.1 M/s with DegradeOff (Scaling, bench/), and a yield after each
-// shed gives the sender its turn. With a CPU to spare the yield only costs the caller (a
-// tenth of the gap to DegradeOff with one goroutine flat out: AddingFields single).
+// shed gives the sender its turn. With a CPU to spare the yield only costs the caller:
+// with one goroutine flat out (AddingFields single), 22 of the 68 ns/op between the
+// default and DegradeOff.
 func (c *degradeControl) yields() bool { return c.crowded.Load() }
 
 // wake makes Check consult the policy at once: a sealed batch found the fill at kickAt.
