@@ -894,7 +894,8 @@ func (k *sink) admit(ent zapcore.Entry) bool {
 	if !st.info.degrade.checking.Load() {
 		return true
 	}
-	ok, reason := st.info.degrade.admit(ent, st.tight())
+	// The reserve matters to the adaptive policy only: the others need not look.
+	ok, reason := st.info.degrade.admit(ent, st.info.degrade.shed != nil && st.tight())
 	if d := st.info.degrade; d.stepDue(ent.Time.UnixNano()) {
 		if now := time.Now(); d.beginStep(now) {
 			d.endStep(k.infoObservation(now))

@@ -26,10 +26,11 @@ const (
 	// batches is kept for rare messages. Admission is back to 100 % within a
 	// few milliseconds once the offered load is under capacity. During an outage nothing
 	// is thinned: the buffer holds what it can and the rest is dropped as queue_full. It is
-	// the default: flat out it delivered 0.98–1.4× what DegradeOff delivered in the same
-	// run (1 to 1024 goroutines), where the previous default, DegradeSample, had delivered
-	// 4 % of it (72 k/s against 2.0 M/s); steady loads under capacity lose nothing
-	// (bench/README.md, "Degrade policies").
+	// the default: flat out it delivered 0.77–1.9× what DegradeOff delivered in the same
+	// run (1 to 1024 goroutines; under 0.9× at 256 in some runs, see bench/README.md),
+	// where the previous default, DegradeSample, had delivered 4 % of it (72 k/s against
+	// 2.0 M/s); steady loads under capacity lose nothing (bench/README.md, "Degrade
+	// policies").
 	DegradeAdaptive DegradePolicy = iota
 	// DegradeSample keeps the first Degrade.SampleFirst entries per message per
 	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler,
@@ -82,12 +83,12 @@ func (p DegradePolicy) MarshalText() ([]byte, error) { return []byte(p.String())
 //
 // DegradeAdaptive (the default) admits everything up to the middle of the two watermarks
 // and holds the buffer fill there, counts keys from half of LowWatermark on (and stops
-// after a second under it), and, with WeightKey, marks what it kept. The other policies switch a degraded state: the stream enters it when the
-// share of its buffer budget in use (bytes buffered / Info.BufferBytes) reaches
-// HighWatermark, or, if DisconnectedAfter is set, when its sender has been disconnected
-// that long; it leaves only after the share has stayed at or below LowWatermark,
-// connected, for Hold. The gap between the watermarks and the hold time keep it from
-// flapping.
+// after a second under it), and, with WeightKey, marks what it kept. The other policies
+// switch a degraded state: the stream enters it when the share of its buffer budget in
+// use (bytes buffered / Info.BufferBytes) reaches HighWatermark, or, if DisconnectedAfter
+// is set, when its sender has been disconnected that long; it leaves only after the share
+// has stayed at or below LowWatermark, connected, for Hold. The gap between the watermarks
+// and the hold time keep it from flapping.
 type DegradeConfig struct {
 	// Policy is how entries are shed. Default DegradeAdaptive.
 	Policy DegradePolicy `json:"policy,omitempty" yaml:"policy,omitempty"`
@@ -200,7 +201,7 @@ func newSampler(interval time.Duration, first, thereafter int) *sampler {
 
 // keep reports whether an entry with message msg, logged at now (unix nanos), is kept.
 func (s *sampler) keep(now int64, msg string) bool {
-	slot := &s.slots[fnv32a(msg)%sampleSlots]
+	slot := &s.slots[shed.Hash(0, msg)%sampleSlots]
 	if end := slot.windowEnd.Load(); now >= end {
 		// A new window: one caller wins the reset, the others count in it.
 		if slot.windowEnd.CompareAndSwap(end, now+s.interval) {
@@ -213,15 +214,6 @@ func (s *sampler) keep(now int64, msg string) bool {
 		return true
 	}
 	return (n-s.first)%s.thereafter == 0
-}
-
-func fnv32a(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
 }
 
 // infoPolicy is the info stream's: an entry that cannot be buffered is dropped and
@@ -363,7 +355,7 @@ func (c *degradeControl) stepLocked(o degradeObservation) {
 		c.lastShed = o.now
 	}
 	c.checking.Store(c.shed.Counting())
-	// 55 ns, and no allocation: cheap enough for every step.
+	// One counter read, no allocation: cheap enough for every step.
 	rtmetrics.Read(c.runnable)
 	v := c.runnable[0].Value
 	c.crowded.Store(v.Kind() != rtmetrics.KindUint64 || // not measured: yield, to be safe
@@ -376,8 +368,8 @@ func (c *degradeControl) stepLocked(o degradeObservation) {
 // sheds, would keep the sender off the CPU: 256 of them on 2 cores had it deliver 33 k
 // entries/s against 1.1 M/s with DegradeOff (Scaling, bench/), and a yield after each
 // shed gives the sender its turn. With a CPU to spare the yield only costs the caller:
-// with one goroutine flat out (AddingFields single), 22 of the 68 ns/op between the
-// default and DegradeOff.
+// with one goroutine flat out, 22 of the 68 ns/op between the default and DegradeOff
+// (AddingFields single, 10 alternated runs of a build with and without the yield).
 func (c *degradeControl) yields() bool { return c.crowded.Load() }
 
 // wake makes Check consult the policy at once: a sealed batch found the fill at kickAt.

@@ -205,8 +205,8 @@ func TestKeepsRareKeysWhole(t *testing.T) {
 // A flood that jumps within a step outruns the budget set at the step before: here the
 // shedder steps every 50 ms (its callers and clock off the CPU) while a hot key goes from
 // half the capacity to 20 times it. The last eighth of the buffer is a reserve, and the
-// rare keys find room there: every rare entry is kept. (Without the reserve, hundreds of
-// them find the buffer full.)
+// rare keys find room there: every rare entry is kept. (Without the reserve, 60 of them
+// find the buffer full.)
 func TestReserveKeepsRareKeysWhenStepsLag(t *testing.T) {
 	for _, reserve := range []float64{5_000, -1} { // -1: never tight
 		p := newPipe(100_000, 40_000)
@@ -398,12 +398,8 @@ func TestSlotsSpreadKeys(t *testing.T) {
 func BenchmarkSlotOf(b *testing.B) {
 	for _, msg := range []string{"request handled", "Logging with some fields attached"} {
 		b.Run(fmt.Sprintf("len=%d", len(msg)), func(b *testing.B) {
-			var sum uint32
-			for b.Loop() {
-				sum += slotOf(0, msg)
-			}
-			if sum == 1 {
-				b.Log(sum) // keeps the loop
+			for b.Loop() { // b.Loop keeps the call
+				slotOf(0, msg)
 			}
 		})
 	}
