@@ -3,8 +3,9 @@
 # bench test binary and cmd/throughput once, then runs them alternately, ROUNDS times
 # (default 5; odd rounds OLD first, even rounds NEW first, so drift on a shared machine
 # falls on both): AddingFields and Scaling for the fluentcore contenders, with zap→Discard
-# as the control, then throughput for 5 s with 64 goroutines, degrade adaptive (the default) and off. Raw
-# output and benchstat's comparison go to bench/out/ab/.
+# as the control, then throughput for 5 s with 64 goroutines under each degrade policy in
+# POLICIES (default "adaptive off"; commits older than the adaptive policy need
+# POLICIES="sample off"). Raw output and benchstat's comparison go to bench/out/ab/.
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
@@ -27,7 +28,7 @@ bench='^Benchmark(AddingFields|Scaling)$/.*/contender=(fluentcore|fluentcore-deg
 run() { # side
 	(cd "$work/$1/bench" && "$work/$1.test" -test.run '^$' -test.bench "$bench" -test.benchmem -test.count 1) |
 		grep -E '^(Benchmark|goos:|goarch:|pkg:|cpu:)' >>"$out/$1.txt"
-	for policy in adaptive off; do
+	for policy in ${POLICIES:-adaptive off}; do
 		"$work/$1-throughput" -d 5s -g 64 -degrade "$policy" >>"$out/$1.txt"
 	done
 }
