@@ -2,6 +2,7 @@ package bench
 
 import (
 	"cmp"
+	"flag"
 	"slices"
 	"testing"
 
@@ -58,6 +59,20 @@ var contenders []contender
 func register(c contender) {
 	contenders = append(contenders, c)
 	slices.SortFunc(contenders, func(a, b contender) int { return cmp.Compare(a.rank, b.rank) })
+}
+
+// reverse runs the contenders bottom to top. run.sh sets it in every other round, so that
+// neither side of a comparison always runs first: a shared machine drifts within a run.
+var reverse = flag.Bool("bench.reverse", false, "run the contenders in reverse table order")
+
+// lineup is the contenders in the order this run measures them.
+func lineup() []contender {
+	if !*reverse {
+		return contenders
+	}
+	r := slices.Clone(contenders)
+	slices.Reverse(r)
+	return r
 }
 
 func (c contender) runs(s scenario) bool { return s != sugar || c.sugar }

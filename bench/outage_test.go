@@ -18,7 +18,7 @@ var outageWindow = flag.Duration("bench.outage", 3*time.Second, "longest the rec
 // the end of the stall minus before it, whether the window ended before b.N calls were made
 // (the caller was blocked), and, after the receiver resumes and the client flushes, the accepted entries lost.
 func BenchmarkOutage(b *testing.B) {
-	for _, c := range contenders {
+	for _, c := range lineup() {
 		if c.name == refName {
 			continue // writes nowhere: nothing to stall
 		}

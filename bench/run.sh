@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the bench module: `run.sh full` (make bench) or `run.sh smoke` (make bench-smoke).
 #
-# full: every benchmark with -count $COUNT (default 5; BenchmarkDegrade $DEGRADE_COUNT, 3), the IBM client in its own binary,
+# full: every benchmark with -count $COUNT (default 5; BenchmarkDegrade $DEGRADE_COUNT, 3; the timed ones
+# in $COUNT alternating rounds), the IBM client in its own binary,
 # forwardtest's own receiver benchmark, cmd/throughput; raw output in bench/results/, then
 # benchstat (bench/results/benchstat.txt) and cmd/benchtable, which regenerates the tables of
 # bench/README.md and README.md and bench/chart.png.
@@ -42,7 +43,14 @@ full)
 	mkdir -p results
 	raw=results/raw.txt
 	header "$COUNT" >"$raw"
-	gotest -bench "$TIMED" -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	# One round of every timed benchmark at a time, contenders in reverse order every other
+	# round: the machine is shared and drifts, and -count would run one contender's rounds
+	# back to back, so that a slow minute could fall on one side of a comparison only.
+	for i in $(seq "$COUNT"); do
+		order=()
+		if ((i % 2 == 0)); then order=(-bench.reverse); fi
+		gotest -bench "$TIMED" -count 1 . "${order[@]}" | tee /dev/stderr | keep >>"$raw"
+	done
 	gotest -bench '^BenchmarkOutage$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkCallerLatency$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkErrLatency$' -benchtime 400x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"

@@ -12,7 +12,7 @@ import (
 // most 1.5 × ns/op at 1.
 func BenchmarkScaling(b *testing.B) {
 	for _, g := range []int{1, 16, 256, 1024} {
-		for _, c := range contenders {
+		for _, c := range lineup() {
 			if c.name != "fluentcore" && c.name != "fluentcore-degrade-off" && c.name != refName {
 				continue
 			}

@@ -29,7 +29,7 @@ func BenchmarkSugar(b *testing.B)              { runScenario(b, sugar) }
 
 func runScenario(b *testing.B, s scenario) {
 	for _, mode := range []string{"single", "parallel"} {
-		for _, c := range contenders {
+		for _, c := range lineup() {
 			if !c.runs(s) {
 				continue
 			}
