@@ -144,7 +144,7 @@ const (
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
 // (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that.
-func (s *stream) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
+func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
 	i := s.lockShard()
 	sh := &s.shards[i]
 	sh.entries.Add(1)
@@ -228,7 +228,7 @@ func (s *stream) lockShard() int {
 
 // tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
 // shard has none. The caller holds the shard's lock; tryWriteLocked releases it.
-func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
+func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
 	defer sh.mu.Unlock()
 	if s.closed.Load() {
 		return streamClosed
@@ -238,12 +238,12 @@ func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent zapcore.Entr
 			return needBatch
 		}
 	}
-	return s.appendLocked(sh, ctx, &ent, fields, true)
+	return s.appendLocked(sh, ctx, ent, fields, true)
 }
 
 // writeElsewhere tries the open batches of the shards other than shard i, skipping any
 // whose lock is taken: the slow path of a stream without a free batch, never a wait.
-func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) writeStatus {
+func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
 	for k := 1; k < len(s.shards); k++ {
 		o := &s.shards[(i+k)%len(s.shards)]
 		if !o.mu.TryLock() {
@@ -251,7 +251,7 @@ func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent zapcore.Entry, f
 		}
 		status := needBatch
 		if o.cur != nil && !s.closed.Load() {
-			status = s.appendLocked(o, ctx, &ent, fields, false)
+			status = s.appendLocked(o, ctx, ent, fields, false)
 		}
 		o.mu.Unlock()
 		if status != needBatch {
@@ -268,7 +268,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 	b := sh.cur
 	start := len(b.buf)
 	truncated := false
-	out, ok := encodeSafely(sh.enc, b.buf, ctx, *ent, fields)
+	out, ok := encodeSafely(sh.enc, b.buf, ctx, ent, fields)
 	if !ok {
 		b.buf = b.buf[:start]
 		sh.dropped[dropEncodeError].Add(1)
@@ -673,7 +673,7 @@ func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n in
 
 // spillEntry spills one err entry that could not be buffered, counts it, and wakes the
 // sender to move the queued batches to the durable spill too.
-func (s *stream) spillEntry(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
+func (s *stream) spillEntry(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
 	s.countSpill(s.err.spillEntry(s.tag, ctx, ent, fields), 1)
 	s.err.kickSpill()
 }
@@ -886,14 +886,21 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	return k
 }
 
-func (k *sink) admit(ent zapcore.Entry) bool {
+// admit is small enough to be inlined into Check: while the info stream's policy is not
+// consulted, an entry costs one atomic load. The entry goes by pointer: copying a
+// zapcore.Entry (about 150 bytes) on each call was a measurable part of admission
+// (BenchmarkAdmit).
+func (k *sink) admit(ent *zapcore.Entry) bool {
+	return !k.streams[infoStream].info.degrade.checking.Load() || k.consult(ent)
+}
+
+// consult asks the info stream's policy about an entry (err entries always pass), steps
+// the adaptive shedder if a step is due, and counts the entry if it is shed.
+func (k *sink) consult(ent *zapcore.Entry) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
 		return true
 	}
 	st := k.streams[infoStream]
-	if !st.info.degrade.checking.Load() {
-		return true
-	}
 	// The reserve matters to the adaptive policy only: the others need not look.
 	ok, reason := st.info.degrade.admit(ent, st.info.degrade.shed != nil && st.tight())
 	if d := st.info.degrade; d.stepDue(ent.Time.UnixNano()) {
@@ -912,7 +919,7 @@ func (k *sink) admit(ent zapcore.Entry) bool {
 	return ok
 }
 
-func (k *sink) write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) {
+func (k *sink) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
 	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, ent, fields)
 }
 

@@ -18,10 +18,10 @@ import (
 type entrySink interface {
 	// admit reports whether an entry that passed the level check is to be written; an
 	// entry it refuses (the info stream sheds it) is counted as dropped, never encoded.
-	admit(ent zapcore.Entry) bool
+	admit(ent *zapcore.Entry) bool
 	// write encodes the entry into its stream's buffers; what cannot be buffered is
 	// counted (info) or spilled (err), never reported.
-	write(ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field)
+	write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field)
 	// sync waits until everything written before the call is delivered (err: or spilled),
 	// at most timeout.
 	sync(timeout time.Duration) error
@@ -91,7 +91,7 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 // Check decides whether ent is logged. While the info stream is shedding, it applies the
 // degrade policy here, so a dropped entry costs no encoding; the drop is counted.
 func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if !c.s.level.Enabled(ent.Level) || !c.sink.admit(ent) {
+	if !c.s.level.Enabled(ent.Level) || !c.sink.admit(&ent) {
 		return ce
 	}
 	return ce.AddCore(ent, c)
@@ -107,7 +107,7 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 // Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
 // ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
-	c.sink.write(c.ctx, ent, fields)
+	c.sink.write(c.ctx, &ent, fields)
 	if ent.Level > zapcore.ErrorLevel {
 		return c.sink.syncOrSpill(c.s.syncTimeout)
 	}

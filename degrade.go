@@ -394,7 +394,7 @@ const adaptiveStep = 5 * time.Millisecond
 // admit decides, while checking, whether an info entry is kept; if not it gives the reason.
 // tight says the stream is down to its reserve of free batches while connected (see
 // stream.tight): the adaptive policy then keeps only each key's first entry in the step.
-func (c *degradeControl) admit(ent zapcore.Entry, tight bool) (bool, dropReason) {
+func (c *degradeControl) admit(ent *zapcore.Entry, tight bool) (bool, dropReason) {
 	switch c.sm.cfg.Policy {
 	case DegradeAdaptive:
 		if c.shed.Keep(int8(ent.Level), ent.Message, tight) {

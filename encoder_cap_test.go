@@ -104,7 +104,7 @@ func TestCapEntry(t *testing.T) {
 		zap.Object("obj", fieldsObj(zap.String("deep", strings.Repeat("z", 40000)), zap.Int("n", 1))),
 		zap.String(strings.Repeat("k", 300), "a long key stays whole"),
 	}
-	orig := enc.appendEntry(nil, nil, ent, fields)
+	orig := enc.appendEntry(nil, nil, &ent, fields)
 	prev := 0
 	for _, limit := range []int{len(orig) - 1, 100_000, 64 << 10, 20_000, 4096, 1200} {
 		capped, ok := enc.capEntry(orig, limit)
@@ -134,7 +134,7 @@ func TestCapEntry(t *testing.T) {
 	for i := range many {
 		many[i] = zap.Int("f"+strconv.Itoa(i), i)
 	}
-	small := enc.appendEntry(nil, nil, ent, many)
+	small := enc.appendEntry(nil, nil, &ent, many)
 	if _, ok := enc.capEntry(small, 4096); ok {
 		t.Error("capEntry claims to fit 2000 fields in 4 KiB")
 	}
@@ -147,7 +147,7 @@ func TestCapEntry(t *testing.T) {
 	zc := defaultCfg()
 	zc.MessageKey = zapcore.OmitKey
 	enc2 := newMsgpEncoder(newEncoderConfig(zc))
-	orig2 := enc2.appendEntry(nil, nil, ent, fields[:2])
+	orig2 := enc2.appendEntry(nil, nil, &ent, fields[:2])
 	capped, ok := enc2.capEntry(orig2, 2000)
 	if !ok {
 		t.Fatal("cannot cap")

@@ -325,7 +325,7 @@ func FuzzAppendEntry(f *testing.F) {
 		}
 		ctx := buildContext(cfg, c.ctx)
 		enc := newMsgpEncoder(cfg)
-		out := enc.appendEntry(nil, ctx, ent, c.fields)
+		out := enc.appendEntry(nil, ctx, &ent, c.fields)
 
 		_, _, rec := decodeEntry(t, out) // one value, [fixext8 type 0, map], plain types
 		if rest := checkRaw(t, out[11:]); len(rest) != 0 {

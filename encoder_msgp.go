@@ -222,7 +222,7 @@ func eventTimeOf(t time.Time) (sec, nsec uint32) {
 
 // appendEntry appends one Forward Entry, [EventTime(ent.Time), {record}], to dst and returns
 // the extended slice. It must not retain dst. It never fails: encoder errors become fields.
-func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) []byte {
+func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) []byte {
 	sec, nsec := eventTimeOf(ent.Time)
 	dst = append(dst, wire.Array2)
 	dst = wire.AppendEventTime(dst, sec, nsec)
@@ -233,7 +233,7 @@ func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.E
 	e.appendEntryHead(ent)
 	if e.weigh != nil {
 		e.buf = append(e.buf, e.weightKey...)
-		e.buf = msgp.AppendUint32(e.buf, e.weigh(ent))
+		e.buf = msgp.AppendUint32(e.buf, e.weigh(*ent))
 		e.cur.n += 2
 	}
 	if ctx != nil {
@@ -257,7 +257,7 @@ func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent zapcore.E
 
 // encodeSafely appends the entry and reports false if a marshaler panicked, so a panic can
 // never leave a shard locked or a batch holding half an entry.
-func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) (out []byte, ok bool) {
+func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) (out []byte, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false // appendEntry resets the encoder's state at its start
@@ -268,7 +268,7 @@ func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent zapcore
 
 // appendEntryHead writes level, time, name, caller, function and message, each with
 // zap's fallback when the configured encoder writes nothing.
-func (e *msgpEncoder) appendEntryHead(ent zapcore.Entry) {
+func (e *msgpEncoder) appendEntryHead(ent *zapcore.Entry) {
 	c := e.cfg
 	if c.levelKey != nil {
 		e.buf = append(e.buf, c.levelKey...)

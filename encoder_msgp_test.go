@@ -204,6 +204,9 @@ type confCase struct {
 	zapFields []zapcore.Field
 }
 
+// ptr is the address of a copy of v: an entry built by a call, for appendEntry.
+func ptr[T any](v T) *T { return &v }
+
 func baseEntry() zapcore.Entry {
 	return zapcore.Entry{Level: zapcore.InfoLevel, Time: entTime, Message: "hello"}
 }
@@ -720,7 +723,7 @@ func TestEncoderMatchesZapJSON(t *testing.T) {
 				}
 				ctx := buildContext(cfg, c.ctx)
 				prefix := []byte{0xc0, 0xc3} // earlier entries in the batch
-				out := shared.appendEntry(append([]byte(nil), prefix...), ctx, ent, c.fields)
+				out := shared.appendEntry(append([]byte(nil), prefix...), ctx, &ent, c.fields)
 				if !bytes.Equal(out[:len(prefix)], prefix) {
 					t.Fatalf("prefix changed: % x", out[:len(prefix)])
 				}
@@ -736,7 +739,7 @@ func TestEncoderMatchesZapJSON(t *testing.T) {
 					t.Error(d)
 				}
 				// A fresh encoder writes the very same bytes.
-				again := newMsgpEncoder(cfg).appendEntry(nil, ctx, ent, c.fields)
+				again := newMsgpEncoder(cfg).appendEntry(nil, ctx, &ent, c.fields)
 				if !bytes.Equal(again, out[len(prefix):]) {
 					t.Error("a fresh encoder wrote different bytes")
 				}
@@ -752,7 +755,7 @@ func TestEncoderKeyOrder(t *testing.T) {
 	ent := baseEntry()
 	ent.LoggerName, ent.Caller, ent.Stack = "n", testCaller, "stack"
 	ctx := cfg.newContext(nil, []zapcore.Field{zap.String("ctx", "c")})
-	out := newMsgpEncoder(cfg).appendEntry(nil, ctx, ent, []zapcore.Field{zap.Int("field", 1)})
+	out := newMsgpEncoder(cfg).appendEntry(nil, ctx, &ent, []zapcore.Field{zap.Int("field", 1)})
 	var keys []string
 	b := out[11:]
 	sz, b, err := msgp.ReadMapHeaderBytes(b)
@@ -781,7 +784,7 @@ func TestEncoderCustomConfigValues(t *testing.T) {
 	ent := baseEntry()
 	ent.Time = entTime.In(jst)
 	ent.LoggerName, ent.Caller, ent.Level = "a.b", testCaller, zapcore.WarnLevel
-	out := newMsgpEncoder(cfg).appendEntry(nil, nil, ent, []zapcore.Field{zap.Duration("d", 90*time.Second)})
+	out := newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, []zapcore.Field{zap.Duration("d", 90*time.Second)})
 	_, _, rec := decodeEntry(t, out)
 	want := map[string]any{
 		"L": "WARN", "T": entTime.In(jst).Format("2006-01-02T15:04:05.000Z0700"), "N": "a.b",
@@ -816,7 +819,7 @@ func TestEncoderMultiValueEncoders(t *testing.T) {
 			Ds []time.Duration
 		}{entTime, []time.Duration{1}})}
 	ctx := cfg.newContext(nil, []zapcore.Field{zap.Duration("cd", 1)})
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, ent, fields))
+	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, &ent, fields))
 	pair := []any{"a", int64(1)}
 	want := map[string]any{"level": pair, "ts": pair, "logger": pair, "caller": pair, "msg": "hello",
 		"cd": pair, "d": pair, "ds": []any{"a", int64(1), "a", int64(1)}, "t": pair,
@@ -870,7 +873,7 @@ func TestEncoderMisusedInterfaces(t *testing.T) {
 		zap.String("last", "x"),
 	}
 	ctx := cfg.newContext(nil, []zapcore.Field{fields[2], zap.String("c", "d")})
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, baseEntry(), fields))
+	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, ptr(baseEntry()), fields))
 	obj := rec["appendsInObject"].(map[string]any)
 	if obj[""] == nil || obj["n"] != int64(1) {
 		t.Errorf("stray appends in an object: %#v", obj)
@@ -910,7 +913,7 @@ func TestEventTimeClamps(t *testing.T) {
 	for _, c := range cases {
 		ent := baseEntry()
 		ent.Time = c.in
-		sec, nsec, _ := decodeEntry(t, enc.appendEntry(nil, nil, ent, nil))
+		sec, nsec, _ := decodeEntry(t, enc.appendEntry(nil, nil, &ent, nil))
 		if sec != c.sec || nsec != c.nsec {
 			t.Errorf("%v: EventTime %d.%d, want %d.%d", c.in, sec, nsec, c.sec, c.nsec)
 		}
@@ -929,7 +932,7 @@ func TestContextSharedAndImmutable(t *testing.T) {
 		t.Error("newContext(nil, nil) should be nil")
 	}
 	snapshot := append([]byte(nil), parent.buf...)
-	want := newMsgpEncoder(cfg).appendEntry(nil, parent, baseEntry(), []zapcore.Field{zap.Int("f", 2)})
+	want := newMsgpEncoder(cfg).appendEntry(nil, parent, ptr(baseEntry()), []zapcore.Field{zap.Int("f", 2)})
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := range 8 {
@@ -939,7 +942,7 @@ func TestContextSharedAndImmutable(t *testing.T) {
 			enc := newMsgpEncoder(cfg)
 			for i := range 200 {
 				_ = cfg.newContext(parent, []zapcore.Field{zap.Namespace("child"), zap.Int("g", g)})
-				got := enc.appendEntry(nil, parent, baseEntry(), []zapcore.Field{zap.Int("f", 2)})
+				got := enc.appendEntry(nil, parent, ptr(baseEntry()), []zapcore.Field{zap.Int("f", 2)})
 				if !bytes.Equal(got, want) {
 					errs <- fmt.Sprintf("goroutine %d, entry %d differs", g, i)
 					return
@@ -992,7 +995,7 @@ func TestReflectedMsgpMarshaler(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			enc := newMsgpEncoder(cfg)
-			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, baseEntry(), []zapcore.Field{zap.Reflect("r", c.v)}))
+			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("r", c.v)}))
 			if d := diff(normMsgp(rec["r"]), normMsgp(c.want), "r"); d != "" {
 				t.Error(d)
 			}
@@ -1036,7 +1039,7 @@ func TestReflectedEncoderOutput(t *testing.T) {
 			fields := []zapcore.Field{zap.Reflect("r", struct{}{}), zap.Array("a", arrFunc(func(a zapcore.ArrayEncoder) error {
 				return a.AppendReflected(struct{}{})
 			}))}
-			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, baseEntry(), fields))
+			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, ptr(baseEntry()), fields))
 			if c.wantErr {
 				if _, ok := rec["r"]; ok || rec["rError"] == nil || rec["aError"] == nil {
 					t.Errorf("want rError and aError only: %#v", rec)
@@ -1067,7 +1070,7 @@ func FuzzStringsMatchZap(f *testing.F) {
 		c := confCase{fields: []zapcore.Field{zap.String(s, s), zap.ByteString("b", []byte(s))}}
 		ent := baseEntry()
 		ent.Message = s
-		_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ent, c.fields))
+		_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, c.fields))
 		if d := diff(normMsgp(rec), zapRecord(t, zc, c, ent), "record"); d != "" {
 			t.Error(d)
 		}
@@ -1131,8 +1134,8 @@ func TestEncoderZeroAllocs(t *testing.T) {
 		ent.LoggerName, ent.Caller, ent.Stack = "shop", testCaller, "stack"
 		dst := make([]byte, 0, 1<<20)
 		check := func(name string, fs []zapcore.Field) {
-			dst = enc.appendEntry(dst[:0], ctx, ent, fs) // warm up scratch and stack
-			if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], ctx, ent, fs) }); n != 0 {
+			dst = enc.appendEntry(dst[:0], ctx, &ent, fs) // warm up scratch and stack
+			if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], ctx, &ent, fs) }); n != 0 {
 				t.Errorf("%s/%s: %v allocs per entry, want 0", cfgName, name, n)
 			}
 		}
@@ -1165,7 +1168,7 @@ func standardRecord() (zapcore.Entry, []zapcore.Field) {
 func TestStandardRecordMatchesZap(t *testing.T) {
 	ent, fields := standardRecord()
 	cfg := newEncoderConfig(defaultCfg())
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ent, fields))
+	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, fields))
 	if d := diff(normMsgp(rec), zapRecord(t, defaultCfg(), confCase{fields: fields}, ent), "record"); d != "" {
 		t.Error(d)
 	}
@@ -1180,7 +1183,7 @@ func BenchmarkEncodeEntry(b *testing.B) {
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = enc.appendEntry(dst[:0], nil, ent, fields)
+		dst = enc.appendEntry(dst[:0], nil, &ent, fields)
 	}
 	b.SetBytes(int64(len(dst)))
 }
@@ -1220,7 +1223,7 @@ func BenchmarkEncodeField(b *testing.B) {
 			dst := make([]byte, 0, 4096)
 			b.ReportAllocs()
 			for b.Loop() {
-				dst = enc.appendEntry(dst[:0], nil, ent, fs)
+				dst = enc.appendEntry(dst[:0], nil, &ent, fs)
 			}
 		})
 	}
@@ -1252,7 +1255,7 @@ func BenchmarkEncodeEntryWithContext(b *testing.B) {
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = enc.appendEntry(dst[:0], ctx, ent, fields[5:])
+		dst = enc.appendEntry(dst[:0], ctx, &ent, fields[5:])
 	}
 }
 

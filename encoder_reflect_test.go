@@ -362,7 +362,7 @@ func TestReflectedDeviations(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fields := []zapcore.Field{zap.Int("before", 1), zap.Reflect("r", c.v), zap.Int("after", 2)}
-			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, baseEntry(), fields))
+			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, ptr(baseEntry()), fields))
 			if rec["before"] != int64(1) || rec["after"] != int64(2) {
 				t.Errorf("neighbours lost: %v", rec)
 			}
@@ -390,7 +390,7 @@ func TestReflectedNilAndTypedNil(t *testing.T) {
 	fields := []zapcore.Field{zap.Reflect("nil", nil), zap.Reflect("nilPtr", (*reflOuter)(nil)),
 		zap.Reflect("nilMap", map[string]any(nil)), zap.Reflect("nilObj", (*logUserPtr)(nil)),
 		zap.Reflect("nilMsgp", (*rawMsgpPtr)(nil)), zap.Reflect("nilErr", (*ptrErr)(nil))}
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, baseEntry(), fields))
+	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), fields))
 	for _, k := range []string{"nil", "nilPtr", "nilMap", "nilObj", "nilMsgp", "nilErr"} {
 		if v, ok := rec[k]; !ok || v != nil {
 			t.Errorf("%s: %#v (present %v), want nil", k, v, ok)
@@ -414,7 +414,7 @@ func TestReflectedPlansConcurrent(t *testing.T) {
 	}
 	v := fresh1{A: map[int][]*struct{ B string }{1: {{"x"}}}, N: &fresh1{}}
 	cfg := newEncoderConfig(defaultCfg())
-	want := newMsgpEncoder(cfg).appendEntry(nil, nil, baseEntry(), []zapcore.Field{zap.Reflect("v", v)})
+	want := newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("v", v)})
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for range 8 {
@@ -424,8 +424,8 @@ func TestReflectedPlansConcurrent(t *testing.T) {
 			type fresh2 struct{ X, Y []fresh1 }
 			enc := newMsgpEncoder(cfg)
 			for range 50 {
-				got := enc.appendEntry(nil, nil, baseEntry(), []zapcore.Field{zap.Reflect("v", v)})
-				_ = enc.appendEntry(nil, nil, baseEntry(), []zapcore.Field{zap.Reflect("w", fresh2{})})
+				got := enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("v", v)})
+				_ = enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("w", fresh2{})})
 				if !bytes.Equal(got, want) {
 					errs <- "different bytes"
 					return
@@ -457,8 +457,8 @@ func TestReflectedAllocs(t *testing.T) {
 	dst := make([]byte, 0, 1<<16)
 	for name, f := range cases {
 		fs := []zapcore.Field{f}
-		dst = enc.appendEntry(dst[:0], nil, baseEntry(), fs)
-		if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], nil, baseEntry(), fs) }); n != 0 {
+		dst = enc.appendEntry(dst[:0], nil, ptr(baseEntry()), fs)
+		if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], nil, ptr(baseEntry()), fs) }); n != 0 {
 			t.Errorf("%s: %v allocs per entry, want 0", name, n)
 		}
 	}
@@ -469,8 +469,8 @@ func TestReflectedAllocs(t *testing.T) {
 func TestReflectedMsgpMatchesReflection(t *testing.T) {
 	r, m := benchOrderValue(), benchOrderMsgp()
 	cfg := newEncoderConfig(defaultCfg())
-	_, _, viaMsgp := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, baseEntry(), []zapcore.Field{zap.Reflect("o", &m)}))
-	_, _, viaReflect := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, baseEntry(), []zapcore.Field{zap.Reflect("o", &r)}))
+	_, _, viaMsgp := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &m)}))
+	_, _, viaReflect := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &r)}))
 	if d := diff(normMsgp(viaMsgp), normMsgp(viaReflect), "record"); d != "" {
 		t.Error(d)
 	}
@@ -584,7 +584,7 @@ func BenchmarkReflected(b *testing.B) {
 			dst := make([]byte, 0, 4096)
 			b.ReportAllocs()
 			for b.Loop() {
-				dst = enc.appendEntry(dst[:0], nil, baseEntry(), fs)
+				dst = enc.appendEntry(dst[:0], nil, ptr(baseEntry()), fs)
 			}
 		})
 	}

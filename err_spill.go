@@ -88,7 +88,7 @@ var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked"
 // while the spill works: Append fsyncs, writes ErrFallback and may call OnEvent. The copy
 // that allows it is the one allocation of this path, which only entries the buffers could
 // not take follow.
-func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field) error {
+func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) error {
 	e := &p.enc
 	e.mu.Lock()
 	out, ok := encodeSafely(e.enc, e.buf[:0], ctx, ent, fields)

@@ -296,7 +296,7 @@ func errEntryRange(from, to int) []byte {
 	enc := newMsgpEncoder(settingsFor(Config{}).enc)
 	var buf []byte
 	for i := from; i < to; i++ {
-		buf = enc.appendEntry(buf, nil, zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},
+		buf = enc.appendEntry(buf, nil, &zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},
 			[]zapcore.Field{zap.Int("i", i)})
 	}
 	return buf
