@@ -40,14 +40,20 @@ type conn struct {
 	rd        *msgp.Reader
 	w         io.Writer // where acks go; nil in benchmarks
 
-	lastN  int    // entries in the last request (WithReadRate)
-	frames int64  // requests started on this connection
-	frame  []byte // the raw request being decoded
-	plain  []byte // decompressed PackedForward payload
+	lastN  int       // entries in the last request (WithReadRate, WithConnReadRate)
+	paceAt time.Time // WithConnReadRate: when this connection's entries so far fit the rate
+	frames int64     // requests started on this connection
+	frame  []byte    // the raw request being decoded
+	plain  []byte    // decompressed PackedForward payload
 	zr     *gzip.Reader
 	br     bytes.Reader
 	batch  []Entry // entries of the request being decoded (full mode)
 	ack    []byte
+
+	// WithAckDelay's writer: the acks it holds, closed by endAcks; closed when it is done;
+	// closed when a write failed.
+	delayed                chan delayedAck
+	ackerDone, ackerFailed chan struct{}
 }
 
 // readFrame reads the next top-level msgpack value (one request) into c.frame without

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,8 @@ type options struct {
 	tlsConfig       *tls.Config
 	tls12Only       bool
 	readRate        float64
+	connReadRate    float64
+	ackDelay        time.Duration
 }
 
 // handshake reports whether connections start with HELO/PING/PONG.
@@ -152,6 +155,23 @@ func CountOnly() Option {
 // default, 0, is no limit; a negative rate makes Start return an error.
 func WithReadRate(perSecond float64) Option {
 	return func(o *options) { o.readRate = perSecond }
+}
+
+// WithConnReadRate limits each connection on its own to perSecond entries a second, read
+// as WithReadRate reads; the two can be combined. It is the shape of fluentd's `workers N`:
+// the workers share one port and each connection is served by one of them, so a client
+// gets more of the receiver only by opening more connections. The default, 0, is no
+// limit; a negative rate makes Start return an error.
+func WithConnReadRate(perSecond float64) Option {
+	return func(o *options) { o.connReadRate = perSecond }
+}
+
+// WithAckDelay makes the receiver write each ack d after it has read the request, while
+// it goes on reading the connection: the round trip to a distant receiver, which a client
+// that waits for every ack before its next request pays in full. Acks keep their order.
+// The default, 0, acks at once; a negative delay makes Start return an error.
+func WithAckDelay(d time.Duration) Option {
+	return func(o *options) { o.ackDelay = d }
 }
 
 // AllowViolations stops NewReceiver from failing the test with tb.Errorf for each
@@ -245,8 +265,11 @@ func Start(opts ...Option) (*Receiver, error) {
 		done:    make(chan struct{}),
 		conns:   make(map[net.Conn]struct{}),
 	}
-	if o.readRate < 0 {
-		return nil, fmt.Errorf("forwardtest: negative read rate %v", o.readRate)
+	if o.readRate < 0 || o.connReadRate < 0 {
+		return nil, fmt.Errorf("forwardtest: negative read rate %v", min(o.readRate, o.connReadRate))
+	}
+	if o.ackDelay < 0 {
+		return nil, fmt.Errorf("forwardtest: negative ack delay %v", o.ackDelay)
 	}
 	if o.tlsConfig != nil {
 		if network == "unix" {
@@ -580,6 +603,7 @@ func (r *Receiver) serve(nc net.Conn, id int64) {
 		r.mu.Unlock()
 	}()
 	c := r.newConn(&faultConn{Conn: nc, f: &r.faults}, id, nc.RemoteAddr().String())
+	defer c.endAcks() // runs before the close above
 	if r.opts.handshake() && !c.handshake() {
 		return
 	}
@@ -598,23 +622,30 @@ func (r *Receiver) serve(nc net.Conn, id int64) {
 		if !c.step() || r.opts.denyKeepalive {
 			return // deny_keepalive: one request per connection, as fluentd
 		}
-		if r.opts.readRate > 0 && !r.pace(c.lastN) {
+		if r.opts.readRate > 0 && !r.pace(&r.paceAt, &r.mu, r.opts.readRate, c.lastN) {
+			return
+		}
+		if r.opts.connReadRate > 0 && !r.pace(&c.paceAt, nil, r.opts.connReadRate, c.lastN) {
 			return
 		}
 	}
 }
 
-// pace waits until n more entries fit WithReadRate's rate, over all connections; false if
-// the receiver closed meanwhile.
-func (r *Receiver) pace(n int) bool {
-	r.mu.Lock()
+// pace waits until n more entries fit rate, the entries so far fitting by *next (guarded
+// by mu, if shared between connections); false if the receiver closed meanwhile.
+func (r *Receiver) pace(next *time.Time, mu *sync.Mutex, rate float64, n int) bool {
+	if mu != nil {
+		mu.Lock()
+	}
 	now := time.Now()
-	at := r.paceAt
+	at := *next
 	if at.Before(now) {
 		at = now
 	}
-	r.paceAt = at.Add(time.Duration(float64(n) / r.opts.readRate * float64(time.Second)))
-	r.mu.Unlock()
+	*next = at.Add(time.Duration(float64(n) / rate * float64(time.Second)))
+	if mu != nil {
+		mu.Unlock()
+	}
 	t := time.NewTimer(time.Until(at))
 	defer t.Stop()
 	select {
@@ -700,22 +731,93 @@ func (c *conn) step() bool {
 		if c.w == nil {
 			return true
 		}
-		if _, err := c.w.Write(c.ack); err != nil {
-			if !r.isClosed() {
-				r.logf("forwardtest: conn %d (%s): writing ack for request %d: %v", c.id, c.peer, c.frames, err)
-			}
-			return false
+		if r.opts.ackDelay > 0 {
+			return c.ackLater(fault)
 		}
-		if fault != AckOK {
-			r.countFaultedAck()
-			return true
-		}
-		r.mu.Lock()
-		r.stats.Acks++
-		r.notifyLocked()
-		r.mu.Unlock()
+		return c.writeAck(c.ack, fault, c.frames)
 	}
 	return true
+}
+
+// writeAck writes the ack of request number frame; false if the connection failed.
+func (c *conn) writeAck(ack []byte, fault AckFault, frame int64) bool {
+	r := c.r
+	if _, err := c.w.Write(ack); err != nil {
+		if !r.isClosed() {
+			r.logf("forwardtest: conn %d (%s): writing ack for request %d: %v", c.id, c.peer, frame, err)
+		}
+		return false
+	}
+	if fault != AckOK {
+		r.countFaultedAck()
+		return true
+	}
+	r.mu.Lock()
+	r.stats.Acks++
+	r.notifyLocked()
+	r.mu.Unlock()
+	return true
+}
+
+// delayedAck is an ack WithAckDelay holds back until at.
+type delayedAck struct {
+	at    time.Time
+	ack   []byte
+	fault AckFault
+	frame int64
+}
+
+// ackLater queues the ack in c.ack for WithAckDelay's writer, starting it on first use;
+// false if the receiver closed or the writer failed, which ends the connection.
+func (c *conn) ackLater(fault AckFault) bool {
+	if c.delayed == nil {
+		c.delayed, c.ackerDone, c.ackerFailed = make(chan delayedAck, 1024), make(chan struct{}), make(chan struct{})
+		go c.writeDelayedAcks()
+	}
+	a := delayedAck{at: time.Now().Add(c.r.opts.ackDelay), ack: slices.Clone(c.ack), fault: fault, frame: c.frames}
+	select {
+	case c.delayed <- a:
+		return true
+	case <-c.ackerFailed:
+		return false
+	case <-c.r.done:
+		return false
+	}
+}
+
+// writeDelayedAcks writes the queued acks in order, each at its time, until the queue is
+// closed (endAcks) or a write fails.
+func (c *conn) writeDelayedAcks() {
+	defer close(c.ackerDone)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for a := range c.delayed {
+		if d := time.Until(a.at); d > 0 {
+			t.Reset(d)
+			select {
+			case <-t.C:
+			case <-c.r.done:
+				return
+			}
+		}
+		if !c.writeAck(a.ack, a.fault, a.frame) {
+			close(c.ackerFailed)
+			return
+		}
+	}
+}
+
+// endAcks lets WithAckDelay's writer send what it holds, and waits for it, before the
+// connection is closed: a receiver that closes after a request (DenyKeepalive) acks first.
+func (c *conn) endAcks() {
+	if c.delayed == nil {
+		return
+	}
+	close(c.delayed)
+	select {
+	case <-c.ackerDone:
+	case <-c.r.done:
+	}
 }
 
 func (r *Receiver) countFaultedAck() {

@@ -623,3 +623,96 @@ func TestReadRateLimitsEntriesPerSecond(t *testing.T) {
 		t.Errorf("10000 entries arrived in %v; at 20000/s that takes at least 450 ms", d)
 	}
 }
+
+// WithConnReadRate paces each connection on its own, where WithReadRate shares its rate
+// out over all of them: two connections with a backlog each take twice as long with the
+// shared rate. Both runs are in this test, so that their ratio, not a wall time, decides.
+func TestConnReadRatePacesEachConnection(t *testing.T) {
+	const rate, perConn = 20_000, 10 // requests of 1000 entries on each of two connections
+	frame := func(tag string) []byte {
+		return req(tag, bin(testkit.Entries(1000, "x")), m("size", 1000))
+	}
+	took := func(opt Option) time.Duration {
+		r := NewReceiver(t, CountOnly(), opt)
+		start := time.Now()
+		for _, c := range []net.Conn{dial(t, r.Addr()), dial(t, r.Addr())} {
+			go func() {
+				for range perConn {
+					if _, err := c.Write(frame("t")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		if err := r.WaitFor(func(s Stats) bool { return s.Entries == 2*perConn*1000 }, waitTimeout); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	shared, own := took(WithReadRate(rate)), took(WithConnReadRate(rate))
+	// Each connection's last request is read once its first nine fit: 450 ms on its own
+	// rate, 950 ms when the two share one.
+	if own < 400*time.Millisecond {
+		t.Errorf("each connection's 10000 entries arrived in %v; at 20000/s that takes at least 450 ms", own)
+	}
+	if own > shared*3/4 {
+		t.Errorf("paced per connection the two took %v, shared %v: want about half", own, shared)
+	}
+}
+
+// WithAckDelay holds each ack back for the delay while the connection reads on: two
+// requests sent back to back are both stored before the first ack comes, and the acks keep
+// their order.
+func TestAckDelayDoesNotHoldBackReading(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	r := NewReceiver(t, WithAckDelay(delay))
+	c := dial(t, r.Addr())
+	if err := c.SetReadDeadline(time.Now().Add(waitTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	rd := msgp.NewReader(c)
+	packed := cat(entry(et(1, 2), m("a", 1)))
+	start := time.Now()
+	send(t, c, req("t", bin(packed), m("size", 1, "chunk", "one")), req("t", bin(packed), m("size", 1, "chunk", "two")))
+	if got := readAck(t, rd); got != "one" {
+		t.Errorf("first ack = %q, want one", got)
+	}
+	if d := time.Since(start); d < delay {
+		t.Errorf("first ack after %v, want at least the %v delay", d, delay)
+	}
+	// Both requests were read while the first ack waited.
+	if got := r.Len(); got != 2 {
+		t.Errorf("when the first ack came, %d entries were stored, want 2", got)
+	}
+	if got := readAck(t, rd); got != "two" {
+		t.Errorf("second ack = %q, want two", got)
+	}
+	if err := r.WaitFor(func(s Stats) bool { return s.Acks == 2 }, waitTimeout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A receiver that closes after each request (DenyKeepalive) writes the delayed ack first.
+func TestAckDelayAcksBeforeDenyKeepaliveClose(t *testing.T) {
+	r := NewReceiver(t, WithAckDelay(50*time.Millisecond), DenyKeepalive())
+	c := dial(t, r.Addr())
+	if err := c.SetReadDeadline(time.Now().Add(waitTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	send(t, c, req("t", bin(cat(entry(et(1, 2), m("a", 1)))), m("size", 1, "chunk", "only")))
+	if got := readAck(t, msgp.NewReader(c)); got != "only" {
+		t.Errorf("ack = %q, want only", got)
+	}
+}
+
+func TestNegativeRatesAndDelaysAreRefused(t *testing.T) {
+	for name, opt := range map[string]Option{
+		"conn read rate": WithConnReadRate(-1),
+		"ack delay":      WithAckDelay(-time.Millisecond),
+	} {
+		if r, err := Start(opt); err == nil {
+			r.Close()
+			t.Errorf("%s: Start accepted a negative value", name)
+		}
+	}
+}
