@@ -26,8 +26,8 @@ const (
 	// batches is kept for rare messages. Admission is back to 100 % within a
 	// few milliseconds once the offered load is under capacity. During an outage nothing
 	// is thinned: the buffer holds what it can and the rest is dropped as queue_full. It is
-	// the default: flat out it delivered 0.77–1.9× what DegradeOff delivered in the same
-	// run (1 to 1024 goroutines; under 0.9× at 256 in some runs, see bench/README.md),
+	// the default: flat out it delivered 0.93–2.1× what DegradeOff delivered in the same
+	// run (1 to 1024 goroutines, make bench at 7da610e, see bench/README.md),
 	// where the previous default, DegradeSample, had delivered 4 % of it (72 k/s against
 	// 2.0 M/s); steady loads under capacity lose nothing (bench/README.md, "Degrade
 	// policies").
