@@ -30,7 +30,18 @@ const (
 	KindForward = "forward" // forwardtest's count-only Forward receiver
 	KindLines   = "lines"   // LineReceiver
 	KindClock   = "clock"   // ClockReceiver of ErrTag
+	// KindWorkers is forwardtest reading each connection at the rate KindRate gives, on
+	// its own: the shape of fluentd's `workers N`, where each connection lands on one
+	// worker. It takes a rate only.
+	KindWorkers = "workers"
+	// KindSlowAck is forwardtest at the rate KindRate gives, acking each request
+	// slowAckDelay after reading it while it reads on: a receiver a round trip away. It
+	// takes a rate only.
+	KindSlowAck = "slowack"
 )
+
+// slowAckDelay is KindSlowAck's round trip.
+const slowAckDelay = time.Millisecond
 
 // ErrTag is the tag of fluentcore's err stream in the benchmarks (Config.Tag "app").
 const ErrTag = "app.err"
@@ -60,14 +71,25 @@ func startLocal(kind string) (Counter, error) {
 		if err != nil || n <= 0 {
 			return nil, fmt.Errorf("bench: bad receiver rate in %q", kind)
 		}
+		var pace forwardtest.Option
 		switch base {
-		case KindForward:
-			r, err := forwardtest.Start(forwardtest.CountOnly(), forwardtest.WithLogf(nil), forwardtest.WithReadRate(float64(n)))
+		case KindForward, KindSlowAck:
+			pace = forwardtest.WithReadRate(float64(n))
+		case KindWorkers:
+			pace = forwardtest.WithConnReadRate(float64(n))
+		}
+		if pace != nil {
+			opts := []forwardtest.Option{forwardtest.CountOnly(), forwardtest.WithLogf(nil), pace}
+			if base == KindSlowAck {
+				opts = append(opts, forwardtest.WithAckDelay(slowAckDelay))
+			}
+			r, err := forwardtest.Start(opts...)
 			if err != nil {
 				return nil, err
 			}
 			return forwardCounter{r}, nil
-		case KindClock:
+		}
+		if base == KindClock {
 			return StartClockRate(ErrTag, float64(n))
 		}
 		return nil, fmt.Errorf("bench: receiver kind %q takes no rate", base)

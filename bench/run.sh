@@ -57,6 +57,8 @@ full)
 	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	# The degrade scenarios are timed by the clock (about 2 minutes a round): DEGRADE_COUNT rounds.
 	gotest -bench '^BenchmarkDegrade$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . -bench.degrade-series results/degrade-series.csv | tee /dev/stderr | keep >>"$raw"
+	# Scale-out (issue 16): timed by the clock too, four shapes of about 4 s a round.
+	gotest -bench '^BenchmarkScaleOut$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 
 	ibm=results/raw-ibm.txt
@@ -89,7 +91,7 @@ smoke)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	header 1 >"$tmp/raw.txt"
-	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
+	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.scaleout=300ms -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
 	gotest -tags ibm -bench '^Benchmark(AddingFields|Outage)$/(mode=single|contender=ibm-fluent-forward-go)$' -benchtime 200x -count 1 . -bench.outage=500ms | keep >"$tmp/raw-ibm.txt"
 	$GO test -count 1 ./...
 	$GO run ./cmd/throughput -d 1s -g 64 >"$tmp/throughput.txt"

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"flag"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"go.uber.org/zap"
+)
+
+// scaleOutRate is what each throttled receiver, or each connection of the workers shape,
+// reads a second in BenchmarkScaleOut: below what one fluentd worker decodes (PROTOCOL.md:
+// 240–280 k entries/s on 2 cores), so that on this machine the receiver is the limit and
+// not the client.
+const scaleOutRate = 150_000
+
+var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long BenchmarkScaleOut measures each shape")
+
+// BenchmarkScaleOut is what one info stream delivers to receivers that are slower per
+// connection than the client (issue 16), flat out from 64 goroutines with degrade off, so
+// that delivery is measured and not admission:
+//   - four-servers: four receivers, each reading scaleOutRate entries a second, in Servers;
+//   - workers: one receiver that reads each connection at scaleOutRate (fluentd's
+//     `workers N` behind one port);
+//   - ack-delay: one receiver at scaleOutRate that acks each request 1 ms after reading it,
+//     with RequireAck; no-ack is the same receiver without RequireAck, its reference, and
+//     ack-no-delay a receiver at scaleOutRate that acks at once.
+//
+// It reports entries delivered a second in the steady state (after a tenth of the run, once
+// the buffers are full) and that rate over scaleOutRate (of-R). Timed by the clock, not by b.N:
+// run it with -benchtime 1x.
+func BenchmarkScaleOut(b *testing.B) {
+	four := make([]string, 4)
+	for i := range four {
+		four[i] = KindRate(KindForward, scaleOutRate)
+	}
+	for _, shape := range []struct {
+		name  string
+		kinds []string
+		ack   bool
+	}{
+		{"four-servers", four, false},
+		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false},
+		{"ack-delay", []string{KindRate(KindSlowAck, scaleOutRate)}, true},
+		{"no-ack", []string{KindRate(KindSlowAck, scaleOutRate)}, false},
+		{"ack-no-delay", []string{KindRate(KindForward, scaleOutRate)}, true},
+	} {
+		b.Run("shape="+shape.name, func(b *testing.B) {
+			recvs := make([]Counter, len(shape.kinds))
+			for i, kind := range shape.kinds {
+				recvs[i] = mustStartReceiver(b, kind)
+				defer recvs[i].Close()
+			}
+			core := newFluentcore(recvs[0].Addr(), func(c *fluentcore.Config) {
+				c.Degrade.Policy = fluentcore.DegradeOff
+				c.ErrFallback = io.Discard
+				c.RequireAck = shape.ack
+				if len(recvs) > 1 {
+					c.Addr = ""
+					for _, r := range recvs {
+						c.Servers = append(c.Servers, fluentcore.Server{Addr: r.Addr()})
+					}
+				}
+			})
+			defer core.Close()
+			logger := zap.New(core)
+			LogFields(logger)
+			if err := core.Sync(); err != nil { // connected before the clock starts
+				b.Fatal(err)
+			}
+			received := func() (n int64) {
+				for _, r := range recvs {
+					n += r.Count()
+				}
+				return n
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						LogFields(logger)
+					}
+				}()
+			}
+			b.ResetTimer()
+			time.Sleep(*scaleOutLength / 10) // the load runs for this long before it is measured
+			n0, t0 := received(), time.Now()
+			time.Sleep(*scaleOutLength)
+			n1, t1 := received(), time.Now()
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			rate := float64(n1-n0) / t1.Sub(t0).Seconds()
+			b.ReportMetric(rate, "delivered/s")
+			b.ReportMetric(rate/scaleOutRate, "of-R")
+		})
+	}
+}
