@@ -241,27 +241,11 @@ func (r *degradeRun) close() {
 // 100 ms.
 func (r *degradeRun) drive(producers int, rate func(time.Duration) float64, length time.Duration) {
 	var tokens atomic.Int64 // paced: calls the producers may still make
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if rate != nil && tokens.Add(-1) < 0 {
-					tokens.Add(1)
-					time.Sleep(200 * time.Microsecond)
-					continue
-				}
-				LogFields(r.logger)
-			}
-		}()
+	paced := &tokens
+	if rate == nil {
+		paced = nil
 	}
+	stop := startProducers(r.logger, producers, paced)
 	r.start, r.length = time.Now(), length
 	last, lastAt := r.core.Stats().Info, time.Duration(0)
 	credit := 0.0
@@ -292,8 +276,37 @@ func (r *degradeRun) drive(producers int, rate func(time.Duration) float64, leng
 		}
 	}
 	tick.Stop()
-	close(stop)
-	wg.Wait()
+	stop()
+}
+
+// startProducers starts goroutines that call LogFields until stop is called (stop waits
+// for them): flat out if tokens is nil, else each call taking one of tokens.
+func startProducers(logger *zap.Logger, goroutines int, tokens *atomic.Int64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if tokens != nil && tokens.Add(-1) < 0 {
+					tokens.Add(1)
+					time.Sleep(200 * time.Microsecond)
+					continue
+				}
+				LogFields(logger)
+			}
+		}()
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // report reports the run's figures and returns the delivered info entries a second.

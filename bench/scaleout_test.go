@@ -3,7 +3,6 @@ package bench
 import (
 	"flag"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,30 +76,14 @@ func BenchmarkScaleOut(b *testing.B) {
 				}
 				return n
 			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for range 64 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						LogFields(logger)
-					}
-				}()
-			}
+			stop := startProducers(logger, 64, nil)
 			b.ResetTimer()
 			time.Sleep(*scaleOutLength / 10) // the load runs for this long before it is measured
 			n0, t0 := received(), time.Now()
 			time.Sleep(*scaleOutLength)
 			n1, t1 := received(), time.Now()
 			b.StopTimer()
-			close(stop)
-			wg.Wait()
+			stop()
 			rate := float64(n1-n0) / t1.Sub(t0).Seconds()
 			b.ReportMetric(rate, "delivered/s")
 			b.ReportMetric(rate/scaleOutRate, "of-R")
