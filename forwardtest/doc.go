@@ -43,6 +43,8 @@
 // Resume; SetCloseAfter closes connections after n bytes; SetRefuse refuses new
 // connections; CloseConnections drops the open ones; SetAckFault withholds or corrupts
 // acks; SetPongFault answers a valid PING with a wrong digest, a rejection or nothing.
-// Close drops every connection for good. Benchmarks use CountOnly, which counts entries
-// without decoding records.
+// Close drops every connection for good. Slow receivers: WithReadRate limits the entries
+// read a second over all connections, WithConnReadRate on each connection (fluentd's
+// workers behind one port), and WithAckDelay acks each request after a round trip.
+// Benchmarks use CountOnly, which counts entries without decoding records.
 package forwardtest
