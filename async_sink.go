@@ -29,10 +29,20 @@ import (
 
 // batch is one buffer of encoded entries: the payload of one PackedForward frame.
 type batch struct {
-	buf []byte // concatenated Forward entries; cap is the stream's batch size, never grown
-	n   int    // entries in buf
-	seq uint64 // position in the stream's sealing order
+	buf   []byte // concatenated Forward entries; cap is the stream's batch size, never grown
+	n     int    // entries in buf
+	first uint64 // the first position in the stream's sealing order this batch finishes
+	seq   uint64 // the last: first and seq differ once compact has merged batches into it
 }
+
+// sender is one of a stream's connections and the goroutine that sends on it.
+type sender struct {
+	fwd     *forwarder
+	pending *batch // the batch it was holding when Close aborted it
+}
+
+// seqRange is a run of sealing positions, first to last, that the senders have finished.
+type seqRange struct{ first, last uint64 }
 
 // shard is one open batch and the encoder that writes into it. A writer takes shard 0 when
 // it is free and another at random when it is not (lockShard), so many goroutines rarely
@@ -77,7 +87,7 @@ type stream struct {
 	sealAt   int // a batch this full is sealed right away
 	entryCap int // largest encoded entry accepted
 	closed   atomic.Bool
-	fwd      *forwarder
+	senders  []*sender // one per connection; the err stream has one
 
 	// The stream's policy: exactly one is set.
 	info *infoPolicy
@@ -87,18 +97,20 @@ type stream struct {
 	sealed uint64 // seq of the last sealed batch
 
 	doneMu   sync.Mutex
-	done     uint64        // seq of the last batch the sender finished with
+	done     uint64        // every batch up to this seq is finished
+	early    []seqRange    // finished above done, behind a batch another sender still holds
 	progress chan struct{} // closed and replaced when done advances while someone waits
 	watched  bool          // a waitDone caller holds progress
 
-	pending *batch   // a batch the sender was holding when Close aborted it
-	held    []*batch // batches compact took from the queue, in order: sent before the queue
+	heldMu sync.Mutex
+	held   []*batch     // batches compact took from the queue, in order: sent before the queue
+	heldN  atomic.Int64 // len(held), for readers without heldMu
 
 	queuedBytes                                    atomic.Int64
 	queuedBatches                                  atomic.Int64
 	delivered, spilled                             atomic.Uint64
 	waits                                          atomic.Uint64 // err writes that found no room and waited
-	sending                                        atomic.Bool   // the sender holds a batch (deliver)
+	busy                                           atomic.Int32  // senders holding a batch (deliver)
 	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
 	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
 	replayed                                       atomic.Uint64 // delivered from the durable spill
@@ -106,7 +118,7 @@ type stream struct {
 	sendDuration                                   prometheus.Observer // this stream's histogram
 }
 
-func newStream(id streamID, budget int, s *settings, fwd *forwarder) *stream {
+func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	st := &stream{
@@ -120,8 +132,11 @@ func newStream(id streamID, budget int, s *settings, fwd *forwarder) *stream {
 		sealAt:   s.batchBytes - s.batchBytes/16,
 		entryCap: s.entryBytes,
 		held:     make([]*batch, 0, nb),
-		fwd:      fwd,
+		early:    make([]seqRange, 0, nb+len(fwds)),
 		progress: make(chan struct{}),
+	}
+	for _, f := range fwds {
+		st.senders = append(st.senders, &sender{fwd: f})
 	}
 	for i := range st.shards {
 		st.shards[i].enc = newMsgpEncoder(s.enc)
@@ -151,7 +166,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 	var deadline time.Time
 	for {
 		status := s.tryWriteLocked(sh, ctx, ent, fields)
-		if status == needBatch && s.fwd.failing() {
+		if status == needBatch && s.failing() {
 			// No free batch during an outage: the budget is in open batches and the queue.
 			// Another shard's open batch may still have room, so what is buffered, not how it
 			// is split into batches, decides when the stream is full. (In a flood the
@@ -360,7 +375,7 @@ func (s *stream) seal(b *batch) {
 	s.queuedBatches.Add(1)
 	s.sealMu.Lock()
 	s.sealed++
-	b.seq = s.sealed
+	b.first, b.seq = s.sealed, s.sealed
 	s.queue <- b
 	s.sealMu.Unlock()
 	// The queue alone, since seal runs under a shard's lock: enough to wake the clock early,
@@ -409,7 +424,37 @@ func (s *stream) buffered() int64 {
 // last of the buffer; the reserve keeps that room for rare messages (internal/shed). Not
 // during an outage: then the buffer holds what it can (the outage rows of the Guarantees
 // table). One channel length and one atomic load.
-func (s *stream) tight() bool { return len(s.free) <= s.nbatches/8 && !s.fwd.failing() }
+func (s *stream) tight() bool { return len(s.free) <= s.nbatches/8 && !s.failing() }
+
+// failing reports whether every connection of the stream is failing: nothing drains.
+func (s *stream) failing() bool {
+	for _, snd := range s.senders {
+		if !snd.fwd.failing() {
+			return false
+		}
+	}
+	return true
+}
+
+// disconnectedFor is how long the stream has had no working connection at now; 0 if it has
+// one.
+func (s *stream) disconnectedFor(now time.Time) time.Duration {
+	d := s.senders[0].fwd.disconnectedFor(now)
+	for _, snd := range s.senders[1:] {
+		d = min(d, snd.fwd.disconnectedFor(now))
+	}
+	return d
+}
+
+// lastError is the last send error of a connection, if one has one.
+func (s *stream) lastError() error {
+	for _, snd := range s.senders {
+		if err := snd.fwd.lastError(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // capacity is the stream's buffer budget in bytes: all its batch buffers.
 func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
@@ -427,12 +472,12 @@ func (s *stream) flushTick() {
 	if s.contended.Load() {
 		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
 	}
-	failing := s.fwd.failing()
+	failing := s.failing()
 	if failing && s.err != nil && s.err.disk != nil {
 		s.flush()
 		return
 	}
-	if failing || s.sending.Load() || len(s.queue) > 0 {
+	if failing || s.busy.Load() > 0 || s.heldN.Load() > 0 || len(s.queue) > 0 {
 		s.flushOwed.Store(true)
 		return
 	}
@@ -442,7 +487,7 @@ func (s *stream) flushTick() {
 // sealAfterSend is the sender's side of flushTick: a flush the tick skipped while the sender
 // was busy is done as soon as nothing else waits to be sent.
 func (s *stream) sealAfterSend() {
-	if len(s.queue) == 0 && len(s.held) == 0 && s.flushOwed.Swap(false) {
+	if len(s.queue) == 0 && s.heldN.Load() == 0 && s.flushOwed.Swap(false) {
 		s.flush()
 	}
 }
@@ -476,11 +521,11 @@ func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
 func (s *stream) finish(b *batch) {
 	s.queuedBytes.Add(-int64(len(b.buf)))
 	s.queuedBatches.Add(-1)
-	seq := b.seq
+	first, last := b.first, b.seq
 	b.buf, b.n = b.buf[:0], 0
 	s.free <- b
 	s.doneMu.Lock()
-	s.done = seq
+	s.markDone(first, last)
 	if s.watched {
 		// Only then: a channel per batch would make the sender allocate, and an allocating
 		// sender is made to assist the garbage collector (even parked) under a log flood.
@@ -491,10 +536,54 @@ func (s *stream) finish(b *batch) {
 	s.doneMu.Unlock()
 }
 
-// run is the stream's sender: it delivers sealed batches in order until ctx is cancelled.
-// With a durable spill (err stream, SpillDir) it first replays whatever the spill holds —
-// also what a previous process left there — and sends from memory again once it is empty.
-func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
+// markDone records that the batches first to last are finished, and moves done over every
+// run of finished positions that now follows it. With several senders batches finish out
+// of order; a run that finished early waits in early, next to its neighbours, so early
+// holds one range per batch still in a sender's hands. s.doneMu is held.
+func (s *stream) markDone(first, last uint64) {
+	if first != s.done+1 {
+		left, right := -1, -1 // the finished runs this one joins
+		for i, r := range s.early {
+			if r.last+1 == first {
+				left = i
+			}
+			if last+1 == r.first {
+				right = i
+			}
+		}
+		switch {
+		case left >= 0 && right >= 0:
+			s.early[left].last = s.early[right].last
+			s.early[right] = s.early[len(s.early)-1]
+			s.early = s.early[:len(s.early)-1]
+		case left >= 0:
+			s.early[left].last = last
+		case right >= 0:
+			s.early[right].first = first
+		default:
+			s.early = append(s.early, seqRange{first, last})
+		}
+		return
+	}
+	s.done = last
+	for i := 0; i < len(s.early); {
+		if r := s.early[i]; r.first == s.done+1 {
+			s.done = r.last
+			s.early[i] = s.early[len(s.early)-1]
+			s.early = s.early[:len(s.early)-1]
+			i = 0
+			continue
+		}
+		i++
+	}
+}
+
+// run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
+// on its own connection, until ctx is cancelled. With one sender batches go out in order.
+// With a durable spill (err stream, SpillDir, one sender) it first replays whatever the
+// spill holds — also what a previous process left there — and sends from memory again
+// once it is empty.
+func (s *stream) run(ctx context.Context, snd *sender, bo backoff.BackOff) {
 	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
 	var evacuate chan chan struct{}
 	if s.err != nil {
@@ -502,22 +591,20 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 	}
 	for {
 		if s.err != nil && s.err.replaying() {
-			if !s.replay(ctx, bo) {
+			if !s.replay(ctx, snd, bo) {
 				return
 			}
 			continue
 		}
-		if len(s.held) > 0 {
-			b := s.held[0]
-			s.held = s.held[:copy(s.held, s.held[1:])]
-			if !s.send(ctx, b, bo) {
+		if b := s.takeHeld(); b != nil {
+			if !s.send(ctx, snd, b, bo) {
 				return
 			}
 			continue
 		}
 		select {
 		case b := <-s.queue:
-			if !s.send(ctx, b, bo) {
+			if !s.send(ctx, snd, b, bo) {
 				return
 			}
 		case <-wake:
@@ -531,14 +618,30 @@ func (s *stream) run(ctx context.Context, bo backoff.BackOff) {
 	}
 }
 
-// send is run's delivery of b, marked busy for flushTick; it reports false when ctx was
-// cancelled, with b kept as pending.
-func (s *stream) send(ctx context.Context, b *batch, bo backoff.BackOff) bool {
-	s.sending.Store(true)
-	ok := s.deliver(ctx, b, bo)
-	s.sending.Store(len(s.held) > 0) // held batches are queued work too
+// takeHeld takes the oldest batch compact left in held, or returns nil.
+func (s *stream) takeHeld() *batch {
+	if s.heldN.Load() == 0 {
+		return nil
+	}
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if len(s.held) == 0 {
+		return nil
+	}
+	b := s.held[0]
+	s.held = s.held[:copy(s.held, s.held[1:])]
+	s.heldN.Store(int64(len(s.held)))
+	return b
+}
+
+// send is run's delivery of b, counted busy for flushTick; it reports false when ctx was
+// cancelled, with b kept as the sender's pending batch.
+func (s *stream) send(ctx context.Context, snd *sender, b *batch, bo backoff.BackOff) bool {
+	s.busy.Add(1)
+	ok := s.deliver(ctx, snd, b, bo)
+	s.busy.Add(-1)
 	if !ok {
-		s.pending = b
+		snd.pending = b
 		return false
 	}
 	s.sealAfterSend()
@@ -549,7 +652,7 @@ func (s *stream) send(ctx context.Context, b *batch, bo backoff.BackOff) bool {
 // cancelled (false). On the err stream with a durable spill, a batch that has failed for
 // SpillAfter, or once writers spill because the buffers are full, goes to the spill
 // instead (true), and run switches to replaying.
-func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool {
+func (s *stream) deliver(ctx context.Context, snd *sender, b *batch, bo backoff.BackOff) bool {
 	bo.Reset()
 	var failingSince time.Time
 	var spillKick chan struct{}
@@ -559,7 +662,7 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 	}
 	for {
 		start := time.Now()
-		if s.sendFrame(ctx, s.tag, b.buf, b.n) {
+		if s.sendFrame(ctx, snd, s.tag, b.buf, b.n) {
 			s.delivered.Add(uint64(b.n))
 			s.finish(b)
 			return true
@@ -604,8 +707,14 @@ func (s *stream) deliver(ctx context.Context, b *batch, bo backoff.BackOff) bool
 // few buffers as they fit in, and frees the others: batches sealed partly filled (by the
 // flush tick before the sender saw the receiver fail) would otherwise hold the rest of their
 // buffers through the outage. Order is kept: b is the oldest batch, and the entries after it
-// move forward in sealing order; the batches that still hold entries wait in held.
+// move forward in sealing order; the batches that still hold entries wait in held. A batch
+// is merged whole only into the one sealed right before it (its positions then follow
+// dst's), so that finishing dst finishes exactly the positions it holds; other senders may
+// hold the batches in between.
 func (s *stream) compact(b *batch) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	defer func() { s.heldN.Store(int64(len(s.held))) }()
 take:
 	for len(s.held) < cap(s.held) {
 		select {
@@ -617,6 +726,11 @@ take:
 	}
 	dst, kept := b, s.held[:0]
 	for _, src := range s.held {
+		if src.first != dst.seq+1 { // another sender holds what lies between
+			kept = append(kept, src)
+			dst = src
+			continue
+		}
 		if len(dst.buf)+len(src.buf) <= cap(dst.buf) { // all of it fits
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
@@ -652,11 +766,11 @@ func (s *stream) moveEntries(b, nb *batch) {
 	}
 }
 
-// sendFrame makes one attempt to send a frame, and counts it.
-func (s *stream) sendFrame(ctx context.Context, tag string, entries []byte, n int) bool {
+// sendFrame makes one attempt to send a frame on snd's connection, and counts it.
+func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
 	start := time.Now()
-	size, fresh, err := s.fwd.send(ctx, tag, entries, n)
-	if fresh && s.fwd.connects.Load() > 1 {
+	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
+	if fresh && snd.fwd.connects.Load() > 1 {
 		s.reconnects.Add(1)
 	}
 	if err != nil {
@@ -715,7 +829,7 @@ func (s *stream) countSpill(err error, n int) {
 // its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
 // segment that cannot be read is retried like a failed send. It returns true once the spill
 // is empty, false when ctx is cancelled.
-func (s *stream) replay(ctx context.Context, bo backoff.BackOff) bool {
+func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
 	bo.Reset()
 	for {
 		s.drainToSpill()
@@ -723,7 +837,7 @@ func (s *stream) replay(ctx context.Context, bo backoff.BackOff) bool {
 		if err == nil && !ok {
 			return true
 		}
-		if err == nil && s.sendFrame(ctx, fr.Tag, fr.Entries, fr.N) {
+		if err == nil && s.sendFrame(ctx, snd, fr.Tag, fr.Entries, fr.N) {
 			s.replayed.Add(uint64(fr.N))
 			s.err.disk.Pop()
 			bo.Reset()
@@ -761,10 +875,13 @@ func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
 
 // drainToSpill moves every queued batch to the spill, without waiting.
 func (s *stream) drainToSpill() {
+	s.heldMu.Lock()
 	for _, b := range s.held {
 		s.spillSealed(b)
 	}
 	s.held = s.held[:0]
+	s.heldN.Store(0)
+	s.heldMu.Unlock()
 	for {
 		select {
 		case b := <-s.queue:
@@ -798,8 +915,9 @@ func (s *stream) stats() StreamStats {
 		SentBytes:     s.sentBytes.Load(),
 		SendErrors:    s.sendErrors.Load(),
 		Reconnects:    s.reconnects.Load(),
-
-		HandshakeFailures: s.fwd.handshakeFailures.Load(),
+	}
+	for _, snd := range s.senders {
+		st.HandshakeFailures += snd.fwd.handshakeFailures.Load()
 	}
 	for r := dropReason(0); r < numDropReasons; r++ {
 		st.Dropped[r.String()] = 0
@@ -851,7 +969,12 @@ var _ entrySink = (*sink)(nil)
 // clock. sendDuration receives each stream's send times.
 func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k := &sink{s: s, stopTick: make(chan struct{})}
-	info := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s))
+	fwds := make([]*forwarder, s.infoConnections)
+	for i := range fwds {
+		fwds[i] = newForwarder(s)
+		fwds[i].startAt(i)
+	}
+	info := newStream(infoStream, s.infoBufferBytes, s, fwds...)
 	info.info = &infoPolicy{degrade: newDegradeControl(s.degrade), kick: make(chan struct{}, 1)}
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		key := appendStr(nil, s.degrade.WeightKey)
@@ -869,14 +992,16 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
 	for _, st := range k.streams {
-		k.wg.Add(1)
-		go func() {
-			defer k.wg.Done()
-			if st.err != nil && k.spillErr != nil {
-				s.event(time.Now(), EventSpillDisabled, k.spillErr)
-			}
-			st.run(ctx, s.newBackoff())
-		}()
+		for _, snd := range st.senders {
+			k.wg.Add(1)
+			go func() {
+				defer k.wg.Done()
+				if st.err != nil && k.spillErr != nil {
+					s.event(time.Now(), EventSpillDisabled, k.spillErr)
+				}
+				st.run(ctx, snd, s.newBackoff())
+			}()
+		}
 	}
 	k.wg.Add(1)
 	go func() {
@@ -976,7 +1101,7 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 	}
 	return degradeObservation{
 		now: now, buffered: info.buffered(), limit: info.capacity(),
-		disconnectedFor: info.fwd.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
+		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
 	}
 }
 
@@ -1013,7 +1138,7 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 		st := k.streams[id]
 		if !st.waitDone(targets[id], t.C) {
 			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
-			if last := st.fwd.lastError(); last != nil {
+			if last := st.lastError(); last != nil {
 				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
 			}
 			return id, err
@@ -1064,18 +1189,23 @@ func (k *sink) close(timeout time.Duration) error {
 		close(k.stopTick)
 		k.wg.Wait()
 		for _, st := range k.streams {
-			if st.pending != nil { // oldest first: pending, held, then the queue
-				st.abandon(st.pending)
-				st.pending = nil
+			for _, snd := range st.senders { // oldest first: pending, held, then the queue
+				if snd.pending != nil {
+					st.abandon(snd.pending)
+					snd.pending = nil
+				}
 			}
 			for _, b := range st.held {
 				st.abandon(b)
 			}
 			st.held = st.held[:0]
+			st.heldN.Store(0)
 			for len(st.queue) > 0 {
 				st.abandon(<-st.queue)
 			}
-			st.fwd.close()
+			for _, snd := range st.senders {
+				snd.fwd.close()
+			}
 			if st.err != nil && st.err.disk != nil {
 				st.err.disk.Close() // releases SpillDir; later err entries go to ErrFallback
 			}

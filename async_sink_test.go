@@ -526,7 +526,7 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	s := settingsFor(Config{Addr: ln.Addr().String()})
 	// A stream whose sender is this test: deliver is what run calls for each batch.
 	st := newStream(infoStream, 1<<20, s, newForwarder(s))
-	defer st.fwd.close()
+	defer st.senders[0].fwd.close()
 	st.sendDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
 	bo := s.newBackoff()
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
@@ -535,7 +535,7 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		b.buf = append(b.buf, entry...)
 		b.n = 1
 		st.queuedBatches.Add(1)
-		if !st.deliver(context.Background(), b, bo) {
+		if !st.deliver(context.Background(), st.senders[0], b, bo) {
 			t.Fatal("not delivered")
 		}
 	}
@@ -613,7 +613,7 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
 	st := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s))
-	defer st.fwd.close()
+	defer st.senders[0].fwd.close()
 	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
 	var sizes []int
 	for rest := entries; len(rest) > 0; {
@@ -882,4 +882,59 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 		t.Errorf("the hot entries' weights add up to %.0f; %0.f were logged", weighed, h)
 	}
 	identityHolds(t, core.Stats())
+}
+
+// With several senders batches finish out of order; done, what Sync and Close wait on,
+// moves only over positions that are all finished, and early stays one range per gap.
+func TestMarkDoneAdvancesOverFinishedRunsOnly(t *testing.T) {
+	st := &stream{early: make([]seqRange, 0, 4)}
+	steps := []struct {
+		first, last uint64
+		done        uint64
+		gaps        int
+	}{
+		{2, 2, 0, 1}, // 1 still with a sender
+		{4, 5, 0, 2}, // a merged batch (compact): 3 missing too
+		{3, 3, 0, 1}, // 2..5 now one run, still behind 1
+		{1, 1, 5, 0}, // 1 done: everything up to 5
+		{7, 7, 5, 1},
+		{6, 6, 7, 0},
+		{8, 8, 8, 0}, // in order, as with one sender
+	}
+	for i, s := range steps {
+		st.markDone(s.first, s.last)
+		if st.done != s.done || len(st.early) != s.gaps {
+			t.Fatalf("step %d (finish %d..%d): done %d with %d ranges early, want %d and %d: %v", i, s.first, s.last, st.done, len(st.early), s.done, s.gaps, st.early)
+		}
+	}
+}
+
+// compact merges a batch whole only into the one sealed right before it: with several
+// senders the batch in between may be in another sender's hands, and a merged batch that
+// finished its positions would then also finish that one's. Sync waits for all of them.
+func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	st := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s), newForwarder(s))
+	defer st.senders[0].fwd.close()
+	defer st.senders[1].fwd.close()
+	for range 4 {
+		b := st.takeFree()
+		b.buf = append(b.buf, testkit.Entries(1, "x")...)
+		b.n = 1
+		st.seal(b)
+	}
+	mine, theirs := <-st.queue, <-st.queue // seq 1 fails here; seq 2 is with the other sender
+	st.compact(mine)
+	if mine.seq != 1 || len(st.held) != 1 || st.held[0].first != 3 || st.held[0].seq != 4 || st.held[0].n != 2 {
+		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.first, mine.seq, len(st.held), st.held[0].first, st.held[0].seq, st.held[0].n)
+	}
+	st.finish(mine)
+	st.finish(st.takeHeld())
+	if !st.waitDone(1, nil) || st.done != 1 {
+		t.Fatalf("done %d with 2 still sending, want 1", st.done)
+	}
+	st.finish(theirs)
+	if st.done != 4 || len(st.early) != 0 {
+		t.Fatalf("done %d (early %v) once every batch finished, want 4", st.done, st.early)
+	}
 }

@@ -46,7 +46,19 @@ type StreamConfig struct {
 	// 90% of it is buffered (a batch is sealed at 15/16 full). Default 8 MiB for info, 4 MiB
 	// for err; at least 2 × MaxBatchBytes.
 	BufferBytes int `json:"buffer_bytes,omitempty" yaml:"buffer_bytes,omitempty"`
+	// Connections is how many connections the stream sends on at once, each with its own
+	// sender taking sealed batches as they come: a receiver that serves each connection on
+	// one worker (fluentd's `workers N` behind one port) or several Servers then take
+	// the stream together. Entries keep their order per connection, not across them.
+	// Default 1. At most MaxConnections, and at most half the stream's batches
+	// (BufferBytes / MaxBatchBytes / 2); more is a Validate error and means the limit. The
+	// err stream sends on one connection: its spill replay and order need one sender, so
+	// Err.Connections other than 0 or 1 is a Validate error and means 1.
+	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
 }
+
+// MaxConnections is the most connections one stream sends on (StreamConfig.Connections).
+const MaxConnections = 16
 
 // Config configures a Core. The zero value is usable: every field has a documented default.
 // Config is read once by New; changing it afterwards has no effect.

@@ -414,7 +414,7 @@ func (e *faultEnv) received() (info, err map[int64]int) {
 }
 
 func (e *faultEnv) forwarders() [numStreams]*forwarder {
-	return [numStreams]*forwarder{sinkOf(e.core).streams[infoStream].fwd, sinkOf(e.core).streams[errStream].fwd}
+	return [numStreams]*forwarder{sinkOf(e.core).streams[infoStream].senders[0].fwd, sinkOf(e.core).streams[errStream].senders[0].fwd}
 }
 
 // lastErr is the last send error of both streams, joined.
@@ -833,7 +833,7 @@ func faultCases() []faultCase {
 		},
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
-			f := sinkOf(e.core).streams[errStream].fwd
+			f := sinkOf(e.core).streams[errStream].senders[0].fwd
 			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
 		},
 		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },

@@ -27,8 +27,8 @@ var ErrHandshake = wire.ErrHandshake
 // although they were delivered.
 var errNoAckOnUnix = errors.New("fluentd's in_unix never sends acks (the frames may well have arrived): set RequireAck only for tcp:// and tls:// receivers")
 
-// forwarder is one stream's connection to its receivers. Only the stream's sender
-// goroutine calls send; close is called once the sender has stopped. The counters and
+// forwarder is one connection of a stream to its receivers. Only the sender goroutine that
+// owns it calls send; close is called once that sender has stopped. The counters and
 // lastError may be read from any goroutine.
 type forwarder struct {
 	s     *settings
@@ -66,6 +66,16 @@ func newForwarder(s *settings) *forwarder {
 	d := &net.Dialer{KeepAlive: 30 * time.Second}
 	f.dialRaw = d.DialContext
 	return f
+}
+
+// startAt moves the balancer's round robin on by i picks: connection i of a stream starts
+// at a different server than connection 0, so that a stream's connections spread over the
+// servers by weight from the start.
+func (f *forwarder) startAt(i int) {
+	now := time.Now()
+	for range i {
+		f.bal.Pick(now, nil)
+	}
 }
 
 // fconn is a connection plus the goroutine that reads from it: acks when they are asked for,

@@ -332,7 +332,7 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 			if err := core.Sync(); err != nil {
 				said.WriteString(err.Error() + "\n")
 			}
-			for _, f := range []*forwarder{sinkOf(core).streams[infoStream].fwd, sinkOf(core).streams[errStream].fwd} {
+			for _, f := range []*forwarder{sinkOf(core).streams[infoStream].senders[0].fwd, sinkOf(core).streams[errStream].senders[0].fwd} {
 				if err := f.lastError(); err != nil {
 					said.WriteString(err.Error() + "\n")
 				}

@@ -37,6 +37,7 @@ type settings struct {
 	split                                 levelSplit
 	enc                                   *encoderConfig
 	infoBufferBytes, errBufferBytes       int
+	infoConnections                       int // senders of the info stream; the err stream has one
 	batchBytes, entryBytes                int
 	flushInterval, errMaxWait             time.Duration
 	syncTimeout, closeTimeout             time.Duration
@@ -136,6 +137,15 @@ func resolve(cfg Config) (*settings, error) {
 	s.infoBufferBytes = budget("Info.BufferBytes", cfg.Info.BufferBytes, DefaultInfoBufferBytes)
 	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
 	s.spillMaxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(s.batchBytes))
+	// Each sender holds a batch while it sends: half the batches stay for the writers.
+	s.infoConnections = orDefault(cfg.Info.Connections, 1)
+	if most := max(min(MaxConnections, s.infoBufferBytes/s.batchBytes/2), 1); cfg.Info.Connections < 0 || s.infoConnections > most {
+		bad("Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
+		s.infoConnections = min(max(s.infoConnections, 1), most)
+	}
+	if cfg.Err.Connections < 0 || cfg.Err.Connections > 1 {
+		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
+	}
 
 	for _, d := range []struct {
 		name string

@@ -141,7 +141,7 @@ func TestSoak(t *testing.T) {
 	}
 	core := New(cfg)
 	// Race-free: the sender reads dialRaw only once it has a batch, sealed after this.
-	sinkOf(core).streams[errStream].fwd.dialRaw = func(ctx context.Context, network, _ string) (net.Conn, error) {
+	sinkOf(core).streams[errStream].senders[0].fwd.dialRaw = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, errAddr)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long Be
 
 // BenchmarkScaleOut is what one info stream delivers to receivers that are slower per
 // connection than the client (issue 16), flat out from 64 goroutines with degrade off, so
-// that delivery is measured and not admission:
+// that delivery is measured and not admission, on one connection and on Info.Connections 4:
 //   - four-servers: four receivers, each reading scaleOutRate entries a second, in Servers;
 //   - workers: one receiver that reads each connection at scaleOutRate (fluentd's
 //     `workers N` behind one port);
@@ -40,14 +41,17 @@ func BenchmarkScaleOut(b *testing.B) {
 		name  string
 		kinds []string
 		ack   bool
+		conns int // Info.Connections
 	}{
-		{"four-servers", four, false},
-		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false},
-		{"ack-delay", []string{KindRate(KindSlowAck, scaleOutRate)}, true},
-		{"no-ack", []string{KindRate(KindSlowAck, scaleOutRate)}, false},
-		{"ack-no-delay", []string{KindRate(KindForward, scaleOutRate)}, true},
+		{"four-servers", four, false, 1},
+		{"four-servers", four, false, 4},
+		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 1},
+		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 4},
+		{"ack-delay", []string{KindRate(KindSlowAck, scaleOutRate)}, true, 1},
+		{"no-ack", []string{KindRate(KindSlowAck, scaleOutRate)}, false, 1},
+		{"ack-no-delay", []string{KindRate(KindForward, scaleOutRate)}, true, 1},
 	} {
-		b.Run("shape="+shape.name, func(b *testing.B) {
+		b.Run(fmt.Sprintf("shape=%s/connections=%d", shape.name, shape.conns), func(b *testing.B) {
 			recvs := make([]Counter, len(shape.kinds))
 			for i, kind := range shape.kinds {
 				recvs[i] = mustStartReceiver(b, kind)
@@ -57,6 +61,7 @@ func BenchmarkScaleOut(b *testing.B) {
 				c.Degrade.Policy = fluentcore.DegradeOff
 				c.ErrFallback = io.Discard
 				c.RequireAck = shape.ack
+				c.Info.Connections = shape.conns
 				if len(recvs) > 1 {
 					c.Addr = ""
 					for _, r := range recvs {
