@@ -42,16 +42,20 @@ func seen(n int, rs ...*forwardtest.Receiver) (count []int, each []int) {
 	return count, each
 }
 
+// startServers starts n receivers and returns them and the Servers that name them.
+func startServers(t *testing.T, n int, opts ...forwardtest.Option) ([]*forwardtest.Receiver, []fluentcore.Server) {
+	rs, servers := make([]*forwardtest.Receiver, n), make([]fluentcore.Server, n)
+	for i := range rs {
+		rs[i] = forwardtest.NewReceiver(t, opts...)
+		servers[i] = fluentcore.Server{Addr: rs[i].Addr()}
+	}
+	return rs, servers
+}
+
 // With Info.Connections 4 and four servers, the stream's connections spread over all of
 // them and send at once: every server gets entries, and every entry arrives once.
 func TestConnectionsSpreadOverServers(t *testing.T) {
-	var rs []*forwardtest.Receiver
-	var servers []fluentcore.Server
-	for range 4 {
-		r := forwardtest.NewReceiver(t)
-		rs = append(rs, r)
-		servers = append(servers, fluentcore.Server{Addr: r.Addr()})
-	}
+	rs, servers := startServers(t, 4)
 	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 4
@@ -120,13 +124,7 @@ func TestSyncWaitsForEveryConnection(t *testing.T) {
 // every entry still arrives (a frame whose ack was lost may arrive twice), nothing is
 // dropped, and the stream keeps sending on the servers left.
 func TestConnectionsSurviveAServerGoingAway(t *testing.T) {
-	var rs []*forwardtest.Receiver
-	var servers []fluentcore.Server
-	for range 3 {
-		r := forwardtest.NewReceiver(t, forwardtest.AllowViolations())
-		rs = append(rs, r)
-		servers = append(servers, fluentcore.Server{Addr: r.Addr()})
-	}
+	rs, servers := startServers(t, 3, forwardtest.AllowViolations())
 	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 3
