@@ -27,7 +27,10 @@ var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long Be
 //     `workers N` behind one port);
 //   - ack-delay: one receiver at scaleOutRate that acks each request 1 ms after reading it,
 //     with RequireAck; no-ack is the same receiver without RequireAck, its reference, and
-//     ack-no-delay a receiver at scaleOutRate that acks at once.
+//     ack-no-delay a receiver at scaleOutRate that acks at once;
+//   - fast: the in-process-speed receiver with no limit, where the client is the limit: what
+//     more connections cost or bring when the receiver is not slow (of-R is then only
+//     relative).
 //
 // It reports entries delivered a second in the steady state (after a tenth of the run, once
 // the buffers are full) and that rate over scaleOutRate (of-R). Timed by the clock, not by b.N:
@@ -50,6 +53,8 @@ func BenchmarkScaleOut(b *testing.B) {
 		{"ack-delay", []string{KindRate(KindSlowAck, scaleOutRate)}, true, 1},
 		{"no-ack", []string{KindRate(KindSlowAck, scaleOutRate)}, false, 1},
 		{"ack-no-delay", []string{KindRate(KindForward, scaleOutRate)}, true, 1},
+		{"fast", []string{KindForward}, false, 1},
+		{"fast", []string{KindForward}, false, 4},
 	} {
 		b.Run(fmt.Sprintf("shape=%s/connections=%d", shape.name, shape.conns), func(b *testing.B) {
 			recvs := make([]Counter, len(shape.kinds))
