@@ -46,7 +46,8 @@ type seqRange struct{ first, last uint64 }
 
 // shard is one open batch and the encoder that writes into it. A writer takes shard 0 when
 // it is free and another at random when it is not (lockShard), so many goroutines rarely
-// meet on one lock, and one goroutine's entries stay in order.
+// meet on one lock, and one goroutine's entries stay in sealing order (the receiver's
+// order too while the stream sends on one connection).
 type shard struct {
 	mu        sync.Mutex
 	enc       *msgpEncoder
@@ -1026,16 +1027,17 @@ func (k *sink) consult(ent *zapcore.Entry) bool {
 		return true
 	}
 	st := k.streams[infoStream]
+	d := st.info.degrade
 	// The reserve matters to the adaptive policy only: the others need not look.
-	ok, reason := st.info.degrade.admit(ent, st.info.degrade.shed != nil && st.tight())
-	if d := st.info.degrade; d.stepDue(ent.Time.UnixNano()) {
+	ok, reason := d.admit(ent, d.shed != nil && st.tight())
+	if d.stepDue(ent.Time.UnixNano()) {
 		if now := time.Now(); d.beginStep(now) {
 			d.endStep(k.infoObservation(now))
 		}
 	}
 	if !ok {
 		st.countDrop(reason)
-		if reason == dropSampled && st.info.degrade.shed != nil && st.info.degrade.yields() {
+		if d.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not
 			// take pays (see yields).
 			runtime.Gosched()

@@ -363,13 +363,14 @@ func (c *degradeControl) stepLocked(o degradeObservation) {
 }
 
 // yields reports whether a caller whose entry was shed should yield the processor: at the
-// last step there were at least as many goroutines waiting for a CPU as there are CPUs.
-// Then callers logging flat out, each through a Check that costs almost nothing once it
-// sheds, would keep the sender off the CPU: 256 of them on 2 cores had it deliver 33 k
-// entries/s against 1.1 M/s with DegradeOff (Scaling, bench/), and a yield after each
-// shed gives the sender its turn. With a CPU to spare the yield only costs the caller:
-// with one goroutine flat out, 22 of the 68 ns/op between the default and DegradeOff
-// (AddingFields single, 10 alternated runs of a build with and without the yield).
+// last step there were at least as many goroutines waiting for a CPU as there are CPUs
+// (measured by the adaptive policy only; the others never yield). Then callers logging
+// flat out, each through a Check that costs almost nothing once it sheds, would keep the
+// sender off the CPU: 256 of them on 2 cores had it deliver 33 k entries/s against 1.1 M/s
+// with DegradeOff (Scaling, bench/), and a yield after each shed gives the sender its
+// turn. With a CPU to spare the yield only costs the caller: 22 ns/op with one goroutine
+// flat out (AddingFields single, 10 alternated runs of builds with and without a yield on
+// every shed); with one goroutine 21 of 421 steps found the CPU crowded.
 func (c *degradeControl) yields() bool { return c.crowded.Load() }
 
 // wake makes Check consult the policy at once: a sealed batch found the fill at kickAt.

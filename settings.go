@@ -141,7 +141,7 @@ func resolve(cfg Config) (*settings, error) {
 	s.infoConnections = orDefault(cfg.Info.Connections, 1)
 	if most := max(min(MaxConnections, s.infoBufferBytes/s.batchBytes/2), 1); cfg.Info.Connections < 0 || s.infoConnections > most {
 		bad("Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
-		s.infoConnections = min(max(s.infoConnections, 1), most)
+		s.infoConnections = min(s.infoConnections, most) // orDefault made it at least 1
 	}
 	if cfg.Err.Connections < 0 || cfg.Err.Connections > 1 {
 		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
