@@ -41,8 +41,9 @@
 // Fault injection, switchable while the receiver runs so a test can break it and heal it:
 // Stall stops reading (the client's writes then block once kernel buffers fill) until
 // Resume; SetCloseAfter closes connections after n bytes; SetRefuse refuses new
-// connections; CloseConnections drops the open ones; SetAckFault withholds or corrupts
-// acks; SetPongFault answers a valid PING with a wrong digest, a rejection or nothing.
+// connections; CloseConnections drops the open ones; SetAckFault withholds, corrupts or
+// doubles acks; SetPongFault answers a valid PING with a wrong digest, a rejection or
+// nothing.
 // Close drops every connection for good. Slow receivers: WithReadRate limits the entries
 // read a second over all connections, WithConnReadRate on each connection (fluentd's
 // workers behind one port), and WithAckDelay acks each request after a round trip.

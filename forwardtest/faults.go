@@ -25,6 +25,9 @@ const (
 	AckWrongToken
 	// AckMalformed answers with the byte 0xc1, which is not msgpack.
 	AckMalformed
+	// AckTwice answers {"ack": chunk} twice: a client that matches acks to the frames it
+	// has in flight finds the second one matches none.
+	AckTwice
 )
 
 // wrongToken and malformedAck are what AckWrongToken and AckMalformed send.
@@ -43,6 +46,8 @@ func (f AckFault) String() string {
 		return "AckWrongToken"
 	case AckMalformed:
 		return "AckMalformed"
+	case AckTwice:
+		return "AckTwice"
 	}
 	return fmt.Sprintf("AckFault(%d)", int32(f))
 }

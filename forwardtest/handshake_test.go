@@ -401,6 +401,13 @@ func TestAckFaults(t *testing.T) {
 	if b, err := rd.R.ReadByte(); err != nil || b != 0xc1 {
 		t.Fatalf("AckMalformed sent 0x%02x, %v", b, err)
 	}
+	r.SetAckFault(AckTwice)
+	send(t, c, request("e"))
+	for i := range 2 {
+		if got := readAck(t, rd); got != "e" {
+			t.Fatalf("AckTwice's ack %d: %q", i, got)
+		}
+	}
 	r.SetAckFault(AckOK)
 	send(t, c, request("d"))
 	if got := readAck(t, rd); got != "d" {
@@ -410,10 +417,10 @@ func TestAckFaults(t *testing.T) {
 	if err := r.WaitFor(func(s Stats) bool { return s.Acks == 1 }, waitTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if s := r.Stats(); s.Entries != 4 || s.FaultedAcks != 3 {
+	if s := r.Stats(); s.Entries != 5 || s.FaultedAcks != 4 {
 		t.Fatalf("stats %+v", s)
 	}
-	if AckMalformed.String() != "AckMalformed" || AckFault(7).String() != "AckFault(7)" {
+	if AckMalformed.String() != "AckMalformed" || AckTwice.String() != "AckTwice" || AckFault(7).String() != "AckFault(7)" {
 		t.Fatal("AckFault.String")
 	}
 }

@@ -91,7 +91,7 @@ type Stats struct {
 	// HandshakeFailures counts PINGs rejected: wrong shared key, unknown user or wrong
 	// password, or a first message that is not a PING (a client without the shared key).
 	HandshakeFailures int64
-	// FaultedAcks counts acks withheld or corrupted by SetAckFault.
+	// FaultedAcks counts acks withheld, corrupted or doubled by SetAckFault.
 	FaultedAcks int64
 }
 
@@ -725,8 +725,11 @@ func (c *conn) step() bool {
 		c.ack = msgp.AppendMapHeader(c.ack[:0], 1)
 		c.ack = msgp.AppendString(c.ack, "ack")
 		c.ack = msgp.AppendString(c.ack, token)
-		if fault == AckMalformed {
+		switch fault {
+		case AckMalformed:
 			c.ack = append(c.ack[:0], malformedAck...)
+		case AckTwice:
+			c.ack = append(c.ack, c.ack...)
 		}
 		if c.w == nil {
 			return true
