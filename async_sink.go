@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,12 +34,16 @@ type batch struct {
 	n     int    // entries in buf
 	first uint64 // the first position in the stream's sealing order this batch finishes
 	seq   uint64 // the last: first and seq differ once compact has merged batches into it
+	tok   ackToken
 }
 
 // sender is one of a stream's connections and the goroutine that sends on it.
 type sender struct {
-	fwd     *forwarder
-	pending *batch // the batch it was holding when Close aborted it
+	fwd *forwarder
+	// out holds the batches the sender has taken and not written on its connection, oldest
+	// first: the one it is sending, and those whose frames a failed connection lost. spare
+	// is the other buffer requeue builds into; both can hold every batch of the stream.
+	out, spare []*batch
 }
 
 // seqRange is a run of sealing positions, first to last, that the senders have finished.
@@ -137,7 +142,9 @@ func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream
 		progress: make(chan struct{}),
 	}
 	for _, f := range fwds {
-		st.senders = append(st.senders, &sender{fwd: f})
+		// The connections hold at most half the batches in flight together.
+		f.setMaxInflight(min(s.maxInflight, nb/2/len(fwds)))
+		st.senders = append(st.senders, &sender{fwd: f, out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}
 	for i := range st.shards {
 		st.shards[i].enc = newMsgpEncoder(s.enc)
@@ -478,7 +485,7 @@ func (s *stream) flushTick() {
 		s.flush()
 		return
 	}
-	if failing || s.busy.Load() > 0 || s.heldN.Load() > 0 || len(s.queue) > 0 {
+	if failing || s.busy.Load() > 0 || s.heldN.Load() > 0 || len(s.queue) > 0 || !s.fewInFlight() {
 		s.flushOwed.Store(true)
 		return
 	}
@@ -488,9 +495,23 @@ func (s *stream) flushTick() {
 // sealAfterSend is the sender's side of flushTick: a flush the tick skipped while the sender
 // was busy is done as soon as nothing else waits to be sent.
 func (s *stream) sealAfterSend() {
-	if len(s.queue) == 0 && s.heldN.Load() == 0 && s.flushOwed.Swap(false) {
+	if len(s.queue) == 0 && s.heldN.Load() == 0 && s.fewInFlight() && s.flushOwed.Swap(false) {
 		s.flush()
 	}
+}
+
+// fewInFlight reports whether every connection has at most one frame waiting for its ack.
+// A frame in flight holds its whole batch buffer until the ack comes, so while acks lag
+// (a receiver that stalls, or is slow), batches sealed partly filled would keep the rest
+// of their buffers unused, as with a sender that is busy: the flush waits, and each
+// connection holds at most two partly filled batches.
+func (s *stream) fewInFlight() bool {
+	for _, snd := range s.senders {
+		if snd.fwd.inflight.Load() > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *stream) lastSealed() uint64 {
@@ -523,7 +544,7 @@ func (s *stream) finish(b *batch) {
 	s.queuedBytes.Add(-int64(len(b.buf)))
 	s.queuedBatches.Add(-1)
 	first, last := b.first, b.seq
-	b.buf, b.n = b.buf[:0], 0
+	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
 	s.free <- b
 	s.doneMu.Lock()
 	s.markDone(first, last)
@@ -580,10 +601,11 @@ func (s *stream) markDone(first, last uint64) {
 }
 
 // run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
-// on its own connection, until ctx is cancelled. With one sender batches go out in order.
-// With a durable spill (err stream, SpillDir, one sender) it first replays whatever the
-// spill holds — also what a previous process left there — and sends from memory again
-// once it is empty.
+// on its own connection, until ctx is cancelled. With RequireAck it writes up to
+// MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
+// batches go out in order. With a durable spill (err stream, SpillDir, one sender) it
+// first replays whatever the spill holds — also what a previous process left there — and
+// sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, snd *sender, bo backoff.BackOff) {
 	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
 	var evacuate chan chan struct{}
@@ -592,26 +614,44 @@ func (s *stream) run(ctx context.Context, snd *sender, bo backoff.BackOff) {
 	}
 	for {
 		if s.err != nil && s.err.replaying() {
-			if !s.replay(ctx, snd, bo) {
+			if !s.settle(ctx, snd) || !s.replay(ctx, snd, bo) {
 				return
 			}
 			continue
 		}
-		if b := s.takeHeld(); b != nil {
-			if !s.send(ctx, snd, b, bo) {
+		if len(snd.out) == 0 {
+			if b := s.takeHeld(); b != nil {
+				snd.out = append(snd.out, b)
+			}
+		}
+		if len(snd.out) > 0 {
+			if !s.send(ctx, snd, bo) {
 				return
 			}
 			continue
 		}
+		acks, dead, due := snd.fwd.ackEvents() // nil while no frame is in flight
 		select {
 		case b := <-s.queue:
-			if !s.send(ctx, snd, b, bo) {
-				return
+			snd.out = append(snd.out, b)
+		case tok := <-acks:
+			fl, err := snd.fwd.onAck(tok)
+			if s.acked(snd, fl, err) {
+				s.sealAfterSend() // a flush owed while acks lagged
 			}
+		case <-dead:
+			fl, err := snd.fwd.onDead()
+			s.acked(snd, fl, err)
+		case <-due:
+			s.acked(snd, flight{}, snd.fwd.onDue())
 		case <-wake:
-			s.flush()
+			if s.fewInFlight() {
+				s.flush()
+			} else {
+				s.flushOwed.Store(true) // see fewInFlight
+			}
 		case done := <-evacuate:
-			s.evacuate(done)
+			s.evacuate(snd, done)
 		case <-spillKick:
 		case <-ctx.Done():
 			return
@@ -635,25 +675,24 @@ func (s *stream) takeHeld() *batch {
 	return b
 }
 
-// send is run's delivery of b, counted busy for flushTick; it reports false when ctx was
-// cancelled, with b kept as the sender's pending batch.
-func (s *stream) send(ctx context.Context, snd *sender, b *batch, bo backoff.BackOff) bool {
+// send is run's delivery of snd.out, counted busy for flushTick; it reports false when ctx
+// was cancelled, with what is left in snd.out (and in flight) for Close.
+func (s *stream) send(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
 	s.busy.Add(1)
-	ok := s.deliver(ctx, snd, b, bo)
+	ok := s.deliver(ctx, snd, bo)
 	s.busy.Add(-1)
-	if !ok {
-		snd.pending = b
-		return false
+	if ok {
+		s.sealAfterSend()
 	}
-	s.sealAfterSend()
-	return true
+	return ok
 }
 
-// deliver sends one batch, retrying with backoff until it is delivered (true) or ctx is
-// cancelled (false). On the err stream with a durable spill, a batch that has failed for
-// SpillAfter, or once writers spill because the buffers are full, goes to the spill
-// instead (true), and run switches to replaying.
-func (s *stream) deliver(ctx context.Context, snd *sender, b *batch, bo backoff.BackOff) bool {
+// deliver writes the batches of snd.out, oldest first, retrying with backoff until each is
+// written (true, once snd.out is empty) or ctx is cancelled (false). A failure puts the
+// frames that were in flight back in front of them. On the err stream with a durable
+// spill, batches that have failed for SpillAfter, or once writers spill because the buffers
+// are full, go to the spill instead (true), and run switches to replaying.
+func (s *stream) deliver(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
 	bo.Reset()
 	var failingSince time.Time
 	var spillKick chan struct{}
@@ -661,19 +700,25 @@ func (s *stream) deliver(ctx context.Context, snd *sender, b *batch, bo backoff.
 	if s.err != nil {
 		spillKick, evacuate = s.err.spillKick, s.err.evacuate
 	}
-	for {
+	for len(snd.out) > 0 {
 		start := time.Now()
-		if s.sendFrame(ctx, snd, s.tag, b.buf, b.n) {
-			s.delivered.Add(uint64(b.n))
-			s.finish(b)
-			return true
+		if s.post(ctx, snd) {
+			snd.out = snd.out[:copy(snd.out, snd.out[1:])]
+			if !failingSince.IsZero() {
+				failingSince = time.Time{}
+				bo.Reset()
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return false
 		}
 		if failingSince.IsZero() {
 			failingSince = start
 		}
-		s.compact(b)
+		s.compact(snd.out[len(snd.out)-1])
 		if s.err != nil && s.err.spillNow(failingSince) {
-			s.spillSealed(b)
+			s.spillOut(snd)
 			return true
 		}
 		wait := bo.NextBackOff()
@@ -688,19 +733,145 @@ func (s *stream) deliver(ctx context.Context, snd *sender, b *batch, bo backoff.
 			case <-spillKick:
 				if s.err.replaying() { // else a stale kick from before the last replay
 					t.Stop()
-					s.spillSealed(b)
+					s.spillOut(snd)
 					return true
 				}
 			case done := <-evacuate:
 				t.Stop()
-				s.spillSealed(b)
-				s.evacuate(done)
+				s.evacuate(snd, done)
 				return true
 			case <-ctx.Done():
 				t.Stop()
 				return false
 			}
 		}
+	}
+	return true
+}
+
+// post writes the frame of snd.out[0] once snd's connection has room for one more in
+// flight. Without acks the batch is then delivered; with them it is when its ack comes
+// (acked). It reports false when the connection failed (the frames that were in flight on
+// it are back in snd.out, ahead of the batch) or ctx was cancelled.
+func (s *stream) post(ctx context.Context, snd *sender) bool {
+	for {
+		if !s.pollAcks(snd) {
+			return false
+		}
+		if !snd.fwd.full() {
+			break
+		}
+		fl, err := snd.fwd.awaitAck(ctx)
+		if !s.acked(snd, fl, err) {
+			return false
+		}
+	}
+	b := snd.out[0]
+	var chunk string
+	if snd.fwd.s.requireAck {
+		chunk = b.tok.forEntries(b.buf)
+	}
+	start := time.Now()
+	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
+	if !s.countSend(snd, fresh, size, err) {
+		s.requeue(snd)
+		return false
+	}
+	if chunk == "" {
+		s.observeSend(start)
+		s.delivered.Add(uint64(b.n))
+		s.finish(b)
+	}
+	return true
+}
+
+// pollAcks handles, without waiting, the acks (and the failure) that have come for snd's
+// frames in flight. It reports false if the connection failed.
+func (s *stream) pollAcks(snd *sender) bool {
+	for {
+		acks, dead, _ := snd.fwd.ackEvents()
+		if acks == nil {
+			return true // no connection
+		}
+		var fl flight
+		var err error
+		select {
+		case tok := <-acks:
+			fl, err = snd.fwd.onAck(tok)
+		case <-dead:
+			fl, err = snd.fwd.onDead()
+		default:
+			return true
+		}
+		if !s.acked(snd, fl, err) {
+			return false
+		}
+	}
+}
+
+// acked handles what the forwarder reported of snd's frames in flight: an ack delivers its
+// batch; an error (the connection failed) puts the frames that were in flight back in
+// snd.out, ahead of the rest. It reports false on an error.
+func (s *stream) acked(snd *sender, fl flight, err error) bool {
+	if err != nil {
+		if !errors.Is(err, context.Canceled) { // Close
+			s.sendErrors.Add(1)
+		}
+		s.requeue(snd)
+		return false
+	}
+	if b := fl.b; b != nil {
+		s.observeSend(fl.at)
+		s.delivered.Add(uint64(b.n))
+		s.finish(b)
+	}
+	return true
+}
+
+// settle waits until every frame snd has in flight is acked, or has failed and is back in
+// snd.out. It reports false if ctx was cancelled first.
+func (s *stream) settle(ctx context.Context, snd *sender) bool {
+	for len(snd.fwd.flights) > 0 {
+		fl, err := snd.fwd.awaitAck(ctx)
+		s.acked(snd, fl, err)
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// requeue puts the batches of the frames snd's connection lost (or still has in flight)
+// back in front of snd.out, oldest first. Nothing is allocated: both slices can hold every
+// batch of the stream.
+func (s *stream) requeue(snd *sender) {
+	if len(snd.fwd.lost) == 0 && len(snd.fwd.flights) == 0 {
+		return
+	}
+	next := snd.fwd.takeUnacked(snd.spare[:0])
+	next = append(next, snd.out...)
+	snd.out, snd.spare = next, snd.out[:0]
+}
+
+// countSend counts one attempt to write a frame, and reports whether it succeeded.
+func (s *stream) countSend(snd *sender, fresh bool, size int, err error) bool {
+	if fresh && snd.fwd.connects.Load() > 1 {
+		s.reconnects.Add(1)
+	}
+	if err != nil {
+		s.sendErrors.Add(1)
+		return false
+	}
+	s.sentBatches.Add(1)
+	s.sentBytes.Add(uint64(size))
+	return true
+}
+
+// observeSend records how long a frame took from its write (or the attempt that wrote it)
+// to its delivery.
+func (s *stream) observeSend(start time.Time) {
+	if s.sendDuration != nil { // nil only in tests that build a stream alone
+		s.sendDuration.Observe(time.Since(start).Seconds())
 	}
 }
 
@@ -767,22 +938,15 @@ func (s *stream) moveEntries(b, nb *batch) {
 	}
 }
 
-// sendFrame makes one attempt to send a frame on snd's connection, and counts it.
+// sendFrame sends one frame of the spill's replay on snd's connection, waiting for its ack
+// (no frame may be in flight), and counts it.
 func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
 	start := time.Now()
 	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
-	if fresh && snd.fwd.connects.Load() > 1 {
-		s.reconnects.Add(1)
-	}
-	if err != nil {
-		s.sendErrors.Add(1)
+	if !s.countSend(snd, fresh, size, err) {
 		return false
 	}
-	if s.sendDuration != nil { // nil only in tests that build a stream alone
-		s.sendDuration.Observe(time.Since(start).Seconds())
-	}
-	s.sentBatches.Add(1)
-	s.sentBytes.Add(uint64(size))
+	s.observeSend(start)
 	return true
 }
 
@@ -796,10 +960,23 @@ func (s *stream) spillEntry(ctx *encodedContext, ent *zapcore.Entry, fields []za
 // evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
 // queue — to the spill (SpillDir, or ErrFallback), then closes done. It answers
 // syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
-func (s *stream) evacuate(done chan struct{}) {
+// Frames in flight are not waited for: their connection is closed, and they are spilled
+// with the rest (at least once: they may have arrived).
+func (s *stream) evacuate(snd *sender, done chan struct{}) {
+	snd.fwd.reclaim()
+	s.requeue(snd)
 	s.flush()
-	s.drainToSpill()
+	s.drainToSpill(snd)
 	close(done)
+}
+
+// spillOut hands snd's unsent batches to the spill, oldest first.
+func (s *stream) spillOut(snd *sender) {
+	for _, b := range snd.out {
+		s.spillSealed(b)
+	}
+	clear(snd.out)
+	snd.out = snd.out[:0]
 }
 
 // spillSealed hands a sealed err batch to the spill and frees it.
@@ -833,7 +1010,7 @@ func (s *stream) countSpill(err error, n int) {
 func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
 	bo.Reset()
 	for {
-		s.drainToSpill()
+		s.drainToSpill(snd)
 		fr, ok, err := s.err.disk.Head()
 		if err == nil && !ok {
 			return true
@@ -848,7 +1025,7 @@ func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bo
 		if wait == backoff.Stop {
 			wait = time.Second
 		}
-		if !s.spillWhileWaiting(ctx, wait) {
+		if !s.spillWhileWaiting(ctx, snd, wait) {
 			return false
 		}
 	}
@@ -856,7 +1033,7 @@ func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bo
 
 // spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
 // as they are sealed.
-func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
+func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -865,7 +1042,7 @@ func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
 			s.spillSealed(b)
 		case <-s.err.spillKick:
 		case done := <-s.err.evacuate:
-			s.evacuate(done) // what was queued is in the durable spill already
+			s.evacuate(snd, done) // what was queued is in the durable spill already
 		case <-t.C:
 			return true
 		case <-ctx.Done():
@@ -874,8 +1051,10 @@ func (s *stream) spillWhileWaiting(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// drainToSpill moves every queued batch to the spill, without waiting.
-func (s *stream) drainToSpill() {
+// drainToSpill moves every batch snd holds unsent, and every queued one, to the spill,
+// without waiting.
+func (s *stream) drainToSpill(snd *sender) {
+	s.spillOut(snd)
 	s.heldMu.Lock()
 	for _, b := range s.held {
 		s.spillSealed(b)
@@ -920,6 +1099,7 @@ func (s *stream) stats() StreamStats {
 	for _, snd := range s.senders {
 		st.HandshakeFailures += snd.fwd.handshakeFailures.Load()
 	}
+	st.Servers = s.serverStats()
 	for r := dropReason(0); r < numDropReasons; r++ {
 		st.Dropped[r.String()] = 0
 	}
@@ -942,6 +1122,31 @@ func (s *stream) stats() StreamStats {
 		st.KeepRatio, st.Capacity = s.info.degrade.keepRatio(), s.info.degrade.capacity()
 	}
 	return st
+}
+
+// serverStats sums the senders' connections, frames in flight and deliveries by server.
+func (s *stream) serverStats() []ServerStats {
+	eps := s.senders[0].fwd.s.endpoints
+	rows := make([]ServerStats, 0, len(eps))
+	row := make([]int, len(eps)) // endpoint -> its address's row
+	for i, ep := range eps {
+		r := slices.IndexFunc(rows, func(st ServerStats) bool { return st.Addr == ep.Addr })
+		if r < 0 {
+			r = len(rows)
+			rows = append(rows, ServerStats{Addr: ep.Addr})
+		}
+		row[i] = r
+	}
+	for _, snd := range s.senders {
+		if i := snd.fwd.server.Load(); i >= 0 {
+			rows[row[i]].Connections++
+			rows[row[i]].FramesInFlight += int(snd.fwd.inflight.Load())
+		}
+		for i := range snd.fwd.deliveredTo {
+			rows[row[i]].Delivered += snd.fwd.deliveredTo[i].Load()
+		}
+	}
+	return rows
 }
 
 // countDrop counts an entry dropped before it reached a shard (in Check).
@@ -1191,11 +1396,12 @@ func (k *sink) close(timeout time.Duration) error {
 		close(k.stopTick)
 		k.wg.Wait()
 		for _, st := range k.streams {
-			for _, snd := range st.senders { // oldest first: pending, held, then the queue
-				if snd.pending != nil {
-					st.abandon(snd.pending)
-					snd.pending = nil
+			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue
+				st.requeue(snd)
+				for _, b := range snd.out {
+					st.abandon(b)
 				}
+				snd.out = snd.out[:0]
 			}
 			for _, b := range st.held {
 				st.abandon(b)

@@ -9,6 +9,7 @@ import (
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/testkit"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -53,10 +54,12 @@ func startServers(t *testing.T, n int, opts ...forwardtest.Option) ([]*forwardte
 }
 
 // With Info.Connections 4 and four servers, the stream's connections spread over all of
-// them and send at once: every server gets entries, and every entry arrives once.
+// them and send at once: every server gets entries, and every entry arrives once. The
+// metrics by server say the same: one connection each, and what each server got.
 func TestConnectionsSpreadOverServers(t *testing.T) {
 	rs, servers := startServers(t, 4)
-	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+	reg := prometheus.NewRegistry()
+	core := newTestCoreAt(t, "", reg, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 4
 		c.MaxBatchBytes = 4 << 10 // many small batches, so every connection has some
@@ -88,6 +91,18 @@ func TestConnectionsSpreadOverServers(t *testing.T) {
 	}
 	if st := core.Stats().Info; st.Delivered != n || st.DroppedTotal() != 0 {
 		t.Fatalf("delivered %d, dropped %d of %d", st.Delivered, st.DroppedTotal(), n)
+	}
+	for k, r := range rs {
+		labels := map[string]string{"stream": "info", "server": r.Addr()}
+		if got := metric(t, reg, "fluentcore_server_delivered_entries_total", labels); got != float64(each[k]) {
+			t.Errorf("server %d: fluentcore_server_delivered_entries_total %v, the server got %d", k, got, each[k])
+		}
+		if got := metric(t, reg, "fluentcore_server_connections", labels); got != 1 {
+			t.Errorf("server %d: fluentcore_server_connections %v, want 1", k, got)
+		}
+		if got := metric(t, reg, "fluentcore_server_frames_in_flight", labels); got != 0 {
+			t.Errorf("server %d: fluentcore_server_frames_in_flight %v without acks", k, got)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,20 +36,28 @@ type forwarder struct {
 	bal   *dial.Balancer
 	fr    *wire.Framer
 	conn  *fconn
-	tried []bool      // scratch: servers tried in this connection attempt
-	ackT  *time.Timer // reused by awaitAck; nil until the first ack wait
+	tried []bool // scratch: servers tried in this connection attempt
+
+	// With RequireAck: the frames written on the connection whose acks have not come back,
+	// oldest first (at most maxInflight), and the timer of the oldest one's ack deadline
+	// (nil until the first frame). lost holds the batches of frames in flight on a
+	// connection that ended, until the sender takes them back (takeUnacked).
+	flights     []flight
+	lost        []*batch
+	maxInflight int
+	ackT        *time.Timer
+	inflight    atomic.Int32 // len(flights), for other goroutines
 
 	// dialRaw opens the transport connection (TLS runs on top of it). It is given the
 	// address as configured, host name included, so every reconnect resolves it again.
 	dialRaw dial.Func
 
-	// The ack token of a batch whose send failed: resending the same batch reuses it, as
-	// fluentd does, so a receiver could tell a resend from new data.
-	retryChunk string
-	retryOf    *byte
-	retryLen   int
+	// The ack token of send's last frame, reused while it is resent.
+	retry ackToken
 
-	connects          atomic.Uint64 // connections opened (and handshaken)
+	connects          atomic.Uint64   // connections opened (and handshaken)
+	server            atomic.Int32    // index of the server connected to; -1 while none
+	deliveredTo       []atomic.Uint64 // entries delivered, by server
 	handshakeFailures atomic.Uint64
 	downSince         atomic.Int64 // unix nanos of the first failure since the last success; 0 if none
 	errMu             sync.Mutex
@@ -62,10 +71,21 @@ func newForwarder(s *settings) *forwarder {
 		bal:   dial.NewBalancer(s.endpoints, s.newBackoff),
 		fr:    wire.NewFramer(s.compression),
 		tried: make([]bool, len(s.endpoints)),
+
+		deliveredTo: make([]atomic.Uint64, len(s.endpoints)),
 	}
+	f.server.Store(-1)
+	f.setMaxInflight(s.maxInflight)
 	d := &net.Dialer{KeepAlive: 30 * time.Second}
 	f.dialRaw = d.DialContext
 	return f
+}
+
+// setMaxInflight sets how many frames may wait for their acks at once (at least 1).
+func (f *forwarder) setMaxInflight(n int) {
+	f.maxInflight = max(n, 1)
+	f.flights = make([]flight, 0, f.maxInflight)
+	f.lost = make([]*batch, 0, f.maxInflight)
 }
 
 // startAt moves the balancer's round robin on by i picks: connection i of a stream starts
@@ -159,11 +179,70 @@ func (c *fconn) cause(err error) error {
 	return err
 }
 
-// send writes one frame of n entries and, with RequireAck, waits for its ack. It returns
-// the frame size and whether a new connection was opened for it. On any error the
-// connection is closed (and its server marked down, unless the error was only a
-// mismatched ack); the caller retries with the same entries.
+// ackToken is the ack token (the "chunk" option) of one frame's entries. A resend of the
+// same entries reuses it, as fluentd does, so a receiver could tell a resend from new
+// data; other entries (a new frame, or a batch compact has added to) get a new one.
+type ackToken struct {
+	id  string
+	of  *byte // the entries it was made for: first byte and length
+	len int
+}
+
+// forEntries returns the token for entries.
+func (t *ackToken) forEntries(entries []byte) string {
+	if t.id != "" && len(entries) > 0 && &entries[0] == t.of && len(entries) == t.len {
+		return t.id
+	}
+	*t = ackToken{id: wire.NewChunkID()}
+	if len(entries) > 0 {
+		t.of, t.len = &entries[0], len(entries)
+	}
+	return t.id
+}
+
+// flight is a frame written on the connection whose ack has not come back yet.
+type flight struct {
+	chunk string
+	at    time.Time // when it was written; its ack is due AckTimeout later
+	n     int       // entries
+	b     *batch    // the batch it carries; nil for a frame of the spill's replay
+}
+
+// send writes one frame of n entries and, with RequireAck, waits for its ack: one frame at
+// a time, as the spill's replay sends. It must not be called while frames are in flight.
+// A resend of the same entries after a failure reuses the ack token. It returns the frame
+// size and whether a new connection was opened for it; on an error, see post.
 func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int) (int, bool, error) {
+	var chunk string
+	if f.s.requireAck {
+		chunk = f.retry.forEntries(entries)
+	}
+	size, fresh, err := f.post(ctx, tag, entries, n, chunk, nil)
+	for err == nil && len(f.flights) > 0 {
+		_, err = f.awaitAck(ctx)
+	}
+	if err != nil {
+		return 0, fresh, err
+	}
+	f.retry = ackToken{}
+	return size, fresh, nil
+}
+
+// full reports whether the connection has as many frames in flight as it may: MaxInflight,
+// or one on a connection the receiver closes after each request (HELO said so), since
+// the frames after the first would be lost with it.
+func (f *forwarder) full() bool {
+	return len(f.flights) >= f.maxInflight || (len(f.flights) > 0 && !f.conn.keepalive)
+}
+
+// post writes one frame of n entries, opening a connection first if there is none. With a
+// chunk (RequireAck) the frame asks for an ack and stays in flight, carrying b, until
+// awaitAck or one of onAck, onDead and onDue reports it; the caller makes sure the
+// connection is not full first. It returns the frame size and whether a new connection
+// was opened for it. On any error the connection is closed (its server marked down, unless
+// the error was only a wrong ack) and the frames that were in flight on it wait in lost,
+// oldest first, for the caller to send again (b is not among them).
+func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int, chunk string, b *batch) (int, bool, error) {
 	if f.s.addrErr != nil {
 		return 0, false, f.fail(f.s.addrErr)
 	}
@@ -174,10 +253,6 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	c := f.conn
 	ep := &f.s.endpoints[c.server]
 
-	var chunk string
-	if f.s.requireAck {
-		chunk = f.chunkFor(entries)
-	}
 	hdr, payload, opt := f.fr.Frame(tag, entries, n, chunk)
 	size := len(hdr) + len(payload) + len(opt)
 
@@ -208,27 +283,184 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	}
 	if err := werr; err != nil {
 		err = fmt.Errorf("fluentcore: write to %s: %w", ep.Addr, c.cause(err)) // before closing it ourselves
-		f.dropConn(true)
-		f.bal.MarkDown(c.server, time.Now())
-		return 0, fresh, f.fail(err)
+		return 0, fresh, f.lose(err, true)
 	}
 	if chunk != "" {
-		if serverDown, err := f.awaitAck(ctx, c, ep, chunk); err != nil {
-			f.dropConn(true)
-			if serverDown {
-				f.bal.MarkDown(c.server, time.Now())
-			}
-			return 0, fresh, f.fail(err)
+		now := time.Now()
+		f.flights = append(f.flights, flight{chunk: chunk, at: now, n: n, b: b})
+		f.inflight.Store(int32(len(f.flights)))
+		if len(f.flights) == 1 {
+			f.armAckTimer(now)
 		}
+		return size, fresh, nil
 	}
+	f.succeeded(c, n)
+	return size, fresh, nil
+}
+
+// succeeded records the delivery of n entries on c: its server is up, and the stream's
+// failure is over. A receiver that closes after each request is left to do so.
+func (f *forwarder) succeeded(c *fconn, n int) {
+	f.deliveredTo[c.server].Add(uint64(n))
 	f.bal.MarkUp(c.server)
-	f.retryChunk, f.retryOf = "", nil
 	f.downSince.Store(0)
 	f.setLastError(nil)
-	if !c.keepalive {
-		f.dropConn(false) // the receiver closes after each request anyway
+	if !c.keepalive && len(f.flights) == 0 {
+		f.dropConn(false)
 	}
-	return size, fresh, nil
+}
+
+// lose ends the connection after err: it is closed at once, its server marked down if
+// serverDown, and its frames in flight move to lost. It returns err.
+func (f *forwarder) lose(err error, serverDown bool) error {
+	if c := f.conn; c != nil {
+		f.dropConn(true)
+		if serverDown {
+			f.bal.MarkDown(c.server, time.Now())
+		}
+	}
+	f.dropFlights()
+	return f.fail(err)
+}
+
+// reclaim closes the connection, not as a failure, and moves its frames in flight to lost:
+// they are no longer waited for.
+func (f *forwarder) reclaim() {
+	if len(f.flights) > 0 {
+		f.dropConn(true)
+		f.dropFlights()
+	}
+}
+
+// dropFlights moves the batches of the frames in flight to lost.
+func (f *forwarder) dropFlights() {
+	for _, fl := range f.flights {
+		if fl.b != nil {
+			f.lost = append(f.lost, fl.b)
+		}
+	}
+	clear(f.flights)
+	f.flights = f.flights[:0]
+	f.inflight.Store(0)
+	if f.ackT != nil {
+		f.ackT.Stop()
+	}
+}
+
+// takeUnacked appends to dst, oldest first, the batches whose frames will not be acked on
+// this connection: those lost with an earlier one, then those in flight. It forgets them.
+func (f *forwarder) takeUnacked(dst []*batch) []*batch {
+	dst = append(dst, f.lost...)
+	clear(f.lost)
+	f.lost = f.lost[:0]
+	for _, fl := range f.flights {
+		if fl.b != nil {
+			dst = append(dst, fl.b)
+		}
+	}
+	clear(f.flights)
+	f.flights = f.flights[:0]
+	return dst
+}
+
+// armAckTimer sets the ack timer to the oldest frame in flight's deadline.
+func (f *forwarder) armAckTimer(now time.Time) {
+	d := f.flights[0].at.Add(f.s.ackTimeout).Sub(now)
+	if f.ackT == nil {
+		f.ackT = time.NewTimer(d)
+		return
+	}
+	f.ackT.Reset(d) // since Go 1.23 a Reset timer never delivers a stale value
+}
+
+// ackEvents returns what the next event of the frames in flight comes on: an ack, the end
+// of the connection, the oldest frame's ack deadline; all nil while none is in flight,
+// except acks while there is a connection: an ack then is one nobody asked for. Each is
+// handled by onAck, onDead and onDue.
+func (f *forwarder) ackEvents() (<-chan string, <-chan struct{}, <-chan time.Time) {
+	if len(f.flights) == 0 {
+		if f.conn == nil || !f.s.requireAck {
+			return nil, nil, nil
+		}
+		return f.conn.acks, nil, nil
+	}
+	return f.conn.acks, f.conn.dead, f.ackT.C
+}
+
+// awaitAck waits for the next event of the frames in flight and returns the frame it
+// acknowledged; an error ends the connection (see lose), except ctx's, which leaves
+// everything in flight.
+func (f *forwarder) awaitAck(ctx context.Context) (flight, error) {
+	for {
+		acks, dead, due := f.ackEvents()
+		if dead == nil {
+			return flight{}, nil // nothing in flight
+		}
+		var fl flight
+		var err error
+		select {
+		case tok := <-acks:
+			fl, err = f.onAck(tok)
+		case <-dead:
+			fl, err = f.onDead()
+		case <-due:
+			err = f.onDue()
+		case <-ctx.Done():
+			return flight{}, ctx.Err()
+		}
+		if err != nil || fl.chunk != "" {
+			return fl, err
+		}
+	}
+}
+
+// onAck matches an ack to its frame in flight, wherever it is: a receiver may answer in
+// any order. An ack that matches none (another chunk, or one acked already) ends the
+// connection, not its server: the frames in flight are sent again.
+func (f *forwarder) onAck(tok string) (flight, error) {
+	for i := range f.flights {
+		if f.flights[i].chunk != tok {
+			continue
+		}
+		fl := f.flights[i]
+		f.flights = slices.Delete(f.flights, i, i+1)
+		f.inflight.Store(int32(len(f.flights)))
+		if i == 0 && len(f.flights) > 0 {
+			f.armAckTimer(time.Now())
+		}
+		f.succeeded(f.conn, fl.n)
+		return fl, nil
+	}
+	return flight{}, f.lose(fmt.Errorf("fluentcore: ack from %s does not match the chunk of any frame in flight", f.s.endpoints[f.conn.server].Addr), false)
+}
+
+// onDead handles the end of the connection. The reader queues an ack before it can see the
+// close that follows it (fluentd with deny_keepalive acks, then closes): a queued ack is
+// taken first, or an acknowledged frame would be sent again.
+func (f *forwarder) onDead() (flight, error) {
+	c := f.conn
+	select {
+	case tok := <-c.acks:
+		return f.onAck(tok)
+	default:
+	}
+	return flight{}, f.lose(fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", f.s.endpoints[c.server].Addr, c.err), true)
+}
+
+// onDue handles the ack timer: the oldest frame's ack is overdue, which ends the
+// connection (nil if it is not due yet).
+func (f *forwarder) onDue() error {
+	now := time.Now()
+	if now.Before(f.flights[0].at.Add(f.s.ackTimeout)) {
+		f.armAckTimer(now) // not expected: the timer follows the oldest frame
+		return nil
+	}
+	ep := &f.s.endpoints[f.conn.server]
+	if ep.Network == "unix" {
+		// fluentd's in_unix takes chunk options and never answers them.
+		return f.lose(fmt.Errorf("fluentcore: no ack from %s within %v: %w", ep.Addr, f.s.ackTimeout, errNoAckOnUnix), true)
+	}
+	return f.lose(fmt.Errorf("fluentcore: no ack from %s within %v", ep.Addr, f.s.ackTimeout), true)
 }
 
 // fail records a failed attempt and returns err.
@@ -255,20 +487,6 @@ func (f *forwarder) lastError() error {
 	return f.lastErr
 }
 
-// chunkFor returns the ack token for a batch: a new one, or the one its failed attempt
-// used. The sender retries a batch until it is delivered, so the batch of a failed attempt
-// is always the next one sent.
-func (f *forwarder) chunkFor(entries []byte) string {
-	if f.retryChunk != "" && len(entries) > 0 && &entries[0] == f.retryOf && len(entries) == f.retryLen {
-		return f.retryChunk
-	}
-	chunk := wire.NewChunkID()
-	if len(entries) > 0 {
-		f.retryChunk, f.retryOf, f.retryLen = chunk, &entries[0], len(entries)
-	}
-	return chunk
-}
-
 // ensureConn makes sure there is a live connection, to the best server available: it
 // replaces a dead one, and leaves a standby for a regular server once one is due. It tries
 // each server at most once per call, in the balancer's order, marking down those that fail;
@@ -277,11 +495,16 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 	if c := f.conn; c != nil {
 		select {
 		case <-c.dead:
+			if len(f.flights) > 0 {
+				break // the write fails, and the frames in flight go back with it (post)
+			}
 			f.dropConn(true) // e.g. the receiver closed an idle connection: not a server failure
 		default:
 		}
 	}
-	if f.conn != nil && !f.bal.ShouldYield(f.conn.server, now) {
+	// A connection with frames in flight is kept until they are acked: leaving it for a
+	// better server would lose them.
+	if f.conn != nil && (len(f.flights) > 0 || !f.bal.ShouldYield(f.conn.server, now)) {
 		return false, nil
 	}
 	clear(f.tried)
@@ -306,6 +529,7 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 		}
 		f.dropConn(false)
 		f.conn = c
+		f.server.Store(int32(i))
 		return true, nil
 	}
 	if f.conn != nil {
@@ -343,7 +567,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			return nil, err
 		}
 	}
-	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, keepalive: keepalive, acks: make(chan string, 1), dead: make(chan struct{})}
+	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
 	if f.s.creds == nil && !f.s.requireAck {
@@ -375,47 +599,6 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 // data is lost.
 const heloGrace = 50 * time.Millisecond
 
-// awaitAck waits up to AckTimeout for the ack of chunk. serverDown says whether the
-// failure counts against the server (no answer, a broken one, a lost connection) or only
-// against the connection (an ack for another chunk).
-func (f *forwarder) awaitAck(ctx context.Context, c *fconn, ep *dial.Endpoint, chunk string) (serverDown bool, err error) {
-	if f.ackT == nil {
-		f.ackT = time.NewTimer(f.s.ackTimeout)
-	} else {
-		f.ackT.Reset(f.s.ackTimeout) // since Go 1.23 a Reset timer never delivers a stale value
-	}
-	t := f.ackT
-	defer t.Stop()
-	check := func(got string) (bool, error) {
-		if got != chunk {
-			return false, fmt.Errorf("fluentcore: ack from %s does not match the chunk sent", ep.Addr)
-		}
-		return false, nil
-	}
-	select {
-	case got := <-c.acks:
-		return check(got)
-	case <-c.dead:
-		// The reader queues an ack before it can see the close that follows it (fluentd with
-		// deny_keepalive acks, then closes): a queued ack wins, or select's random choice
-		// would resend an acknowledged batch.
-		select {
-		case got := <-c.acks:
-			return check(got)
-		default:
-		}
-		return true, fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", ep.Addr, c.err)
-	case <-t.C:
-		if ep.Network == "unix" {
-			// fluentd's in_unix takes chunk options and never answers them.
-			return true, fmt.Errorf("fluentcore: no ack from %s within %v: %w", ep.Addr, f.s.ackTimeout, errNoAckOnUnix)
-		}
-		return true, fmt.Errorf("fluentcore: no ack from %s within %v", ep.Addr, f.s.ackTimeout)
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
-}
-
 // readLoop reads what the receiver sends (wire.AckReader): one ack per frame that asked
 // for one, and nothing otherwise. Anything else ends the connection with an error the
 // sender reports.
@@ -434,7 +617,14 @@ func (f *forwarder) readLoop(c *fconn) {
 		}
 		select {
 		case c.acks <- tok:
-		default: // an ack nobody waits for: the next wait sees a mismatch if it matters
+		default:
+			// There is room for an ack of every frame in flight: the receiver sent acks
+			// nobody asked for.
+			c.err = fmt.Errorf("fluentcore: %s sent more acks than frames in flight", c.RemoteAddr())
+			if !c.closing.Load() {
+				c.abort()
+			}
+			return
 		}
 	}
 }
@@ -461,6 +651,7 @@ func (f *forwarder) dropConn(failed bool) {
 			f.conn.shutdown()
 		}
 		f.conn = nil
+		f.server.Store(-1)
 	}
 }
 

@@ -18,6 +18,7 @@ type metrics struct {
 	keepRatio, capacity                               *prometheus.Desc
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
 	handshakeFailures                                 *prometheus.Desc
+	serverConns, serverInFlight, serverDelivered      *prometheus.Desc
 	sendDuration                                      *prometheus.HistogramVec
 }
 
@@ -58,13 +59,18 @@ func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, const
 		reconnects:    d("reconnects_total", "Connections opened after the first one."),
 		handshakeFailures: d("handshake_failures_total",
 			"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
+		serverConns:    d("server_connections", "The stream's connections open to the server now.", "server"),
+		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", "server"),
+		serverDelivered: d("server_delivered_entries_total",
+			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", "server"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
-		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.capacity, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures} {
+		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.capacity, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures,
+		m.serverConns, m.serverInFlight, m.serverDelivered} {
 		ch <- d
 	}
 	m.sendDuration.Describe(ch)
@@ -110,6 +116,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(m.sendErrors, st.SendErrors)
 		counter(m.reconnects, st.Reconnects)
 		counter(m.handshakeFailures, st.HandshakeFailures)
+		for _, sv := range st.Servers {
+			ch <- prometheus.MustNewConstMetric(m.serverConns, prometheus.GaugeValue, float64(sv.Connections), name, sv.Addr)
+			ch <- prometheus.MustNewConstMetric(m.serverInFlight, prometheus.GaugeValue, float64(sv.FramesInFlight), name, sv.Addr)
+			counter(m.serverDelivered, sv.Delivered, sv.Addr)
+		}
 	}
 	m.sendDuration.Collect(ch)
 }

@@ -38,6 +38,7 @@ type settings struct {
 	enc                                   *encoderConfig
 	infoBufferBytes, errBufferBytes       int
 	infoConnections                       int // senders of the info stream; the err stream has one
+	maxInflight                           int // frames in flight per connection, before the stream's bound
 	batchBytes, entryBytes                int
 	flushInterval, errMaxWait             time.Duration
 	syncTimeout, closeTimeout             time.Duration
@@ -142,6 +143,11 @@ func resolve(cfg Config) (*settings, error) {
 	if most := max(min(MaxConnections, s.infoBufferBytes/s.batchBytes/2), 1); cfg.Info.Connections < 0 || s.infoConnections > most {
 		bad("Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
 		s.infoConnections = min(s.infoConnections, most) // orDefault made it at least 1
+	}
+	s.maxInflight = orDefault(cfg.MaxInflight, DefaultMaxInflight)
+	if cfg.MaxInflight < 0 || cfg.MaxInflight > MaxInflightLimit {
+		bad("MaxInflight %d is outside [0, %d]", cfg.MaxInflight, MaxInflightLimit)
+		s.maxInflight = min(max(s.maxInflight, DefaultMaxInflight), MaxInflightLimit)
 	}
 	if cfg.Err.Connections < 0 || cfg.Err.Connections > 1 {
 		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)

@@ -85,6 +85,24 @@ type StreamStats struct {
 	// HandshakeFailures counts new connections whose shared-key handshake failed (also
 	// counted in SendErrors).
 	HandshakeFailures uint64
+	// Servers has one row per address in Config.Servers (or the one Addr), in their order;
+	// an address listed twice has one row.
+	Servers []ServerStats
+}
+
+// ServerStats are one server's numbers within a stream.
+type ServerStats struct {
+	// Addr is the server's address as configured.
+	Addr string
+	// Connections is how many of the stream's connections are open to it now.
+	Connections int
+	// FramesInFlight is how many frames on those connections wait for their acks now
+	// (always 0 without RequireAck).
+	FramesInFlight int
+	// Delivered counts the entries it has taken: written, or acknowledged with RequireAck.
+	// Entries replayed from the spill are counted too, so over all servers it is the
+	// stream's Delivered + Replayed.
+	Delivered uint64
 }
 
 // DroppedTotal returns the sum of Dropped over all reasons.

@@ -21,13 +21,11 @@ var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long Be
 
 // BenchmarkScaleOut is what one info stream delivers to receivers that are slower per
 // connection than the client (issue 16), flat out from 64 goroutines with degrade off, so
-// that delivery is measured and not admission, on one connection and on Info.Connections 4:
+// that delivery is measured and not admission, on one connection and on Info.Connections 4
+// (acks: BenchmarkMaxInflight):
 //   - four-servers: four receivers, each reading scaleOutRate entries a second, in Servers;
 //   - workers: one receiver that reads each connection at scaleOutRate (fluentd's
 //     `workers N` behind one port);
-//   - ack-delay: one receiver at scaleOutRate that acks each request 1 ms after reading it,
-//     with RequireAck; no-ack is the same receiver without RequireAck, its reference, and
-//     ack-no-delay a receiver at scaleOutRate that acks at once;
 //   - fast: the in-process-speed receiver with no limit, where the client is the limit: what
 //     more connections cost or bring when the receiver is not slow (of-R is then only
 //     relative).
@@ -50,53 +48,74 @@ func BenchmarkScaleOut(b *testing.B) {
 		{"four-servers", four, false, 4},
 		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 1},
 		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 4},
-		{"ack-delay", []string{KindRate(KindSlowAck, scaleOutRate)}, true, 1},
-		{"no-ack", []string{KindRate(KindSlowAck, scaleOutRate)}, false, 1},
-		{"ack-no-delay", []string{KindRate(KindForward, scaleOutRate)}, true, 1},
 		{"fast", []string{KindForward}, false, 1},
 		{"fast", []string{KindForward}, false, 4},
 	} {
 		b.Run(fmt.Sprintf("shape=%s/connections=%d", shape.name, shape.conns), func(b *testing.B) {
-			recvs := make([]Counter, len(shape.kinds))
-			for i, kind := range shape.kinds {
-				recvs[i] = mustStartReceiver(b, kind)
-				defer recvs[i].Close()
-			}
-			core := newFluentcore(recvs[0].Addr(), func(c *fluentcore.Config) {
-				c.Degrade.Policy = fluentcore.DegradeOff
-				c.ErrFallback = io.Discard
+			scaleOut(b, shape.kinds, func(c *fluentcore.Config) {
 				c.RequireAck = shape.ack
 				c.Info.Connections = shape.conns
-				if len(recvs) > 1 {
-					c.Addr = ""
-					for _, r := range recvs {
-						c.Servers = append(c.Servers, fluentcore.Server{Addr: r.Addr()})
-					}
-				}
 			})
-			defer core.Close()
-			logger := zap.New(core)
-			LogFields(logger)
-			if err := core.Sync(); err != nil { // connected before the clock starts
-				b.Fatal(err)
-			}
-			received := func() (n int64) {
-				for _, r := range recvs {
-					n += r.Count()
-				}
-				return n
-			}
-			stop := startProducers(logger, 64, nil)
-			b.ResetTimer()
-			time.Sleep(*scaleOutLength / 10) // the load runs for this long before it is measured
-			n0, t0 := received(), time.Now()
-			time.Sleep(*scaleOutLength)
-			n1, t1 := received(), time.Now()
-			b.StopTimer()
-			stop()
-			rate := float64(n1-n0) / t1.Sub(t0).Seconds()
-			b.ReportMetric(rate, "delivered/s")
-			b.ReportMetric(rate/scaleOutRate, "of-R")
 		})
 	}
+}
+
+// BenchmarkMaxInflight is the ack-delay shape of BenchmarkScaleOut (one receiver reading
+// scaleOutRate entries a second, acking each request 1 ms after reading it) at several
+// MaxInflight values, and the same receiver without acks: what the default of
+// Config.MaxInflight is chosen by. Run it with -benchtime 1x.
+func BenchmarkMaxInflight(b *testing.B) {
+	kinds := []string{KindRate(KindSlowAck, scaleOutRate)}
+	for _, n := range []int{1, 4, 8, 16} {
+		b.Run(fmt.Sprintf("acks=on/inflight=%d", n), func(b *testing.B) {
+			scaleOut(b, kinds, func(c *fluentcore.Config) { c.RequireAck, c.MaxInflight = true, n })
+		})
+	}
+	b.Run("acks=off", func(b *testing.B) { scaleOut(b, kinds, nil) })
+}
+
+// scaleOut measures one shape: receivers of the given kinds (several: as Servers), the
+// info stream flat out from 64 goroutines with degrade off, configured further by mod.
+func scaleOut(b *testing.B, kinds []string, mod func(*fluentcore.Config)) {
+	recvs := make([]Counter, len(kinds))
+	for i, kind := range kinds {
+		recvs[i] = mustStartReceiver(b, kind)
+		defer recvs[i].Close()
+	}
+	core := newFluentcore(recvs[0].Addr(), func(c *fluentcore.Config) {
+		c.Degrade.Policy = fluentcore.DegradeOff
+		c.ErrFallback = io.Discard
+		if len(recvs) > 1 {
+			c.Addr = ""
+			for _, r := range recvs {
+				c.Servers = append(c.Servers, fluentcore.Server{Addr: r.Addr()})
+			}
+		}
+		if mod != nil {
+			mod(c)
+		}
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	LogFields(logger)
+	if err := core.Sync(); err != nil { // connected before the clock starts
+		b.Fatal(err)
+	}
+	received := func() (n int64) {
+		for _, r := range recvs {
+			n += r.Count()
+		}
+		return n
+	}
+	stop := startProducers(logger, 64, nil)
+	b.ResetTimer()
+	time.Sleep(*scaleOutLength / 10) // the load runs for this long before it is measured
+	n0, t0 := received(), time.Now()
+	time.Sleep(*scaleOutLength)
+	n1, t1 := received(), time.Now()
+	b.StopTimer()
+	stop()
+	rate := float64(n1-n0) / t1.Sub(t0).Seconds()
+	b.ReportMetric(rate, "delivered/s")
+	b.ReportMetric(rate/scaleOutRate, "of-R")
 }

@@ -252,7 +252,50 @@ func (d *doc) targets() string {
 			"p99 "+ns(p99)+", p50 "+med(g, "p50-ns", ns)+", max "+med(g, "max-ns", ns), status(p99 <= 520e6)+" (≤ 520 ms)")
 	}
 	d.degradeTargets(t)
+	d.scaleOutTargets(t)
 	return t.String()
+}
+
+// scaleOutTargets adds the targets of issue 16 (several connections, pipelined acks), each
+// measured against its reference in the same run.
+func (d *doc) scaleOutTargets(t *table) {
+	shape := func(name, conns string) *group {
+		return d.rs.find("main", "ScaleOut", map[string]string{"shape": name, "connections": conns})
+	}
+	for _, s := range []struct{ name, what string }{
+		{"four-servers", "four servers, each read at R"},
+		{"workers", "one server reading each connection at R (fluentd's workers)"},
+	} {
+		one, four := shape(s.name, "1"), shape(s.name, "4")
+		if one == nil || four == nil {
+			continue
+		}
+		v := medv(four, "of-R")
+		t.add(fmt.Sprintf("Scale-out (issue 16), %s: ≥ 3.5 R delivered with Info.Connections 4 (R = 150 k entries/s)", s.what),
+			fmt.Sprintf("4 connections: %s R (%s); 1 connection: %s R", sig(v), med(four, "delivered/s", rate), med(one, "of-R", sig)), status(v >= 3.5))
+	}
+	on := d.rs.find("main", "MaxInflight", map[string]string{"acks": "on", "inflight": "16"})
+	off := d.rs.find("main", "MaxInflight", map[string]string{"acks": "off"})
+	if on != nil && off != nil {
+		x := medv(on, "delivered/s") / medv(off, "delivered/s")
+		row := ""
+		for _, n := range []string{"1", "4", "8"} {
+			if g := d.rs.find("main", "MaxInflight", map[string]string{"acks": "on", "inflight": n}); g != nil {
+				row += fmt.Sprintf("; MaxInflight %s: %s", n, ratio(medv(g, "delivered/s")/medv(off, "delivered/s")))
+			}
+		}
+		t.add("Acks (issue 16): RequireAck with a 1 ms ack delay delivers ≥ 0.9 × the same receiver without acks",
+			fmt.Sprintf("MaxInflight 16 (the default): %s (%s vs %s)%s", ratio(x), med(on, "delivered/s", rate), med(off, "delivered/s", rate), row),
+			status(x >= 0.9))
+	}
+	one, four := shape("fast", "1"), shape("fast", "4")
+	if one != nil && four != nil {
+		x := medv(four, "delivered/s") / medv(one, "delivered/s")
+		t.add("Connections against a fast receiver (issue 16): the default's choice",
+			fmt.Sprintf("4 connections deliver %s what 1 does (%s vs %s); the default stays 1, which keeps each goroutine's entries in order",
+				ratio(x), med(four, "delivered/s", rate), med(one, "delivered/s", rate)),
+			"see `Info.Connections`")
+	}
 }
 
 // degradeTargets adds the targets of issue 15 (DegradeAdaptive, the default, against

@@ -1,0 +1,146 @@
+package fluentcore_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
+	"go.uber.org/zap"
+)
+
+// inFlight sums a stream's frames in flight over its servers.
+func inFlight(st fluentcore.StreamStats) int {
+	n := 0
+	for _, sv := range st.Servers {
+		n += sv.FramesInFlight
+	}
+	return n
+}
+
+// With RequireAck, a connection writes up to MaxInflight frames before the first ack comes
+// back, and no more: the receiver holds every ack for a long time, so the frames it has
+// read while no ack was written are the ones the client sent ahead.
+func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
+	const maxInflight = 4
+	r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.RequireAck, c.MaxInflight = true, maxInflight
+		c.MaxBatchBytes = 1024 // a frame every three entries
+		c.CloseTimeout = 100 * time.Millisecond
+	})
+	logger := zap.New(core)
+	for i := range 60 {
+		logger.Info("ahead", zap.Int("i", i), zap.String("pad", strings.Repeat("p", 250)))
+	}
+	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Frames >= maxInflight }, 10*time.Second); err != nil {
+		t.Fatalf("the receiver read %d frames; want %d before any ack: %v", r.Stats().Frames, maxInflight, err)
+	}
+	// The batches after them are sealed and waiting; the next may go only once an ack is
+	// in, and none is written for an hour.
+	testkit.WaitUntil(t, "the client to show its frames in flight", func() bool {
+		return inFlight(core.Stats().Info) == maxInflight
+	})
+	if s := r.Stats(); s.Frames != maxInflight || s.Acks != 0 {
+		t.Fatalf("receiver read %d frames and wrote %d acks; want %d and 0", s.Frames, s.Acks, maxInflight)
+	}
+	if sv := core.Stats().Info.Servers; len(sv) != 1 || sv[0].Connections != 1 || sv[0].Addr != r.Addr() {
+		t.Fatalf("servers %+v; want one connection to %s", sv, r.Addr())
+	}
+}
+
+// An overdue ack costs only its own frame: the receiver withholds the ack of "b" and acks
+// "c", written after it, so the client gets an ack for its second frame in flight first.
+// It delivers "c" at once, times "b" out, and sends "b" again — alone, with the same
+// chunk — on a new connection.
+func TestOverdueAckResendsOnlyTheFramesNotAcked(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.RequireAck, c.AckTimeout = true, 300*time.Millisecond
+	})
+	logger := zap.New(core)
+	logger.Error("a")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r.SetAckFault(forwardtest.AckWithhold)
+	logger.Error("b")
+	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.FaultedAcks == 1 }, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.SetAckFault(forwardtest.AckOK)
+	logger.Error("c") // sent while "b" is in flight: one frame in flight lets the err stream flush
+	testkit.WaitUntil(t, "everything acked", func() bool { return core.Sync() == nil })
+
+	count := map[string]int{}
+	var order []string
+	for _, e := range r.Entries() {
+		msg, _ := e.Record["msg"].(string)
+		count[msg]++
+		order = append(order, msg)
+	}
+	if count["a"] != 1 || count["b"] != 2 || count["c"] != 1 {
+		t.Fatalf("arrivals %v (in order %v); want a once, b twice (its ack withheld), c once", count, order)
+	}
+	if got := strings.Join(order, ""); got != "abcb" {
+		t.Fatalf("arrival order %q; want abcb", got)
+	}
+	st := core.Stats().Err
+	if st.Delivered != 3 || st.SendErrors == 0 || r.Stats().Connections != 2 {
+		t.Fatalf("delivered %d, send errors %d, connections %d; want 3, at least 1, 2", st.Delivered, st.SendErrors, r.Stats().Connections)
+	}
+	if sv := st.Servers; len(sv) != 1 || sv[0].Delivered != 3 || sv[0].FramesInFlight != 0 {
+		t.Fatalf("servers %+v; want 3 delivered, none in flight", sv)
+	}
+}
+
+// A receiver that acks every frame twice: the second ack matches no frame in flight, so
+// the client ends the connection (a protocol error, counted) and opens a new one. Every
+// entry still arrives, and Sync reports success.
+func TestDuplicateAckEndsTheConnection(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	r.SetAckFault(forwardtest.AckTwice)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	logger := zap.New(core)
+	const n = 5
+	for i := range n {
+		logger.Error("twice", zap.Int("i", i))
+		testkit.WaitUntil(t, "entry acked", func() bool { return core.Sync() == nil })
+	}
+	// Each frame's second ack ends its connection, perhaps after the next frame was written
+	// on it: that one is then sent again (at least once).
+	testkit.WaitUntil(t, "every connection ended", func() bool { return core.Stats().Err.SendErrors >= n })
+	count, _ := seen(n, r)
+	for i, c := range count {
+		if c < 1 {
+			t.Fatalf("entry %d arrived %d times", i, c)
+		}
+	}
+	if got := r.Stats().Connections; got < n {
+		t.Fatalf("%d connections for %d frames; a duplicate ack should end each", got, n)
+	}
+	if st := core.Stats().Err; st.Delivered != n {
+		t.Fatalf("delivered %d, want %d", st.Delivered, n)
+	}
+}
+
+func TestMaxInflightLimits(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  fluentcore.Config
+		want string
+	}{
+		{"default", fluentcore.Config{RequireAck: true}, ""},
+		{"one", fluentcore.Config{RequireAck: true, MaxInflight: 1}, ""},
+		{"the limit", fluentcore.Config{RequireAck: true, MaxInflight: fluentcore.MaxInflightLimit}, ""},
+		{"over the limit", fluentcore.Config{RequireAck: true, MaxInflight: fluentcore.MaxInflightLimit + 1}, "MaxInflight"},
+		{"negative", fluentcore.Config{MaxInflight: -1}, "MaxInflight"},
+	} {
+		err := c.cfg.Validate()
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: Validate() = %v, want an error naming %q", c.name, err, c.want)
+		}
+	}
+}
