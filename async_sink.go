@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,10 +41,16 @@ type batch struct {
 // sender is one of a stream's connections and the goroutine that sends on it.
 type sender struct {
 	fwd *forwarder
+	bo  backoff.BackOff
 	// out holds the batches the sender has taken and not written on its connection, oldest
 	// first: the one it is sending, and those whose frames a failed connection lost. spare
 	// is the other buffer requeue builds into; both can hold every batch of the stream.
 	out, spare []*batch
+	// failingSince is when the first attempt of the failure under way began (zero since the
+	// last delivery); owed says a failure has come since the last backoff wait. A failure
+	// may come after the write (an ack), so both outlive one call to deliver.
+	failingSince time.Time
+	owed         bool
 }
 
 // seqRange is a run of sealing positions, first to last, that the senders have finished.
@@ -144,7 +151,7 @@ func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream
 	for _, f := range fwds {
 		// The connections hold at most half the batches in flight together.
 		f.setMaxInflight(min(s.maxInflight, nb/2/len(fwds)))
-		st.senders = append(st.senders, &sender{fwd: f, out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
+		st.senders = append(st.senders, &sender{fwd: f, bo: s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}
 	for i := range st.shards {
 		st.shards[i].enc = newMsgpEncoder(s.enc)
@@ -503,8 +510,9 @@ func (s *stream) sealAfterSend() {
 // fewInFlight reports whether every connection has at most one frame waiting for its ack.
 // A frame in flight holds its whole batch buffer until the ack comes, so while acks lag
 // (a receiver that stalls, or is slow), batches sealed partly filled would keep the rest
-// of their buffers unused, as with a sender that is busy: the flush waits, and each
-// connection holds at most two partly filled batches.
+// of their buffers unused, as with a sender that is busy: the flush waits, and partly
+// filled batches stop going out once a second frame waits (one flush, a batch per shard,
+// may be on the way then).
 func (s *stream) fewInFlight() bool {
 	for _, snd := range s.senders {
 		if snd.fwd.inflight.Load() > 1 {
@@ -606,7 +614,7 @@ func (s *stream) markDone(first, last uint64) {
 // batches go out in order. With a durable spill (err stream, SpillDir, one sender) it
 // first replays whatever the spill holds — also what a previous process left there — and
 // sends from memory again once it is empty.
-func (s *stream) run(ctx context.Context, snd *sender, bo backoff.BackOff) {
+func (s *stream) run(ctx context.Context, snd *sender) {
 	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
 	var evacuate chan chan struct{}
 	if s.err != nil {
@@ -614,7 +622,7 @@ func (s *stream) run(ctx context.Context, snd *sender, bo backoff.BackOff) {
 	}
 	for {
 		if s.err != nil && s.err.replaying() {
-			if !s.settle(ctx, snd) || !s.replay(ctx, snd, bo) {
+			if !s.settle(ctx, snd) || !s.replay(ctx, snd, snd.bo) {
 				return
 			}
 			continue
@@ -625,7 +633,7 @@ func (s *stream) run(ctx context.Context, snd *sender, bo backoff.BackOff) {
 			}
 		}
 		if len(snd.out) > 0 {
-			if !s.send(ctx, snd, bo) {
+			if !s.send(ctx, snd) {
 				return
 			}
 			continue
@@ -677,9 +685,9 @@ func (s *stream) takeHeld() *batch {
 
 // send is run's delivery of snd.out, counted busy for flushTick; it reports false when ctx
 // was cancelled, with what is left in snd.out (and in flight) for Close.
-func (s *stream) send(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
+func (s *stream) send(ctx context.Context, snd *sender) bool {
 	s.busy.Add(1)
-	ok := s.deliver(ctx, snd, bo)
+	ok := s.deliver(ctx, snd)
 	s.busy.Add(-1)
 	if ok {
 		s.sealAfterSend()
@@ -687,66 +695,77 @@ func (s *stream) send(ctx context.Context, snd *sender, bo backoff.BackOff) bool
 	return ok
 }
 
-// deliver writes the batches of snd.out, oldest first, retrying with backoff until each is
-// written (true, once snd.out is empty) or ctx is cancelled (false). A failure puts the
-// frames that were in flight back in front of them. On the err stream with a durable
-// spill, batches that have failed for SpillAfter, or once writers spill because the buffers
-// are full, go to the spill instead (true), and run switches to replaying.
-func (s *stream) deliver(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
-	bo.Reset()
-	var failingSince time.Time
+// deliver writes the batches of snd.out, oldest first, until each is written (true, once
+// snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
+// connection while frames waited for their acks, which puts them back in front — it waits
+// with backoff before the next attempt. On the err stream with a durable spill, batches
+// that have failed for SpillAfter, or once writers spill because the buffers are full, go to
+// the spill instead (true), and run switches to replaying.
+func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 	var spillKick chan struct{}
 	var evacuate chan chan struct{}
 	if s.err != nil {
 		spillKick, evacuate = s.err.spillKick, s.err.evacuate
 	}
 	for len(snd.out) > 0 {
-		start := time.Now()
+		if snd.owed {
+			snd.owed = false
+			s.compact(snd.out[len(snd.out)-1])
+			if s.err != nil && s.err.spillNow(snd.failingSince) {
+				s.spillOut(snd)
+				return true
+			}
+			wait := snd.bo.NextBackOff()
+			if wait == backoff.Stop {
+				wait = time.Second
+			}
+			t := time.NewTimer(wait)
+			for waiting := true; waiting; {
+				select {
+				case <-t.C:
+					waiting = false
+				case <-spillKick:
+					if s.err.replaying() { // else a stale kick from before the last replay
+						t.Stop()
+						s.spillOut(snd)
+						return true
+					}
+				case done := <-evacuate:
+					t.Stop()
+					s.evacuate(snd, done)
+					return true
+				case <-ctx.Done():
+					t.Stop()
+					return false
+				}
+			}
+		}
 		if s.post(ctx, snd) {
 			snd.out = snd.out[:copy(snd.out, snd.out[1:])]
-			if !failingSince.IsZero() {
-				failingSince = time.Time{}
-				bo.Reset()
-			}
 			continue
 		}
 		if ctx.Err() != nil {
 			return false
 		}
-		if failingSince.IsZero() {
-			failingSince = start
-		}
-		s.compact(snd.out[len(snd.out)-1])
-		if s.err != nil && s.err.spillNow(failingSince) {
-			s.spillOut(snd)
-			return true
-		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			wait = time.Second
-		}
-		t := time.NewTimer(wait)
-		for waiting := true; waiting; {
-			select {
-			case <-t.C:
-				waiting = false
-			case <-spillKick:
-				if s.err.replaying() { // else a stale kick from before the last replay
-					t.Stop()
-					s.spillOut(snd)
-					return true
-				}
-			case done := <-evacuate:
-				t.Stop()
-				s.evacuate(snd, done)
-				return true
-			case <-ctx.Done():
-				t.Stop()
-				return false
-			}
-		}
 	}
 	return true
+}
+
+// failed records a failure on snd whose first attempt began at start: the next attempt
+// waits for the backoff.
+func (s *stream) failed(snd *sender, start time.Time) {
+	if snd.failingSince.IsZero() || start.Before(snd.failingSince) {
+		snd.failingSince = start
+	}
+	snd.owed = true
+}
+
+// deliveredOn records a delivery on snd: the failure, if there was one, is over.
+func (s *stream) deliveredOn(snd *sender) {
+	if !snd.failingSince.IsZero() || snd.owed {
+		snd.failingSince, snd.owed = time.Time{}, false
+		snd.bo.Reset()
+	}
 }
 
 // post writes the frame of snd.out[0] once snd's connection has room for one more in
@@ -774,6 +793,9 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	start := time.Now()
 	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
 	if !s.countSend(snd, fresh, size, err) {
+		if ctx.Err() == nil {
+			s.failed(snd, start)
+		}
 		s.requeue(snd)
 		return false
 	}
@@ -781,6 +803,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 		s.observeSend(start)
 		s.delivered.Add(uint64(b.n))
 		s.finish(b)
+		s.deliveredOn(snd)
 	}
 	return true
 }
@@ -816,6 +839,8 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 	if err != nil {
 		if !errors.Is(err, context.Canceled) { // Close
 			s.sendErrors.Add(1)
+			// The failure began with the oldest frame that was waiting for its ack.
+			s.failed(snd, cmp.Or(snd.fwd.lostSince, time.Now()))
 		}
 		s.requeue(snd)
 		return false
@@ -824,6 +849,9 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 		s.observeSend(fl.at)
 		s.delivered.Add(uint64(b.n))
 		s.finish(b)
+	}
+	if fl.chunk != "" {
+		s.deliveredOn(snd)
 	}
 	return true
 }
@@ -875,10 +903,10 @@ func (s *stream) observeSend(start time.Time) {
 	}
 }
 
-// compact packs the batches queued behind b, the one the sender cannot deliver, into as
-// few buffers as they fit in, and frees the others: batches sealed partly filled (by the
-// flush tick before the sender saw the receiver fail) would otherwise hold the rest of their
-// buffers through the outage. Order is kept: b is the oldest batch, and the entries after it
+// compact packs the batches queued behind b, the newest one the sender holds and cannot
+// deliver, into as few buffers as they fit in, and frees the others: batches sealed partly
+// filled (by the flush tick before the sender saw the receiver fail) would otherwise hold
+// the rest of their buffers through the outage. Order is kept: the entries after b
 // move forward in sealing order; the batches that still hold entries wait in held. A batch
 // is merged whole only into the one sealed right before it (its positions then follow
 // dst's), so that finishing dst finishes exactly the positions it holds; other senders may
@@ -1205,7 +1233,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 				if st.err != nil && k.spillErr != nil {
 					s.event(time.Now(), EventSpillDisabled, k.spillErr)
 				}
-				st.run(ctx, snd, s.newBackoff())
+				st.run(ctx, snd)
 			}()
 		}
 	}
@@ -1397,6 +1425,7 @@ func (k *sink) close(timeout time.Duration) error {
 		k.wg.Wait()
 		for _, st := range k.streams {
 			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue
+				st.pollAcks(snd) // acks that came in before the senders stopped
 				st.requeue(snd)
 				for _, b := range snd.out {
 					st.abandon(b)

@@ -528,7 +528,6 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	st := newStream(infoStream, 1<<20, s, newForwarder(s))
 	defer st.senders[0].fwd.close()
 	st.sendDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
-	bo := s.newBackoff()
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
 	frame := func() {
 		b := <-st.free
@@ -537,7 +536,7 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		st.queuedBatches.Add(1)
 		snd := st.senders[0]
 		snd.out = append(snd.out, b)
-		if !st.deliver(context.Background(), snd, bo) {
+		if !st.deliver(context.Background(), snd) {
 			t.Fatal("not delivered")
 		}
 	}

@@ -826,6 +826,37 @@ func faultCases() []faultCase {
 		wantErr: "connection refused",
 		heal:    func(e *faultEnv) { e.child = startChildReceiver(e.t, e.listen, e.remote) },
 	}, {
+		// Scale-out (issue 16): the info stream on four connections, one per server. One
+		// server goes away while frames are in flight; the others take its share.
+		name: "one of four servers killed mid-stream (Servers, Info.Connections 4)",
+		ack:  true,
+		start: func(e *faultEnv) {
+			e.startReceiver() // the one the fault hits
+			for range 3 {
+				e.all = append(e.all, forwardtest.NewReceiver(e.t, forwardtest.WithLogf(nil)))
+			}
+		},
+		mod: func(e *faultEnv, cfg *Config) {
+			cfg.Addr = ""
+			for _, r := range e.all {
+				cfg.Servers = append(cfg.Servers, Server{Addr: r.Addr()})
+			}
+			cfg.Info.Connections = 4
+		},
+		inject: func(e *faultEnv) {
+			waitUntil(e.t, "entries arrive at the first server", func() bool { return e.recv.Stats().Entries >= 5 })
+			_ = e.recv.SetRefuse(true)
+			e.recv.CloseConnections()
+		},
+		// No error need reach the stream: a connection that finds its server gone opens to
+		// the next one. The fault has hit once no connection is left on the first server
+		// and the info stream has reconnected.
+		effect: func(e *faultEnv) bool {
+			st := e.core.Stats()
+			return st.Info.Servers[0].Connections == 0 && st.Err.Servers[0].Connections == 0 && st.Info.Reconnects > 0
+		},
+		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+	}, {
 		name: "receiver down longer than SpillAfter",
 		inject: func(e *faultEnv) {
 			_ = e.recv.SetRefuse(true)

@@ -44,6 +44,7 @@ type forwarder struct {
 	// connection that ended, until the sender takes them back (takeUnacked).
 	flights     []flight
 	lost        []*batch
+	lostSince   time.Time // when the oldest frame in lost was written
 	maxInflight int
 	ackT        *time.Timer
 	inflight    atomic.Int32 // len(flights), for other goroutines
@@ -334,6 +335,9 @@ func (f *forwarder) reclaim() {
 
 // dropFlights moves the batches of the frames in flight to lost.
 func (f *forwarder) dropFlights() {
+	if len(f.flights) > 0 && (f.lostSince.IsZero() || f.flights[0].at.Before(f.lostSince)) {
+		f.lostSince = f.flights[0].at
+	}
 	for _, fl := range f.flights {
 		if fl.b != nil {
 			f.lost = append(f.lost, fl.b)
@@ -350,16 +354,10 @@ func (f *forwarder) dropFlights() {
 // takeUnacked appends to dst, oldest first, the batches whose frames will not be acked on
 // this connection: those lost with an earlier one, then those in flight. It forgets them.
 func (f *forwarder) takeUnacked(dst []*batch) []*batch {
+	f.dropFlights()
 	dst = append(dst, f.lost...)
 	clear(f.lost)
-	f.lost = f.lost[:0]
-	for _, fl := range f.flights {
-		if fl.b != nil {
-			dst = append(dst, fl.b)
-		}
-	}
-	clear(f.flights)
-	f.flights = f.flights[:0]
+	f.lost, f.lostSince = f.lost[:0], time.Time{}
 	return dst
 }
 

@@ -1,6 +1,7 @@
 package fluentcore_test
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +144,41 @@ func TestMaxInflightLimits(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want an error naming %q", c.name, err, c.want)
 		}
 	}
+}
+
+// A failure that comes after the write (here an ack for another chunk) waits for the
+// backoff like a failed write: the client does not reconnect in a loop. (It did, once the
+// ack moved out of the write: thousands of connections a second.)
+func TestAckFailureWaitsForTheBackoff(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	r.SetAckFault(forwardtest.AckWrongToken)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.RequireAck = true
+		c.RetryMin, c.RetryMax = 100*time.Millisecond, 100*time.Millisecond
+		c.CloseTimeout, c.ErrFallback = 100*time.Millisecond, io.Discard
+	})
+	zap.New(core).Error("x")
+	testkit.WaitUntil(t, "a first failure", func() bool { return core.Stats().Err.SendErrors >= 1 })
+	start := time.Now()
+	testkit.WaitUntil(t, "three more", func() bool { return core.Stats().Err.SendErrors >= 4 })
+	// Each wait is at least half of RetryMin (the backoff's jitter).
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("three more failed attempts in %v; the backoff allows no fewer than 150ms", d)
+	}
+}
+
+// SpillAfter counts from the write of a frame whose ack never comes: the err entry goes to
+// the durable spill, as when the write itself fails.
+func TestUnackedErrFrameIsSpilledAfterSpillAfter(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	r.SetAckFault(forwardtest.AckWithhold)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.RequireAck, c.AckTimeout = true, 150*time.Millisecond
+		c.SpillDir, c.SpillAfter = t.TempDir(), 100*time.Millisecond
+		c.CloseTimeout, c.ErrFallback = 100*time.Millisecond, io.Discard
+	})
+	zap.New(core).Error("x")
+	testkit.WaitUntil(t, "the entry spilled", func() bool { return core.Stats().Err.Spilled == 1 })
+	r.SetAckFault(forwardtest.AckOK)
+	testkit.WaitUntil(t, "the entry replayed", func() bool { return core.Stats().Err.Replayed == 1 })
 }
