@@ -164,11 +164,11 @@ type Config struct {
 	// When the connection fails or an ack is overdue, every frame not acked on it is sent
 	// again, oldest first (the at-least-once promise: some may arrive twice). An ack that
 	// matches no frame in flight ends the connection with an error and the same resend.
-	// Default DefaultMaxInflight (16), measured against 1, 4 and 8 in one run
+	// Default DefaultMaxInflight (16), measured against 1, 4 and 8 in the same runs
 	// (BenchmarkMaxInflight, bench/, 2 cores): against a receiver that reads 150 k
 	// entries/s and acks each frame 1 ms after reading it, under a 64-goroutine flood, 16
-	// delivered 0.90–0.95 of what the same receiver took without acks, 8 half to three
-	// quarters, 1 a sixth (an ack took about 45 ms to come back to a busy client). At most
+	// delivered 0.90–0.97 of what the same receiver took without acks, 8 0.51–0.80, 1
+	// 0.13–0.22 (an ack took about 45 ms to come back to a busy client). At most
 	// MaxInflightLimit; a stream's connections together hold at most half its batches in
 	// flight (BufferBytes / MaxBatchBytes / 2 / Connections each, at least 1: with the
 	// default sizes 16 for info, 8 for err), and a larger value means that many. Negative
