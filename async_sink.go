@@ -751,18 +751,18 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 	return true
 }
 
-// failed records a failure on snd whose first attempt began at start: the next attempt
-// waits for the backoff.
-func (s *stream) failed(snd *sender, start time.Time) {
+// failed records a failure whose first attempt began at start: the next attempt waits for
+// the backoff.
+func (snd *sender) failed(start time.Time) {
 	if snd.failingSince.IsZero() || start.Before(snd.failingSince) {
 		snd.failingSince = start
 	}
 	snd.owed = true
 }
 
-// deliveredOn records a delivery on snd: the failure, if there was one, is over.
-func (s *stream) deliveredOn(snd *sender) {
-	if !snd.failingSince.IsZero() || snd.owed {
+// recovered records a delivery: the failure, if there was one, is over.
+func (snd *sender) recovered() {
+	if !snd.failingSince.IsZero() {
 		snd.failingSince, snd.owed = time.Time{}, false
 		snd.bo.Reset()
 	}
@@ -794,7 +794,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
 	if !s.countSend(snd, fresh, size, err) {
 		if ctx.Err() == nil {
-			s.failed(snd, start)
+			snd.failed(start)
 		}
 		s.requeue(snd)
 		return false
@@ -803,7 +803,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 		s.observeSend(start)
 		s.delivered.Add(uint64(b.n))
 		s.finish(b)
-		s.deliveredOn(snd)
+		snd.recovered()
 	}
 	return true
 }
@@ -840,7 +840,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 		if !errors.Is(err, context.Canceled) { // Close
 			s.sendErrors.Add(1)
 			// The failure began with the oldest frame that was waiting for its ack.
-			s.failed(snd, cmp.Or(snd.fwd.lostSince, time.Now()))
+			snd.failed(cmp.Or(snd.fwd.lostSince, time.Now()))
 		}
 		s.requeue(snd)
 		return false
@@ -851,7 +851,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 		s.finish(b)
 	}
 	if fl.chunk != "" {
-		s.deliveredOn(snd)
+		snd.recovered()
 	}
 	return true
 }
