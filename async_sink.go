@@ -1203,12 +1203,7 @@ var _ entrySink = (*sink)(nil)
 // clock. sendDuration receives each stream's send times.
 func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k := &sink{s: s, stopTick: make(chan struct{})}
-	fwds := make([]*forwarder, s.infoConnections)
-	for i := range fwds {
-		fwds[i] = newForwarder(s)
-		fwds[i].startAt(i)
-	}
-	info := newStream(infoStream, s.infoBufferBytes, s, fwds...)
+	info := newStream(infoStream, s.infoBufferBytes, s, newForwarders(s, s.infoConnections)...)
 	info.info = &infoPolicy{degrade: newDegradeControl(s.degrade), kick: make(chan struct{}, 1)}
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		key := appendStr(nil, s.degrade.WeightKey)

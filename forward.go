@@ -66,20 +66,36 @@ type forwarder struct {
 	readers           sync.WaitGroup
 }
 
-func newForwarder(s *settings) *forwarder {
-	f := &forwarder{
-		s:     s,
-		bal:   dial.NewBalancer(s.endpoints, s.newBackoff),
-		fr:    wire.NewFramer(s.compression),
-		tried: make([]bool, len(s.endpoints)),
+// newForwarder returns the forwarder of a stream's only connection.
+func newForwarder(s *settings) *forwarder { return newForwarders(s, 1)[0] }
 
-		deliveredTo: make([]atomic.Uint64, len(s.endpoints)),
+// newForwarders returns a stream's n forwarders, one per connection. They share one view of
+// the servers' health (a server one connection finds down is left alone by all of them for
+// its backoff), and connection i starts its round robin i picks on, so that the
+// connections spread over the servers by weight from the start.
+func newForwarders(s *settings, n int) []*forwarder {
+	h := dial.NewHealth(len(s.endpoints), s.newBackoff)
+	fs := make([]*forwarder, n)
+	for i := range fs {
+		f := &forwarder{
+			s:     s,
+			bal:   dial.NewBalancer(s.endpoints, h),
+			fr:    wire.NewFramer(s.compression),
+			tried: make([]bool, len(s.endpoints)),
+
+			deliveredTo: make([]atomic.Uint64, len(s.endpoints)),
+		}
+		f.server.Store(-1)
+		f.setMaxInflight(s.maxInflight)
+		d := &net.Dialer{KeepAlive: 30 * time.Second}
+		f.dialRaw = d.DialContext
+		now := time.Now()
+		for range i {
+			f.bal.Pick(now, nil)
+		}
+		fs[i] = f
 	}
-	f.server.Store(-1)
-	f.setMaxInflight(s.maxInflight)
-	d := &net.Dialer{KeepAlive: 30 * time.Second}
-	f.dialRaw = d.DialContext
-	return f
+	return fs
 }
 
 // setMaxInflight sets how many frames may wait for their acks at once (at least 1).
@@ -87,16 +103,6 @@ func (f *forwarder) setMaxInflight(n int) {
 	f.maxInflight = max(n, 1)
 	f.flights = make([]flight, 0, f.maxInflight)
 	f.lost = make([]*batch, 0, f.maxInflight)
-}
-
-// startAt moves the balancer's round robin on by i picks: connection i of a stream starts
-// at a different server than connection 0, so that a stream's connections spread over the
-// servers by weight from the start.
-func (f *forwarder) startAt(i int) {
-	now := time.Now()
-	for range i {
-		f.bal.Pick(now, nil)
-	}
 }
 
 // fconn is a connection plus the goroutine that reads from it: acks when they are asked for,

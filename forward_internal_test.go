@@ -302,3 +302,47 @@ func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A server that one connection finds down is left alone by the stream's other connections
+// for its backoff: they share its health, so the next connection goes straight to the server
+// that is up instead of dialing the dead one again (for a server that swallows SYNs, a whole
+// DialTimeout per connection).
+func TestConnectionsShareTheServersHealth(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there: dials are refused
+	r := forwardtest.NewReceiver(t)
+	up := strings.TrimPrefix(r.Addr(), "tcp://")
+	s := settingsFor(Config{Servers: []Server{{Addr: dead}, {Addr: up}}, RetryMin: time.Hour, RetryMax: time.Hour})
+	fs := newForwarders(s, 3)
+	var mu sync.Mutex
+	dials := map[string]int{}
+	for _, f := range fs {
+		defer f.close()
+		real := f.dialRaw
+		f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+			mu.Lock()
+			dials[address]++
+			mu.Unlock()
+			return real(ctx, network, address)
+		}
+	}
+	// Connections 0 and 2 both start their round robin at the dead server.
+	ctx := context.Background()
+	for _, f := range []*forwarder{fs[0], fs[2]} {
+		if _, _, err := f.send(ctx, "t", testkit.Entries(1, "x"), 1); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials[dead] != 1 || dials[up] != 2 {
+		t.Fatalf("dials = %v, want the dead server dialed once (by the first connection) and the live one twice", dials)
+	}
+	if _, err := r.WaitForEntries(2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

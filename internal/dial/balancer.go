@@ -1,6 +1,7 @@
 package dial
 
 import (
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -17,12 +18,84 @@ func NewBackOff(min, max time.Duration) backoff.BackOff {
 	return b
 }
 
-// Balancer chooses the server of each new connection: smooth weighted round robin over the
-// servers that are up (or due to be tried again), standbys only when no other server is,
-// and each server that fails is left alone for its own backoff (exponential with jitter,
-// reset once it delivers). It is pure logic — time is an argument — and not safe for
-// concurrent use: each stream's sender owns one.
+// Health is what a stream's connections know about its servers: which are down and when
+// each may be tried again. The stream's connections share one, so that a server that fails
+// on one connection is left alone by all of them for its backoff, instead of each finding
+// it down on its own (against a server that swallows SYNs, a whole DialTimeout each). Safe
+// for concurrent use.
+type Health struct {
+	mu    sync.Mutex
+	nodes []health
+}
+
+type health struct {
+	down    bool
+	retryAt time.Time // while down: when it may be tried again
+	bo      backoff.BackOff
+}
+
+// NewHealth returns the health of n servers, all up; newBackOff gives each server its retry
+// schedule.
+func NewHealth(n int, newBackOff func() backoff.BackOff) *Health {
+	h := &Health{nodes: make([]health, n)}
+	for i := range h.nodes {
+		h.nodes[i].bo = newBackOff()
+	}
+	return h
+}
+
+// available reports whether server i may take a connection at now: up, or down and due.
+// The caller holds h.mu.
+func (h *Health) available(i int, now time.Time) bool {
+	n := &h.nodes[i]
+	return !n.down || !now.Before(n.retryAt)
+}
+
+// MarkDown records a failure of server i: it is skipped until its next backoff interval
+// has passed (each failure in a row waits longer, up to RetryMax). A failure while the
+// server is already down and not yet due is the same outage seen by another connection:
+// it does not lengthen the wait.
+func (h *Health) MarkDown(i int, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := &h.nodes[i]
+	if n.down && now.Before(n.retryAt) {
+		return
+	}
+	d := n.bo.NextBackOff()
+	if d == backoff.Stop { // not with NewBackOff's schedules, which never stop
+		d = time.Minute
+	}
+	n.down = true
+	n.retryAt = now.Add(d)
+}
+
+// MarkUp records a delivery through server i and resets its backoff.
+func (h *Health) MarkUp(i int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := &h.nodes[i]
+	if n.down {
+		n.down = false
+		n.retryAt = time.Time{}
+		n.bo.Reset()
+	}
+}
+
+// IsDown reports whether server i is marked down (for tests and messages).
+func (h *Health) IsDown(i int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nodes[i].down
+}
+
+// Balancer chooses the server of one connection's next attempt: smooth weighted round
+// robin over the servers that are up (or due to be tried again) in its Health, standbys
+// only when no other server is. Time is an argument. The round robin is the balancer's
+// own and it is not safe for concurrent use (each connection's sender owns one); the
+// Health may be shared.
 type Balancer struct {
+	*Health
 	nodes []node
 }
 
@@ -30,24 +103,23 @@ type node struct {
 	weight  int
 	standby bool
 	current int // smooth weighted round robin state
-	down    bool
-	retryAt time.Time // while down: when it may be tried again
-	bo      backoff.BackOff
 }
 
-// NewBalancer returns a balancer over eps; newBackOff gives each server its retry schedule.
-func NewBalancer(eps []Endpoint, newBackOff func() backoff.BackOff) *Balancer {
-	b := &Balancer{nodes: make([]node, len(eps))}
+// NewBalancer returns a balancer over eps whose servers' health is h (NewHealth(len(eps),
+// ...)).
+func NewBalancer(eps []Endpoint, h *Health) *Balancer {
+	b := &Balancer{Health: h, nodes: make([]node, len(eps))}
 	for i, ep := range eps {
-		b.nodes[i] = node{weight: ep.Weight, standby: ep.Standby, bo: newBackOff()}
+		b.nodes[i] = node{weight: ep.Weight, standby: ep.Standby}
 	}
 	return b
 }
 
 // Available reports whether server i may take a connection at now: up, or down and due.
 func (b *Balancer) Available(i int, now time.Time) bool {
-	n := &b.nodes[i]
-	return !n.down || !now.Before(n.retryAt)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.available(i, now)
 }
 
 // Pick returns the server for the next connection attempt, skipping those marked in
@@ -55,12 +127,14 @@ func (b *Balancer) Available(i int, now time.Time) bool {
 // excluded. When every server is down and none is due, it returns the one due first: the
 // caller's own backoff then paces the attempts, as with a single server.
 func (b *Balancer) Pick(now time.Time, exclude []bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	skip := func(i int) bool { return exclude != nil && exclude[i] }
 	for _, standby := range [2]bool{false, true} {
 		best, total := -1, 0
 		for i := range b.nodes {
 			n := &b.nodes[i]
-			if n.standby != standby || skip(i) || !b.Available(i, now) {
+			if n.standby != standby || skip(i) || !b.available(i, now) {
 				continue
 			}
 			n.current += n.weight
@@ -79,7 +153,7 @@ func (b *Balancer) Pick(now time.Time, exclude []bool) int {
 		if skip(i) {
 			continue
 		}
-		if best < 0 || b.nodes[i].retryAt.Before(b.nodes[best].retryAt) {
+		if best < 0 || b.Health.nodes[i].retryAt.Before(b.Health.nodes[best].retryAt) {
 			best = i
 		}
 	}
@@ -92,35 +166,12 @@ func (b *Balancer) ShouldYield(i int, now time.Time) bool {
 	if !b.nodes[i].standby {
 		return false
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for j := range b.nodes {
-		if !b.nodes[j].standby && b.Available(j, now) {
+		if !b.nodes[j].standby && b.available(j, now) {
 			return true
 		}
 	}
 	return false
 }
-
-// MarkDown records a failure of server i: it is skipped until its next backoff interval
-// has passed (each failure in a row waits longer, up to RetryMax).
-func (b *Balancer) MarkDown(i int, now time.Time) {
-	n := &b.nodes[i]
-	d := n.bo.NextBackOff()
-	if d == backoff.Stop { // not with NewBackOff's schedules, which never stop
-		d = time.Minute
-	}
-	n.down = true
-	n.retryAt = now.Add(d)
-}
-
-// MarkUp records a delivery through server i and resets its backoff.
-func (b *Balancer) MarkUp(i int) {
-	n := &b.nodes[i]
-	if n.down {
-		n.down = false
-		n.retryAt = time.Time{}
-		n.bo.Reset()
-	}
-}
-
-// IsDown reports whether server i is marked down (for tests and messages).
-func (b *Balancer) IsDown(i int) bool { return b.nodes[i].down }

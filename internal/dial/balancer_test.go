@@ -40,10 +40,15 @@ func counts(b *Balancer, now time.Time, picks int) []int {
 	return c
 }
 
+// newBalancer is a balancer with a health of its own.
+func newBalancer(eps []Endpoint, newBackOff func() backoff.BackOff) *Balancer {
+	return NewBalancer(eps, NewHealth(len(eps), newBackOff))
+}
+
 var t0 = time.Unix(1_700_000_000, 0)
 
 func TestBalancerWeightedRoundRobin(t *testing.T) {
-	b := NewBalancer(eps(Server{Addr: "a:1", Weight: 30}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "c:1"}), constantBackOff(time.Second))
+	b := newBalancer(eps(Server{Addr: "a:1", Weight: 30}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "c:1"}), constantBackOff(time.Second))
 	// Weight 0 means 60: shares 30:10:60 of every 100 picks, exactly.
 	if got := counts(b, t0, 100); got[0] != 30 || got[1] != 10 || got[2] != 60 {
 		t.Fatalf("picks per server = %v, want [30 10 60]", got)
@@ -64,7 +69,7 @@ func TestBalancerWeightedRoundRobin(t *testing.T) {
 }
 
 func TestBalancerSkipsDownServersUntilTheirBackoffPasses(t *testing.T) {
-	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
+	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
 	b.MarkDown(0, t0)
 	if got := counts(b, t0.Add(999*time.Millisecond), 10); got[0] != 0 || got[1] != 10 {
 		t.Fatalf("while a is down: %v, want all on b", got)
@@ -83,12 +88,13 @@ func TestBalancerSkipsDownServersUntilTheirBackoffPasses(t *testing.T) {
 }
 
 func TestBalancerBackoffGrowsAndResets(t *testing.T) {
-	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), func() backoff.BackOff { return NewBackOff(100*time.Millisecond, time.Second) })
+	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), func() backoff.BackOff { return NewBackOff(100*time.Millisecond, time.Second) })
 	now := t0
 	var waits []time.Duration
-	for range 10 {
+	for range 10 { // each retry, when due, fails again
 		b.MarkDown(0, now)
-		waits = append(waits, b.nodes[0].retryAt.Sub(now))
+		waits = append(waits, b.Health.nodes[0].retryAt.Sub(now))
+		now = b.Health.nodes[0].retryAt
 	}
 	// Exponential (×1.5) with ±50% jitter: the first wait is within [50ms, 150ms]; the
 	// tenth (100ms × 1.5⁹ > 1s) is at the 1s ceiling, within jitter.
@@ -100,13 +106,13 @@ func TestBalancerBackoffGrowsAndResets(t *testing.T) {
 	}
 	b.MarkUp(0)
 	b.MarkDown(0, now)
-	if w := b.nodes[0].retryAt.Sub(now); w > 150*time.Millisecond {
+	if w := b.Health.nodes[0].retryAt.Sub(now); w > 150*time.Millisecond {
 		t.Errorf("wait after a delivery reset = %v, want at most 150ms", w)
 	}
 }
 
 func TestBalancerStandby(t *testing.T) {
-	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "s:1", Standby: true}), constantBackOff(time.Second))
+	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1", Weight: 10}, Server{Addr: "s:1", Standby: true}), constantBackOff(time.Second))
 	if got := counts(b, t0, 70); got[2] != 0 {
 		t.Fatalf("standby used while primaries are up: %v", got)
 	}
@@ -130,7 +136,7 @@ func TestBalancerStandby(t *testing.T) {
 }
 
 func TestBalancerAllDownAndExclusions(t *testing.T) {
-	b := NewBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
+	b := newBalancer(eps(Server{Addr: "a:1"}, Server{Addr: "b:1"}), constantBackOff(time.Second))
 	b.MarkDown(1, t0)
 	b.MarkDown(0, t0.Add(10*time.Millisecond))
 	// Nobody is due: the one due first is returned, so a lone server is always tried.
@@ -143,7 +149,7 @@ func TestBalancerAllDownAndExclusions(t *testing.T) {
 	if i := b.Pick(t0, []bool{true, true}); i != -1 {
 		t.Fatalf("all excluded: picked %d, want -1", i)
 	}
-	one := NewBalancer(eps(Server{Addr: "a:1"}), constantBackOff(time.Hour))
+	one := newBalancer(eps(Server{Addr: "a:1"}), constantBackOff(time.Hour))
 	one.MarkDown(0, t0)
 	if i := one.Pick(t0, nil); i != 0 {
 		t.Fatalf("single server down: picked %d, want 0", i)
@@ -164,5 +170,41 @@ func TestEndpointTLSServerName(t *testing.T) {
 	}
 	if _, err := NewEndpoint("a:1", -1, false, nil); err == nil {
 		t.Fatal("negative weight accepted")
+	}
+}
+
+// TestHealthIsSharedByAStreamsConnections: a server that fails on one connection is down for
+// every balancer sharing the health, and the other connections' failures in the same
+// outage do not lengthen its wait; once it is due, a failed retry does.
+func TestHealthIsSharedByAStreamsConnections(t *testing.T) {
+	servers := eps(Server{Addr: "a:1"}, Server{Addr: "b:1"})
+	h := NewHealth(len(servers), func() backoff.BackOff { return NewBackOff(100*time.Millisecond, 10*time.Second) })
+	one, two := NewBalancer(servers, h), NewBalancer(servers, h)
+	one.MarkDown(0, t0)
+	due := h.nodes[0].retryAt
+	for range 100 {
+		if i := two.Pick(t0, nil); i != 1 {
+			t.Fatalf("the other connection picked server %d while a is down, want b (1)", i)
+		}
+	}
+	// Three more connections see the same outage before it is due: the wait stays.
+	for range 3 {
+		two.MarkDown(0, t0.Add(10*time.Millisecond))
+	}
+	if h.nodes[0].retryAt != due {
+		t.Fatalf("a's retry moved from %v to %v by failures within the same outage", due.Sub(t0), h.nodes[0].retryAt.Sub(t0))
+	}
+	if !two.Available(0, due) {
+		t.Fatal("a is not available to the other connection once due")
+	}
+	// The retry, when due, fails: that is a new failure, and a's next try is at least the
+	// second interval's low end (150ms - 50 % jitter = 75ms) after it.
+	two.MarkDown(0, due)
+	if h.nodes[0].retryAt.Before(due.Add(75 * time.Millisecond)) {
+		t.Fatalf("a failed retry at %v set the next at %v, want at least 75ms later", due.Sub(t0), h.nodes[0].retryAt.Sub(t0))
+	}
+	one.MarkUp(0)
+	if two.IsDown(0) {
+		t.Fatal("a delivery on one connection did not bring a back up for the other")
 	}
 }
