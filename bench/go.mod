@@ -8,6 +8,7 @@ require (
 	github.com/IBM/fluent-forward-go v0.4.0
 	github.com/fluent/fluent-logger-golang v1.10.2
 	github.com/fluentcore/fluentcore v0.0.0-00010101000000-000000000000
+	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
 	github.com/lestrrat-go/fluent-client v1.0.0
 	github.com/tinylib/msgp v1.6.5
 	go.uber.org/zap v1.28.0

@@ -74,6 +74,7 @@ full)
 	for i in $(seq "$COUNT"); do
 		$GO run ./cmd/throughput -d 10s -g 64 >>"$tp"
 		$GO run ./cmd/throughput -d 10s -g 64 -degrade off >>"$tp"
+		$GO run ./cmd/throughput -d 10s -g 64 -contender zap-json-discard >>"$tp"
 	done
 
 	{
@@ -96,6 +97,7 @@ smoke)
 	gotest -tags ibm -bench '^Benchmark(AddingFields|Outage)$/(mode=single|contender=ibm-fluent-forward-go)$' -benchtime 200x -count 1 . -bench.outage=500ms | keep >"$tmp/raw-ibm.txt"
 	$GO test -count 1 ./...
 	$GO run ./cmd/throughput -d 1s -g 64 >"$tmp/throughput.txt"
+	$GO run ./cmd/throughput -d 1s -g 64 -contender zap-json-discard >>"$tmp/throughput.txt"
 	cp README.md "$tmp/bench-README.md"
 	cp ../README.md "$tmp/README.md"
 	$GO run ./cmd/benchtable -results "$tmp" -readme "$tmp/bench-README.md" -top "$tmp/README.md" -chart "$tmp/chart.png"

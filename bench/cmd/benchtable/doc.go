@@ -296,6 +296,16 @@ func (d *doc) scaleOutTargets(t *table) {
 				ratio(x), med(four, "delivered/s", rate), med(one, "delivered/s", rate)),
 			"see `Info.Connections`")
 	}
+	tp := func(c string) *group {
+		return d.rs.find("throughput", "Throughput", map[string]string{"contender": c})
+	}
+	if fc, zj := tp("fluentcore-degrade-off"), tp(ref); fc != nil && zj != nil {
+		t.add("Client CPU per delivered entry (issue 16), `cmd/throughput` with degrade off, next to zap JSON→Discard's per entry",
+			fmt.Sprintf("fluentcore %s (delivery %s, logging %s); zap JSON→Discard %s (logging %s)",
+				ns(medv(fc, "cpu-s/Mentries")*1e3), med(fc, "delivery-cpu-ns/entry", ns), med(fc, "logging-cpu-ns/entry", ns),
+				ns(medv(zj, "cpu-s/Mentries")*1e3), med(zj, "logging-cpu-ns/entry", ns)),
+			"reported")
+	}
 }
 
 // degradeTargets adds the targets of issue 15 (DegradeAdaptive, the default, against
@@ -425,23 +435,32 @@ func (d *doc) throughput() string {
 	if len(gs) == 0 {
 		return ""
 	}
-	t := &table{head: []string{"contender", "goroutines", "calls/s", "events/s delivered", "rejected/dropped", "lost", "client CPU s / M delivered", "client CPU s / M calls", "receiver CPU s / M delivered", "client peak RSS"}}
+	t := &table{head: []string{"contender", "goroutines", "calls/s", "events/s delivered", "rejected/dropped", "lost",
+		"client CPU / delivered entry", "of which delivery", "of which logging", "client CPU / call", "receiver CPU / delivered entry", "client peak RSS"}}
 	for _, g := range gs {
 		callsPerSec := 0.0
 		if n := medv(g, "ns/op"); n > 0 {
 			callsPerSec = 1e9 / n
 		}
-		// CPU per million calls, from each run's CPU per million delivered.
-		perCall := &group{}
+		// CPU per entry delivered and per call, in ns, from each run's seconds per million
+		// entries delivered.
+		perEntry, perCall, recv := &group{}, &group{}, &group{}
 		for _, r := range g.runs {
+			perEntry.runs = append(perEntry.runs, result{vals: map[string]float64{"v": r.vals["cpu-s/Mentries"] * 1e3}})
+			recv.runs = append(recv.runs, result{vals: map[string]float64{"v": r.vals["recv-cpu-s/Mentries"] * 1e3}})
 			if r.iters > 0 {
-				perCall.runs = append(perCall.runs, result{vals: map[string]float64{"v": r.vals["cpu-s/Mentries"] * r.vals["delivered"] / float64(r.iters)}})
+				perCall.runs = append(perCall.runs, result{vals: map[string]float64{"v": r.vals["cpu-s/Mentries"] * 1e3 * r.vals["delivered"] / float64(r.iters)}})
 			}
 		}
+		recvCPU, delivery := med(recv, "v", ns), med(g, "delivery-cpu-ns/entry", ns)
+		if g.key("contender") == ref { // no receiver, no sink
+			recvCPU, delivery = "none", "none"
+		}
 		t.add("`"+g.key("contender")+"`", g.key("goroutines"), rate(callsPerSec), med(g, "events/s", rate), share(g.sum("rejected"), g.iters()),
-			share(g.sum("lost"), g.iters()), med(g, "cpu-s/Mentries", sig), med(perCall, "v", sig), med(g, "recv-cpu-s/Mentries", sig), med(g, "peak-rss-B", bytesIEC))
+			share(g.sum("lost"), g.iters()), med(perEntry, "v", ns), delivery, med(g, "logging-cpu-ns/entry", ns),
+			med(perCall, "v", ns), recvCPU, med(g, "peak-rss-B", bytesIEC))
 	}
-	return "### Sustained throughput\n\n`go -C bench run ./cmd/throughput -d 10s -g 64` (and `-degrade off`): logs flat out, then flushes and waits for delivery; the receiver runs in its own process. CPU per million entries delivered.\n\n" + t.String() + "\n"
+	return "### Sustained throughput\n\n`go -C bench run ./cmd/throughput -d 10s -g 64` (and `-degrade off`; `-contender zap-json-discard` for zap's JSON core writing to io.Discard, where every call is an entry delivered): logs flat out, then flushes and waits for delivery; the receiver runs in its own process. The client's CPU is from getrusage, split by its CPU profile: delivery is the sink's goroutines (senders, ack readers, clock), logging the logging goroutines' stacks (zap, Check and Write, and their GC assists); the rest is the runtime's background GC and scheduler.\n\n" + t.String() + "\n"
 }
 
 func (d *doc) scaling() string {

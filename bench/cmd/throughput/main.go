@@ -9,11 +9,18 @@
 // fluentd would. The result is printed as one line of Go benchmark format on stdout (make
 // bench feeds it to the table) and as a summary on stderr. Exit status 1 if a receiver
 // cannot be started.
+//
+// The client's CPU is profiled while it runs and split by owner: the sink's goroutines
+// (senders, ack readers, clock), the logging goroutines, and the runtime's background work.
+// -cpuprofile keeps the profile for go tool pprof. -contender zap-json-discard runs the same
+// loggers on zap's JSON core writing to io.Discard instead, for its CPU per entry: the
+// encoding cost every zap user pays, with no delivery at all.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"sync"
@@ -24,6 +31,7 @@ import (
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/bench"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 func main() {
@@ -31,34 +39,65 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "how long to log")
 	g := flag.Int("g", 64, "logging goroutines")
 	policy := flag.String("degrade", "adaptive", "info degrade policy, by its name (adaptive, the default; off; sample; ...)")
+	contender := flag.String("contender", "fluentcore", "fluentcore, or zap-json-discard (zap's JSON core to io.Discard, for its CPU per entry)")
+	cpuprofile := flag.String("cpuprofile", "", "write the client's CPU profile to this file")
 	flag.Parse()
-	if err := run(*d, *g, *policy); err != nil {
+	if err := run(*d, *g, *policy, *contender, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "throughput:", err)
 		os.Exit(1)
 	}
 }
 
-func run(d time.Duration, g int, policy string) error {
-	cfg := fluentcore.Config{Info: fluentcore.StreamConfig{Tag: bench.Tag}}
-	if err := cfg.Degrade.Policy.UnmarshalText([]byte(policy)); err != nil {
-		return err
+func run(d time.Duration, g int, policy, contender, cpuprofile string) error {
+	var (
+		name  string
+		l     *zap.Logger
+		r     bench.Counter // the receiver; nil for zap-json-discard
+		flush func() (accepted, rejected, batches int64, dropped string)
+	)
+	switch contender {
+	case "fluentcore":
+		cfg := fluentcore.Config{Info: fluentcore.StreamConfig{Tag: bench.Tag}}
+		if err := cfg.Degrade.Policy.UnmarshalText([]byte(policy)); err != nil {
+			return err
+		}
+		// The contender names of bench/: the default policy, and off.
+		name = "fluentcore"
+		if cfg.Degrade.Policy != (fluentcore.DegradeConfig{}).Policy {
+			name = "fluentcore-degrade-" + cfg.Degrade.Policy.String()
+		}
+		var err error
+		if r, err = bench.StartRemote(bench.KindForward); err != nil {
+			return err
+		}
+		defer r.Close()
+		cfg.Addr = r.Addr()
+		core := fluentcore.New(cfg)
+		defer core.Close()
+		l = zap.New(core)
+		flush = func() (int64, int64, int64, string) {
+			if err := core.Sync(); err != nil {
+				fmt.Fprintln(os.Stderr, "sync:", err)
+			}
+			st := core.Stats().Info
+			return int64(st.Entries - st.DroppedTotal()), int64(st.DroppedTotal()), int64(st.SentBatches), reasons(st.Dropped)
+		}
+	case "zap-json-discard":
+		name = contender
+		l = zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))
+	default:
+		return fmt.Errorf("unknown contender %q (fluentcore or zap-json-discard)", contender)
 	}
-	// The contender names of bench/: the default policy, and off.
-	name := "fluentcore"
-	if cfg.Degrade.Policy != (fluentcore.DegradeConfig{}).Policy {
-		name = "fluentcore-degrade-" + cfg.Degrade.Policy.String()
-	}
-	r, err := bench.StartRemote(bench.KindForward)
+
+	prof, err := startProfile()
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	cfg.Addr = r.Addr()
-	core := fluentcore.New(cfg)
-	defer core.Close()
-	l := zap.New(core)
-
-	rcpu0, cpu0 := r.CPU(), cpuTime()
+	var rcpu0 time.Duration
+	if r != nil {
+		rcpu0 = r.CPU()
+	}
+	cpu0 := cpuTime()
 	start := time.Now()
 	var stop atomic.Bool
 	var calls atomic.Int64
@@ -79,33 +118,42 @@ func run(d time.Duration, g int, policy string) error {
 	stop.Store(true)
 	wg.Wait()
 	logged := time.Since(start)
-	serr := core.Sync()
-	st := core.Stats().Info
-	accepted := int64(st.Entries - st.DroppedTotal())
-	delivered := r.Wait(accepted, time.Second, 2*time.Minute)
+	n := calls.Load()
+	accepted, rejected, batches, dropped := n, int64(0), int64(0), ""
+	delivered := n // zap's core to io.Discard: every call is done with when it returns
+	var rcpu time.Duration
+	if r != nil {
+		accepted, rejected, batches, dropped = flush()
+		delivered = r.Wait(accepted, time.Second, 2*time.Minute)
+	}
 	elapsed := time.Since(start)
-	cpu, rcpu := cpuTime()-cpu0, r.CPU()-rcpu0
-	if serr != nil {
-		fmt.Fprintln(os.Stderr, "sync:", serr)
+	cpu := cpuTime() - cpu0
+	if r != nil {
+		rcpu = r.CPU() - rcpu0
+	}
+	sh, err := prof.stop(cpuprofile)
+	if err != nil {
+		return err
 	}
 
-	n := calls.Load()
 	perM := func(t time.Duration) float64 {
 		if delivered == 0 {
 			return 0
 		}
 		return t.Seconds() / float64(delivered) * 1e6
 	}
+	perEntry := func(ns int64) float64 { return float64(ns) / float64(max(delivered, 1)) }
 	rate := float64(delivered) / elapsed.Seconds()
 	rss := peakRSS()
-	fmt.Printf("BenchmarkThroughput/goroutines=%d/contender=%s \t%d\t%.1f ns/op\t%.0f events/s\t%d delivered\t%d lost\t%d rejected\t%.3f cpu-s/Mentries\t%.3f recv-cpu-s/Mentries\t%d peak-rss-B\n",
+	fmt.Printf("BenchmarkThroughput/goroutines=%d/contender=%s \t%d\t%.1f ns/op\t%.0f events/s\t%d delivered\t%d lost\t%d rejected\t%.3f cpu-s/Mentries\t%.3f recv-cpu-s/Mentries\t%.1f delivery-cpu-ns/entry\t%.1f logging-cpu-ns/entry\t%.1f other-cpu-ns/entry\t%.0f entries/batch\t%d peak-rss-B\n",
 		g, name, n, float64(logged.Nanoseconds())/float64(max(n, 1)), rate, delivered, max(0, accepted-delivered),
-		st.DroppedTotal(), perM(cpu), perM(rcpu), rss)
+		rejected, perM(cpu), perM(rcpu), perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other), float64(delivered)/float64(max(batches, 1))*float64(min(batches, 1)), rss)
 
 	fmt.Fprintf(os.Stderr, "%s, %d goroutines, logging for %v (delivery done after %v)\n", name, g, d, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(os.Stderr, "  calls      %d\n  delivered  %d (%.0f events/s)\n  lost       %d\n", n, delivered, rate, max(0, accepted-delivered))
-	fmt.Fprintf(os.Stderr, "  dropped    %d%s\n", st.DroppedTotal(), reasons(st.Dropped))
+	fmt.Fprintf(os.Stderr, "  dropped    %d%s\n", rejected, dropped)
 	fmt.Fprintf(os.Stderr, "  CPU        client %.3f s, receiver %.3f s per million entries delivered\n", perM(cpu), perM(rcpu))
+	fmt.Fprintf(os.Stderr, "  profile    per delivered entry: delivery %.0f ns, logging %.0f ns, other %.0f ns\n", perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other))
 	fmt.Fprintf(os.Stderr, "  peak RSS   client %.1f MiB\n", float64(rss)/(1<<20))
 	return nil
 }
