@@ -10,6 +10,7 @@ import (
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 )
 
@@ -133,6 +134,42 @@ func TestSyncWaitsForEveryConnection(t *testing.T) {
 	if got := r.Stats().Connections; got != 4 {
 		t.Errorf("the receiver saw %d connections, want 4 (the info stream's; err logged nothing)", got)
 	}
+}
+
+// The most connections a stream may have, each with frames waiting for acks that never
+// come: Close returns, accounts for every entry (the frames in flight and the batches
+// queued behind them are dropped at shutdown, counted) and leaves no goroutine behind.
+func TestManyConnectionsCloseWithFramesInFlight(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.Info.Connections = fluentcore.MaxConnections
+		c.RequireAck = true
+		c.MaxBatchBytes = 1024 // a frame every three entries
+		c.Degrade.Policy = fluentcore.DegradeOff
+		c.CloseTimeout = 200 * time.Millisecond
+	})
+	logger := zap.New(core)
+	testkit.WaitUntil(t, "a frame in flight on every connection", func() bool {
+		logger.Info("held", zap.String("pad", strings.Repeat("p", 250)))
+		sv := core.Stats().Info.Servers
+		return len(sv) == 1 && sv[0].Connections == fluentcore.MaxConnections && sv[0].FramesInFlight >= fluentcore.MaxConnections
+	})
+	done := make(chan error, 1)
+	go func() { done <- core.Close() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return with frames in flight on every connection")
+	}
+	st := core.Stats().Info
+	if st.Delivered != 0 || st.Dropped["shutdown"] == 0 || st.Entries != st.Delivered+st.DroppedTotal() {
+		t.Fatalf("entries %d, delivered %d, dropped %v: want none delivered and every entry dropped at shutdown, counted", st.Entries, st.Delivered, st.Dropped)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, before)
 }
 
 // A server that goes away mid-stream loses its connections to the others: with acks,
