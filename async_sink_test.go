@@ -915,7 +915,7 @@ func TestMarkDoneAdvancesOverFinishedRunsOnly(t *testing.T) {
 // finished its positions would then also finish that one's. Sync waits for all of them.
 func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s), newForwarder(s))
+	st := newStream(infoStream, s.infoBufferBytes, s, newForwarders(s, 2)...)
 	defer st.senders[0].fwd.close()
 	defer st.senders[1].fwd.close()
 	for range 4 {

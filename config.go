@@ -217,9 +217,9 @@ type Config struct {
 	Password string `json:"password,omitempty" yaml:"password,omitempty"`
 	// Servers, if set, replaces Addr by several receivers: new connections go to the
 	// servers that are up by weighted round robin, standbys take over while every other
-	// server is down, and a server that fails is left alone for its own backoff (RetryMin
-	// to RetryMax, with jitter) before it is tried again. Each stream keeps its connection
-	// until it fails. Default nil: Addr only.
+	// server is down, and a server that fails is left alone by all of the stream's
+	// connections for its own backoff (RetryMin to RetryMax, with jitter) before it is tried
+	// again. Each connection is kept until it fails. Default nil: Addr only.
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
 	// Degrade tunes the info stream's degrade state machine.
 	Degrade DegradeConfig `json:"degrade,omitempty" yaml:"degrade,omitempty"`

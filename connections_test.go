@@ -144,8 +144,8 @@ func TestManyConnectionsCloseWithFramesInFlight(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
 	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
 		c.Info.Connections = fluentcore.MaxConnections
-		c.RequireAck = true
-		c.MaxBatchBytes = 1024 // a frame every three entries
+		c.RequireAck, c.MaxInflight = true, 1 // so that MaxConnections frames in flight are one on each
+		c.MaxBatchBytes = 1024                // a frame every three entries
 		c.Degrade.Policy = fluentcore.DegradeOff
 		c.CloseTimeout = 200 * time.Millisecond
 	})
@@ -153,7 +153,7 @@ func TestManyConnectionsCloseWithFramesInFlight(t *testing.T) {
 	testkit.WaitUntil(t, "a frame in flight on every connection", func() bool {
 		logger.Info("held", zap.String("pad", strings.Repeat("p", 250)))
 		sv := core.Stats().Info.Servers
-		return len(sv) == 1 && sv[0].Connections == fluentcore.MaxConnections && sv[0].FramesInFlight >= fluentcore.MaxConnections
+		return len(sv) == 1 && sv[0].Connections == fluentcore.MaxConnections && sv[0].FramesInFlight == fluentcore.MaxConnections
 	})
 	done := make(chan error, 1)
 	go func() { done <- core.Close() }()

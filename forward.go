@@ -112,6 +112,7 @@ type fconn struct {
 	raw       net.Conn // the transport under TLS; Conn itself without TLS
 	peer      *dial.PeerCheck
 	server    int           // index in settings.endpoints
+	opened    time.Time     // when it was ready to send: its deliveries mark the server up only if later than its last failure
 	keepalive bool          // false: the receiver closes after each request (HELO said so)
 	acks      chan string   // ack tokens, in arrival order
 	dead      chan struct{} // closed by the reader when the connection fails
@@ -309,7 +310,7 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 // failure is over. A receiver that closes after each request is left to do so.
 func (f *forwarder) succeeded(c *fconn, n int) {
 	f.deliveredTo[c.server].Add(uint64(n))
-	f.bal.MarkUp(c.server)
+	f.bal.MarkUp(c.server, c.opened)
 	f.downSince.Store(0)
 	f.setLastError(nil)
 	if !c.keepalive && len(f.flights) == 0 {
@@ -513,13 +514,19 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 	}
 	clear(f.tried)
 	var errs []error
-	for {
+	for first := true; ; first = false {
 		i := f.bal.Pick(now, f.tried)
 		if i < 0 {
 			break
 		}
 		if f.conn != nil && (f.s.endpoints[i].Standby || !f.bal.Available(i, now)) {
 			break // only a regular server that is due is worth leaving the standby for
+		}
+		if !first && !f.bal.Available(i, now) {
+			// Every server left is down and not due, perhaps marked so by another of the
+			// stream's connections a moment ago: one such server per attempt, and the
+			// sender's backoff paces the next.
+			break
 		}
 		f.tried[i] = true
 		c, err := f.connect(ctx, i)
@@ -571,7 +578,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			return nil, err
 		}
 	}
-	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
+	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, opened: time.Now(), keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
 	if f.s.creds == nil && !f.s.requireAck {

@@ -346,3 +346,37 @@ func TestConnectionsShareTheServersHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// When every server is down and none is due, an attempt dials one of them, the one due
+// first, and leaves the next try to the sender's backoff: a connection that arrives just
+// after another found them all down does not dial each one again.
+func TestWhenNoServerIsDueAnAttemptTriesOne(t *testing.T) {
+	var dead []Server
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, Server{Addr: ln.Addr().String()})
+		ln.Close() // nothing listens there: dials are refused
+	}
+	fs := newForwarders(settingsFor(Config{Servers: dead, RetryMin: time.Hour, RetryMax: time.Hour}), 2)
+	dials := make([]int, len(fs))
+	for k, f := range fs {
+		defer f.close()
+		real := f.dialRaw
+		f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+			dials[k]++ // each forwarder is used from this goroutine only
+			return real(ctx, network, address)
+		}
+	}
+	ctx := context.Background()
+	for _, f := range fs {
+		if _, _, err := f.send(ctx, "t", testkit.Entries(1, "x"), 1); err == nil {
+			t.Fatal("send succeeded with every server refusing")
+		}
+	}
+	if dials[0] != 2 || dials[1] != 1 {
+		t.Fatalf("dials per connection = %v, want [2 1]: the first finds both servers down, the second tries one", dials)
+	}
+}

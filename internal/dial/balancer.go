@@ -20,16 +20,17 @@ func NewBackOff(min, max time.Duration) backoff.BackOff {
 
 // Health is what a stream's connections know about its servers: which are down and when
 // each may be tried again. The stream's connections share one, so that a server that fails
-// on one connection is left alone by all of them for its backoff, instead of each finding
-// it down on its own (against a server that swallows SYNs, a whole DialTimeout each). Safe
-// for concurrent use.
+// on one connection is skipped by all of them for its backoff while another is available,
+// instead of each finding it down on its own (against a server that swallows SYNs, a whole
+// DialTimeout each). Safe for concurrent use.
 type Health struct {
-	mu    sync.Mutex
-	nodes []health
+	mu      sync.Mutex
+	servers []health
 }
 
 type health struct {
 	down    bool
+	downAt  time.Time // the last failure seen while down
 	retryAt time.Time // while down: when it may be tried again
 	bo      backoff.BackOff
 }
@@ -37,9 +38,9 @@ type health struct {
 // NewHealth returns the health of n servers, all up; newBackOff gives each server its retry
 // schedule.
 func NewHealth(n int, newBackOff func() backoff.BackOff) *Health {
-	h := &Health{nodes: make([]health, n)}
-	for i := range h.nodes {
-		h.nodes[i].bo = newBackOff()
+	h := &Health{servers: make([]health, n)}
+	for i := range h.servers {
+		h.servers[i].bo = newBackOff()
 	}
 	return h
 }
@@ -47,7 +48,7 @@ func NewHealth(n int, newBackOff func() backoff.BackOff) *Health {
 // available reports whether server i may take a connection at now: up, or down and due.
 // The caller holds h.mu.
 func (h *Health) available(i int, now time.Time) bool {
-	n := &h.nodes[i]
+	n := &h.servers[i]
 	return !n.down || !now.Before(n.retryAt)
 }
 
@@ -58,10 +59,12 @@ func (h *Health) available(i int, now time.Time) bool {
 func (h *Health) MarkDown(i int, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := &h.nodes[i]
+	n := &h.servers[i]
 	if n.down && now.Before(n.retryAt) {
+		n.downAt = later(n.downAt, now)
 		return
 	}
+	n.downAt = now
 	d := n.bo.NextBackOff()
 	if d == backoff.Stop { // not with NewBackOff's schedules, which never stop
 		d = time.Minute
@@ -70,12 +73,15 @@ func (h *Health) MarkDown(i int, now time.Time) {
 	n.retryAt = now.Add(d)
 }
 
-// MarkUp records a delivery through server i and resets its backoff.
-func (h *Health) MarkUp(i int) {
+// MarkUp records a delivery through server i on a connection opened at since, and resets
+// its backoff. A connection opened before the server's last failure proves nothing about
+// new connections (a receiver shutting down still acks on the ones it has): its deliveries
+// leave the server down.
+func (h *Health) MarkUp(i int, since time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := &h.nodes[i]
-	if n.down {
+	n := &h.servers[i]
+	if n.down && !since.Before(n.downAt) {
 		n.down = false
 		n.retryAt = time.Time{}
 		n.bo.Reset()
@@ -86,7 +92,14 @@ func (h *Health) MarkUp(i int) {
 func (h *Health) IsDown(i int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.nodes[i].down
+	return h.servers[i].down
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Balancer chooses the server of one connection's next attempt: smooth weighted round
@@ -105,9 +118,12 @@ type node struct {
 	current int // smooth weighted round robin state
 }
 
-// NewBalancer returns a balancer over eps whose servers' health is h (NewHealth(len(eps),
-// ...)).
+// NewBalancer returns a balancer over eps whose servers' health is h, which must have been
+// made for len(eps) servers (NewHealth(len(eps), ...)); it panics otherwise.
 func NewBalancer(eps []Endpoint, h *Health) *Balancer {
+	if len(h.servers) != len(eps) {
+		panic("dial: NewBalancer: a Health for another number of servers")
+	}
 	b := &Balancer{Health: h, nodes: make([]node, len(eps))}
 	for i, ep := range eps {
 		b.nodes[i] = node{weight: ep.Weight, standby: ep.Standby}
@@ -153,7 +169,7 @@ func (b *Balancer) Pick(now time.Time, exclude []bool) int {
 		if skip(i) {
 			continue
 		}
-		if best < 0 || b.Health.nodes[i].retryAt.Before(b.Health.nodes[best].retryAt) {
+		if best < 0 || b.servers[i].retryAt.Before(b.servers[best].retryAt) {
 			best = i
 		}
 	}

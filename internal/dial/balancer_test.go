@@ -81,7 +81,7 @@ func TestBalancerSkipsDownServersUntilTheirBackoffPasses(t *testing.T) {
 	if !b.IsDown(0) {
 		t.Fatal("a marked up without a delivery")
 	}
-	b.MarkUp(0)
+	b.MarkUp(0, t0.Add(time.Second)) // a connection opened once a was due
 	if b.IsDown(0) {
 		t.Fatal("markUp did not mark a up")
 	}
@@ -93,8 +93,8 @@ func TestBalancerBackoffGrowsAndResets(t *testing.T) {
 	var waits []time.Duration
 	for range 10 { // each retry, when due, fails again
 		b.MarkDown(0, now)
-		waits = append(waits, b.Health.nodes[0].retryAt.Sub(now))
-		now = b.Health.nodes[0].retryAt
+		waits = append(waits, b.servers[0].retryAt.Sub(now))
+		now = b.servers[0].retryAt
 	}
 	// Exponential (×1.5) with ±50% jitter: the first wait is within [50ms, 150ms]; the
 	// tenth (100ms × 1.5⁹ > 1s) is at the 1s ceiling, within jitter.
@@ -104,9 +104,9 @@ func TestBalancerBackoffGrowsAndResets(t *testing.T) {
 	if waits[9] < 500*time.Millisecond || waits[9] > 1500*time.Millisecond {
 		t.Errorf("tenth wait %v outside [0.5s, 1.5s]", waits[9])
 	}
-	b.MarkUp(0)
+	b.MarkUp(0, now)
 	b.MarkDown(0, now)
-	if w := b.Health.nodes[0].retryAt.Sub(now); w > 150*time.Millisecond {
+	if w := b.servers[0].retryAt.Sub(now); w > 150*time.Millisecond {
 		t.Errorf("wait after a delivery reset = %v, want at most 150ms", w)
 	}
 }
@@ -181,7 +181,7 @@ func TestHealthIsSharedByAStreamsConnections(t *testing.T) {
 	h := NewHealth(len(servers), func() backoff.BackOff { return NewBackOff(100*time.Millisecond, 10*time.Second) })
 	one, two := NewBalancer(servers, h), NewBalancer(servers, h)
 	one.MarkDown(0, t0)
-	due := h.nodes[0].retryAt
+	due := h.servers[0].retryAt
 	for range 100 {
 		if i := two.Pick(t0, nil); i != 1 {
 			t.Fatalf("the other connection picked server %d while a is down, want b (1)", i)
@@ -191,8 +191,8 @@ func TestHealthIsSharedByAStreamsConnections(t *testing.T) {
 	for range 3 {
 		two.MarkDown(0, t0.Add(10*time.Millisecond))
 	}
-	if h.nodes[0].retryAt != due {
-		t.Fatalf("a's retry moved from %v to %v by failures within the same outage", due.Sub(t0), h.nodes[0].retryAt.Sub(t0))
+	if h.servers[0].retryAt != due {
+		t.Fatalf("a's retry moved from %v to %v by failures within the same outage", due.Sub(t0), h.servers[0].retryAt.Sub(t0))
 	}
 	if !two.Available(0, due) {
 		t.Fatal("a is not available to the other connection once due")
@@ -200,11 +200,18 @@ func TestHealthIsSharedByAStreamsConnections(t *testing.T) {
 	// The retry, when due, fails: that is a new failure, and a's next try is at least the
 	// second interval's low end (150ms - 50 % jitter = 75ms) after it.
 	two.MarkDown(0, due)
-	if h.nodes[0].retryAt.Before(due.Add(75 * time.Millisecond)) {
-		t.Fatalf("a failed retry at %v set the next at %v, want at least 75ms later", due.Sub(t0), h.nodes[0].retryAt.Sub(t0))
+	if h.servers[0].retryAt.Before(due.Add(75 * time.Millisecond)) {
+		t.Fatalf("a failed retry at %v set the next at %v, want at least 75ms later", due.Sub(t0), h.servers[0].retryAt.Sub(t0))
 	}
-	one.MarkUp(0)
+	// A connection opened before that failure delivers (the receiver acks on the
+	// connections it has, and refuses new ones): a stays down. One opened after it brings a
+	// back up for every connection.
+	one.MarkUp(0, due.Add(-time.Millisecond))
+	if !two.IsDown(0) {
+		t.Fatal("a delivery on a connection older than a's last failure brought a back up")
+	}
+	one.MarkUp(0, due.Add(time.Millisecond))
 	if two.IsDown(0) {
-		t.Fatal("a delivery on one connection did not bring a back up for the other")
+		t.Fatal("a delivery on a connection opened after a's failure did not bring a back up for the other")
 	}
 }
