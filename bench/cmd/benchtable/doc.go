@@ -460,7 +460,7 @@ func (d *doc) throughput() string {
 			share(g.sum("lost"), g.iters()), med(perEntry, "v", ns), delivery, med(g, "logging-cpu-ns/entry", ns),
 			med(perCall, "v", ns), recvCPU, med(g, "peak-rss-B", bytesIEC))
 	}
-	return "### Sustained throughput\n\n`go -C bench run ./cmd/throughput -d 10s -g 64` (and `-degrade off`; `-contender zap-json-discard` for zap's JSON core writing to io.Discard, where every call is an entry delivered): logs flat out, then flushes and waits for delivery; the receiver runs in its own process. The client's CPU is from getrusage, split by its CPU profile: delivery is the sink's goroutines (senders, ack readers, clock), logging the logging goroutines' stacks (zap, Check and Write, and their GC assists); the rest is the runtime's background GC and scheduler.\n\n" + t.String() + "\n"
+	return "### Sustained throughput\n\n`go -C bench run ./cmd/throughput -d 10s -g 64` (and `-degrade off`; `-contender zap-json-discard` for zap's JSON core writing to io.Discard, where every call is an entry delivered): logs flat out, then flushes and waits for delivery; the receiver runs in its own process. The client's CPU is from getrusage, split by its CPU profile: delivery is the sink's goroutines (senders, ack readers, clock), logging the logging goroutines' stacks (zap, Check and Write, and their GC assists); the rest is the runtime's background GC and scheduler. Every run is profiled (100 Hz), the profiler's own cost included.\n\n" + t.String() + "\n"
 }
 
 func (d *doc) scaling() string {
