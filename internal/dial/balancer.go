@@ -2,6 +2,7 @@ package dial
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -29,9 +30,9 @@ type Health struct {
 }
 
 type health struct {
-	down    bool
-	downAt  time.Time // the last failure seen while down
-	retryAt time.Time // while down: when it may be tried again
+	down    atomic.Bool // written under Health.mu; read without it by MarkUp, once per frame delivered
+	downAt  time.Time   // the last failure seen while down
+	retryAt time.Time   // while down: when it may be tried again
 	bo      backoff.BackOff
 }
 
@@ -49,7 +50,7 @@ func NewHealth(n int, newBackOff func() backoff.BackOff) *Health {
 // The caller holds h.mu.
 func (h *Health) available(i int, now time.Time) bool {
 	n := &h.servers[i]
-	return !n.down || !now.Before(n.retryAt)
+	return !n.down.Load() || !now.Before(n.retryAt)
 }
 
 // MarkDown records a failure of server i: it is skipped until its next backoff interval
@@ -60,8 +61,10 @@ func (h *Health) MarkDown(i int, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := &h.servers[i]
-	if n.down && now.Before(n.retryAt) {
-		n.downAt = later(n.downAt, now)
+	if n.down.Load() && now.Before(n.retryAt) {
+		if now.After(n.downAt) {
+			n.downAt = now
+		}
 		return
 	}
 	n.downAt = now
@@ -69,7 +72,7 @@ func (h *Health) MarkDown(i int, now time.Time) {
 	if d == backoff.Stop { // not with NewBackOff's schedules, which never stop
 		d = time.Minute
 	}
-	n.down = true
+	n.down.Store(true)
 	n.retryAt = now.Add(d)
 }
 
@@ -78,29 +81,21 @@ func (h *Health) MarkDown(i int, now time.Time) {
 // new connections (a receiver shutting down still acks on the ones it has): its deliveries
 // leave the server down.
 func (h *Health) MarkUp(i int, since time.Time) {
+	n := &h.servers[i]
+	if !n.down.Load() { // the usual case, every frame: no lock
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := &h.servers[i]
-	if n.down && !since.Before(n.downAt) {
-		n.down = false
+	if n.down.Load() && !since.Before(n.downAt) {
+		n.down.Store(false)
 		n.retryAt = time.Time{}
 		n.bo.Reset()
 	}
 }
 
 // IsDown reports whether server i is marked down (for tests and messages).
-func (h *Health) IsDown(i int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.servers[i].down
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
+func (h *Health) IsDown(i int) bool { return h.servers[i].down.Load() }
 
 // Balancer chooses the server of one connection's next attempt: smooth weighted round
 // robin over the servers that are up (or due to be tried again) in its Health, standbys

@@ -136,18 +136,22 @@ func run(d time.Duration, g int, policy, contender, cpuprofile string) error {
 		return err
 	}
 
-	perM := func(t time.Duration) float64 {
+	perEntry := func(ns int64) float64 { // ns per delivered entry
 		if delivered == 0 {
 			return 0
 		}
-		return t.Seconds() / float64(delivered) * 1e6
+		return float64(ns) / float64(delivered)
 	}
-	perEntry := func(ns int64) float64 { return float64(ns) / float64(max(delivered, 1)) }
+	perM := func(t time.Duration) float64 { return perEntry(int64(t)) / 1e3 } // s per million entries
+	perBatch := 0.0                                                           // zap's core has no batches
+	if batches > 0 {
+		perBatch = float64(delivered) / float64(batches)
+	}
 	rate := float64(delivered) / elapsed.Seconds()
 	rss := peakRSS()
 	fmt.Printf("BenchmarkThroughput/goroutines=%d/contender=%s \t%d\t%.1f ns/op\t%.0f events/s\t%d delivered\t%d lost\t%d rejected\t%.3f cpu-s/Mentries\t%.3f recv-cpu-s/Mentries\t%.1f delivery-cpu-ns/entry\t%.1f logging-cpu-ns/entry\t%.1f other-cpu-ns/entry\t%.0f entries/batch\t%d peak-rss-B\n",
 		g, name, n, float64(logged.Nanoseconds())/float64(max(n, 1)), rate, delivered, max(0, accepted-delivered),
-		rejected, perM(cpu), perM(rcpu), perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other), float64(delivered)/float64(max(batches, 1))*float64(min(batches, 1)), rss)
+		rejected, perM(cpu), perM(rcpu), perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other), perBatch, rss)
 
 	fmt.Fprintf(os.Stderr, "%s, %d goroutines, logging for %v (delivery done after %v)\n", name, g, d, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(os.Stderr, "  calls      %d\n  delivered  %d (%.0f events/s)\n  lost       %d\n", n, delivered, rate, max(0, accepted-delivered))

@@ -75,20 +75,13 @@ func shares(prof *profile.Profile) (cpuShares, error) {
 	}
 	var s cpuShares
 	for _, smp := range prof.Sample {
-		v := smp.Value[idx]
-		switch owner(smp) {
-		case "delivery":
-			s.delivery += v
-		case "logging":
-			s.logging += v
-		default:
-			s.other += v
-		}
+		*s.owner(smp) += smp.Value[idx]
 	}
 	return s, nil
 }
 
-func owner(smp *profile.Sample) string {
+// owner is the share a sample's CPU goes to, by the first root found on its stack.
+func (s *cpuShares) owner(smp *profile.Sample) *int64 {
 	for _, loc := range smp.Location {
 		for _, ln := range loc.Line {
 			if ln.Function == nil {
@@ -96,14 +89,14 @@ func owner(smp *profile.Sample) string {
 			}
 			name := ln.Function.Name
 			if name == loggingRoot {
-				return "logging"
+				return &s.logging
 			}
 			for _, r := range deliveryRoots {
 				if name == r || strings.HasPrefix(name, r+".") {
-					return "delivery"
+					return &s.delivery
 				}
 			}
 		}
 	}
-	return "other"
+	return &s.other
 }
