@@ -149,8 +149,9 @@ func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream
 		progress: make(chan struct{}),
 	}
 	for _, f := range fwds {
-		// The connections hold at most half the batches in flight together.
-		f.setMaxInflight(min(s.maxInflight, nb/2/len(fwds)))
+		// The connections hold at most all but nshards of the batches in flight together:
+		// each shard still has one to fill while the acks are on the way.
+		f.setMaxInflight(min(s.maxInflight, (nb-nshards)/len(fwds)))
 		st.senders = append(st.senders, &sender{fwd: f, bo: s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}
 	for i := range st.shards {

@@ -24,7 +24,7 @@ const (
 	DefaultDialTimeout     = 5 * time.Second
 	DefaultWriteTimeout    = 10 * time.Second
 	DefaultAckTimeout      = 30 * time.Second
-	DefaultMaxInflight     = 16
+	DefaultMaxInflight     = 32
 	DefaultRetryMin        = 100 * time.Millisecond
 	DefaultRetryMax        = 10 * time.Second
 	DefaultSpillAfter      = 5 * time.Second
@@ -51,14 +51,17 @@ type StreamConfig struct {
 	// sender taking sealed batches as they come: a receiver that serves each connection on
 	// one worker (fluentd's `workers N` behind one port) or several Servers then take
 	// the stream together. Entries keep their order per connection, not across them.
-	// Default 1, measured against 4 in one run (BenchmarkScaleOut, bench/, 2 cores): with
-	// receivers read at 150 k entries/s per connection or per server, 4 connections
-	// delivered 4.0× what 1 did; with a receiver that is not slow per connection, 5 % more
-	// (1.74 against 1.66 M/s), and one connection keeps each goroutine's entries in order.
-	// At most MaxConnections, and at most half the stream's batches
-	// (BufferBytes / MaxBatchBytes / 2); more is a Validate error and means the limit. The
-	// err stream sends on one connection: its spill replay and order need one sender, so
-	// Err.Connections other than 0 or 1 is a Validate error and means 1.
+	// Default 1, measured against 2, 4 and 8 in alternated rounds (BenchmarkScaleOut,
+	// bench/, 2 cores): against a receiver that is not slow per connection, 4 connections
+	// delivered a median 1.05× what 1 did in the same round (14 rounds, 0.94–1.45; 2 and 8
+	// alike in 6 of them), a gain smaller than the spread between rounds, while one
+	// connection keeps each goroutine's entries in order, as fluentd's out_forward does with
+	// its default of one flush thread. Against receivers read at 150 k entries/s per
+	// connection or per server, 4 connections delivered 4.0× what 1 did: set it to the
+	// receiver's workers or servers. At most MaxConnections, and at most half the stream's
+	// batches (BufferBytes / MaxBatchBytes / 2); more is a Validate error and means the
+	// limit. The err stream sends on one connection: its spill replay and order need one
+	// sender, so Err.Connections other than 0 or 1 is a Validate error and means 1.
 	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
 }
 
@@ -164,15 +167,19 @@ type Config struct {
 	// When the connection fails or an ack is overdue, every frame not acked on it is sent
 	// again, oldest first (the at-least-once promise: some may arrive twice). An ack that
 	// matches no frame in flight ends the connection with an error and the same resend.
-	// Default DefaultMaxInflight (16), measured against 1, 4 and 8 in the same runs
+	// Default DefaultMaxInflight (32), measured against 1, 4, 8 and 16 in one run
 	// (BenchmarkMaxInflight, bench/, 2 cores): against a receiver that reads 150 k
-	// entries/s and acks each frame 1 ms after reading it, under a 64-goroutine flood, 16
-	// delivered 0.90–0.97 of what the same receiver took without acks, 8 0.51–0.80, 1
-	// 0.13–0.22 (an ack took about 45 ms to come back to a busy client). At most
-	// MaxInflightLimit; a stream's connections together hold at most half its batches in
-	// flight (BufferBytes / MaxBatchBytes / 2 / Connections each, at least 1: with the
-	// default sizes 16 for info, 8 for err), and a larger value means that many. Negative
-	// or above MaxInflightLimit is a Validate error and means the default or the limit.
+	// entries/s and acks each frame 1 ms after reading it, under a 64-goroutine flood, 32
+	// delivered 0.98 of what the same receiver took without acks (rounds 0.97–1.00), 16
+	// 0.93 (0.85–0.99), 8 0.70, 1 0.19. The window has to cover the time an ack takes to
+	// reach a client whose cores are busy logging (tens of ms here), not the 1 ms the
+	// receiver waited. At most MaxInflightLimit; a stream's connections together keep at
+	// most all its batches but one per shard in flight, so that every shard has a batch to
+	// fill while the acks are on the way: (BufferBytes/MaxBatchBytes − shards) /
+	// Connections each, at least 1, where shards is 2 × GOMAXPROCS and at most half the
+	// batches. With the default sizes that is 28 for info and 12 for err on 2 cores, and 16
+	// and 8 on 8 cores or more; a larger MaxInflight is held to that. Negative or above
+	// MaxInflightLimit is a Validate error and means the default or the limit.
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to

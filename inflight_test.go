@@ -2,6 +2,7 @@ package fluentcore_test
 
 import (
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,32 +24,45 @@ func inFlight(st fluentcore.StreamStats) int {
 
 // With RequireAck, a connection writes up to MaxInflight frames before the first ack comes
 // back, and no more: the receiver holds every ack for a long time, so the frames it has
-// read while no ack was written are the ones the client sent ahead.
+// read while no ack was written are the ones the client sent ahead. The stream's buffers
+// bound the window too: all its batches but one per shard may be in flight.
 func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
-	const maxInflight = 4
-	r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
-		c.RequireAck, c.MaxInflight = true, maxInflight
-		c.MaxBatchBytes = 1024 // a frame every three entries
-		c.CloseTimeout = 100 * time.Millisecond
-	})
-	logger := zap.New(core)
-	for i := range 60 {
-		logger.Info("ahead", zap.Int("i", i), zap.String("pad", strings.Repeat("p", 250)))
-	}
-	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Frames >= maxInflight }, 10*time.Second); err != nil {
-		t.Fatalf("the receiver read %d frames; want %d before any ack: %v", r.Stats().Frames, maxInflight, err)
-	}
-	// The batches after them are sealed and waiting; the next may go only once an ack is
-	// in, and none is written for an hour.
-	testkit.WaitUntil(t, "the client to show its frames in flight", func() bool {
-		return inFlight(core.Stats().Info) == maxInflight
-	})
-	if s := r.Stats(); s.Frames != maxInflight || s.Acks != 0 {
-		t.Fatalf("receiver read %d frames and wrote %d acks; want %d and 0", s.Frames, s.Acks, maxInflight)
-	}
-	if sv := core.Stats().Info.Servers; len(sv) != 1 || sv[0].Connections != 1 || sv[0].Addr != r.Addr() {
-		t.Fatalf("servers %+v; want one connection to %s", sv, r.Addr())
+	const batchBytes = 1024 // a frame every three entries
+	shards := min(2*runtime.GOMAXPROCS(0), 16/2)
+	for _, tc := range []struct {
+		name                string
+		maxInflight, buffer int
+		want                int
+	}{
+		{"MaxInflight", 4, 0, 4},
+		{"the buffers", fluentcore.MaxInflightLimit, 16 * batchBytes, 16 - shards},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
+			core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+				c.RequireAck, c.MaxInflight = true, tc.maxInflight
+				c.MaxBatchBytes, c.Info.BufferBytes = batchBytes, tc.buffer
+				c.CloseTimeout = 100 * time.Millisecond
+			})
+			logger := zap.New(core)
+			for i := range 60 {
+				logger.Info("ahead", zap.Int("i", i), zap.String("pad", strings.Repeat("p", 250)))
+			}
+			if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Frames >= int64(tc.want) }, 10*time.Second); err != nil {
+				t.Fatalf("the receiver read %d frames; want %d before any ack: %v", r.Stats().Frames, tc.want, err)
+			}
+			// The batches after them are sealed and waiting; the next may go only once an ack
+			// is in, and none is written for an hour.
+			testkit.WaitUntil(t, "the client to show its frames in flight", func() bool {
+				return inFlight(core.Stats().Info) == tc.want
+			})
+			if s := r.Stats(); s.Frames != int64(tc.want) || s.Acks != 0 {
+				t.Fatalf("receiver read %d frames and wrote %d acks; want %d and 0", s.Frames, s.Acks, tc.want)
+			}
+			if sv := core.Stats().Info.Servers; len(sv) != 1 || sv[0].Connections != 1 || sv[0].Addr != r.Addr() {
+				t.Fatalf("servers %+v; want one connection to %s", sv, r.Addr())
+			}
+		})
 	}
 }
 

@@ -22,13 +22,13 @@ var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long Be
 // BenchmarkScaleOut is what one info stream delivers to receivers that are slower per
 // connection than the client (issue 16), flat out from 64 goroutines with degrade off, so
 // that delivery is measured and not admission, on one connection and on Info.Connections 4
-// (acks: BenchmarkMaxInflight):
+// (the fast shape also on 2 and 8; acks: BenchmarkMaxInflight):
 //   - four-servers: four receivers, each reading scaleOutRate entries a second, in Servers;
 //   - workers: one receiver that reads each connection at scaleOutRate (fluentd's
 //     `workers N` behind one port);
-//   - fast: the in-process-speed receiver with no limit, where the client is the limit: what
-//     more connections cost or bring when the receiver is not slow (of-R is then only
-//     relative).
+//   - fast: the in-process-speed receiver with no limit: what more connections cost or
+//     bring when the receiver is not slow per connection, the choice of Info.Connections'
+//     default (of-R is then only relative).
 //
 // It reports entries delivered a second in the steady state (after a tenth of the run, once
 // the buffers are full) and that rate over scaleOutRate (of-R). Timed by the clock, not by b.N:
@@ -49,7 +49,9 @@ func BenchmarkScaleOut(b *testing.B) {
 		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 1},
 		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 4},
 		{"fast", []string{KindForward}, false, 1},
+		{"fast", []string{KindForward}, false, 2},
 		{"fast", []string{KindForward}, false, 4},
+		{"fast", []string{KindForward}, false, 8},
 	} {
 		b.Run(fmt.Sprintf("shape=%s/connections=%d", shape.name, shape.conns), func(b *testing.B) {
 			scaleOut(b, shape.kinds, func(c *fluentcore.Config) {
@@ -66,7 +68,7 @@ func BenchmarkScaleOut(b *testing.B) {
 // Config.MaxInflight is chosen by. Run it with -benchtime 1x.
 func BenchmarkMaxInflight(b *testing.B) {
 	kinds := []string{KindRate(KindSlowAck, scaleOutRate)}
-	for _, n := range []int{1, 4, 8, 16} {
+	for _, n := range []int{1, 4, 8, 16, 32} {
 		b.Run(fmt.Sprintf("acks=on/inflight=%d", n), func(b *testing.B) {
 			scaleOut(b, kinds, func(c *fluentcore.Config) { c.RequireAck, c.MaxInflight = true, n })
 		})
