@@ -150,7 +150,7 @@ func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream
 	}
 	for _, f := range fwds {
 		// The connections hold at most all but nshards of the batches in flight together:
-		// each shard still has one to fill while the acks are on the way.
+		// that many stay out of flight, for the writers to fill and the senders to take next.
 		f.setMaxInflight(min(s.maxInflight, (nb-nshards)/len(fwds)))
 		st.senders = append(st.senders, &sender{fwd: f, bo: s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}

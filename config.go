@@ -167,17 +167,17 @@ type Config struct {
 	// When the connection fails or an ack is overdue, every frame not acked on it is sent
 	// again, oldest first (the at-least-once promise: some may arrive twice). An ack that
 	// matches no frame in flight ends the connection with an error and the same resend.
-	// Default DefaultMaxInflight (32), measured against 1, 4, 8 and 16 in one run
-	// (BenchmarkMaxInflight, bench/, 2 cores): against a receiver that reads 150 k
-	// entries/s and acks each frame 1 ms after reading it, under a 64-goroutine flood, 32
-	// delivered 0.98 of what the same receiver took without acks (rounds 0.97–1.00), 16
-	// 0.93 (0.85–0.99), 8 0.70, 1 0.19. The window has to cover the time an ack takes to
-	// reach a client whose cores are busy logging (tens of ms here), not the 1 ms the
-	// receiver waited. At most MaxInflightLimit; a stream's connections together keep at
-	// most all its batches but one per shard in flight, so that every shard has a batch to
-	// fill while the acks are on the way: (BufferBytes/MaxBatchBytes − shards) /
-	// Connections each, at least 1, where shards is 2 × GOMAXPROCS and at most half the
-	// batches. With the default sizes that is 28 for info and 12 for err on 2 cores, and 16
+	// Default DefaultMaxInflight (32), measured against 1, 4, 8 and 16 in the same run
+	// (BenchmarkMaxInflight -count 5, bench/, 2 cores, degrade off): against a receiver
+	// that reads 150 k entries/s and acks each frame 1 ms after reading it, under a
+	// 64-goroutine flood, 32 delivered a median 0.99 of what the same receiver took
+	// without acks (rounds 0.97–1.00), 16 0.93 (0.85–0.99), 8 0.71, 1 0.19. The window
+	// has to cover the time an ack takes to reach a client whose cores are busy logging
+	// (tens of ms here), not the 1 ms the receiver waited. At most MaxInflightLimit; a
+	// stream's connections together keep at most all its batches but one per shard in
+	// flight, so that that many stay for the writers to fill and the senders to take next:
+	// (BufferBytes/MaxBatchBytes − shards) / Connections each, at least 1, where shards
+	// is 2 × GOMAXPROCS and at most half the batches. With the default sizes that is 28 for info and 12 for err on 2 cores, and 16
 	// and 8 on 8 cores or more; a larger MaxInflight is held to that. Negative or above
 	// MaxInflightLimit is a Validate error and means the default or the limit.
 	// Without RequireAck nothing waits for an ack, and it has no effect.

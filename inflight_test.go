@@ -25,27 +25,30 @@ func inFlight(st fluentcore.StreamStats) int {
 // With RequireAck, a connection writes up to MaxInflight frames before the first ack comes
 // back, and no more: the receiver holds every ack for a long time, so the frames it has
 // read while no ack was written are the ones the client sent ahead. The stream's buffers
-// bound the window too: all its batches but one per shard may be in flight.
+// bound the window too: all its batches but one per shard may be in flight (64 batches, so
+// that the bound differs from the half the client once allowed on fewer than 16 cores;
+// degrade off, so that no entry is thinned while the buffer is full).
 func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
 	const batchBytes = 1024 // a frame every three entries
-	shards := min(2*runtime.GOMAXPROCS(0), 16/2)
+	shards := min(2*runtime.GOMAXPROCS(0), 64/2)
 	for _, tc := range []struct {
 		name                string
 		maxInflight, buffer int
 		want                int
 	}{
 		{"MaxInflight", 4, 0, 4},
-		{"the buffers", fluentcore.MaxInflightLimit, 16 * batchBytes, 16 - shards},
+		{"the buffers", fluentcore.MaxInflightLimit, 64 * batchBytes, 64 - shards},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
 			core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
 				c.RequireAck, c.MaxInflight = true, tc.maxInflight
 				c.MaxBatchBytes, c.Info.BufferBytes = batchBytes, tc.buffer
+				c.Degrade.Policy = fluentcore.DegradeOff
 				c.CloseTimeout = 100 * time.Millisecond
 			})
 			logger := zap.New(core)
-			for i := range 60 {
+			for i := range 3*tc.want + 12 {
 				logger.Info("ahead", zap.Int("i", i), zap.String("pad", strings.Repeat("p", 250)))
 			}
 			if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Frames >= int64(tc.want) }, 10*time.Second); err != nil {
