@@ -177,9 +177,10 @@ type Config struct {
 	// stream's connections together keep at most all its batches but one per shard in
 	// flight, so that that many stay for the writers to fill and the senders to take next:
 	// (BufferBytes/MaxBatchBytes − shards) / Connections each, at least 1, where shards
-	// is 2 × GOMAXPROCS and at most half the batches. With the default sizes that is 28 for info and 12 for err on 2 cores, and 16
-	// and 8 on 8 cores or more; a larger MaxInflight is held to that. Negative or above
-	// MaxInflightLimit is a Validate error and means the default or the limit.
+	// is 2 × GOMAXPROCS and at most half the batches. With the default sizes that is 28
+	// for info and 12 for err on 2 cores, and 16 and 8 on 8 cores or more; a larger
+	// MaxInflight is held to that. Negative or above MaxInflightLimit is a Validate error
+	// and means the default or the limit.
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
