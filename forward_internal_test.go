@@ -28,13 +28,11 @@ func TestReconnectResolvesTheNameAgain(t *testing.T) {
 	defer f.close()
 	var mu sync.Mutex
 	var dialed []string
-	real := f.dialRaw
-	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+	onDial(f, func(address string) {
 		mu.Lock()
 		dialed = append(dialed, address)
 		mu.Unlock()
-		return real(ctx, network, address)
-	}
+	})
 	entries := testkit.Entries(1, "x")
 	ctx := context.Background()
 	for round := range 3 {
@@ -83,7 +81,7 @@ func TestDialTimeout(t *testing.T) {
 }
 
 // A batch that failed is resent with the same ack token, as fluentd does; a new batch,
-// or the same buffer holding more entries (compact), gets a new one.
+// or the same buffer holding another length of entries (compact), gets a new one.
 func TestResendReusesTheChunk(t *testing.T) {
 	var tok ackToken
 	a, b := testkit.Entries(2, "a"), testkit.Entries(2, "b")
@@ -95,8 +93,8 @@ func TestResendReusesTheChunk(t *testing.T) {
 		t.Fatalf("new batch got token %q (first %q)", other, first)
 	}
 	second := tok.forEntries(a)
-	if more := tok.forEntries(a[:len(a)-1]); more == second {
-		t.Fatalf("entries of another length kept token %q", more)
+	if shorter := tok.forEntries(a[:len(a)-1]); shorter == second {
+		t.Fatalf("entries of another length kept token %q", shorter)
 	}
 }
 
@@ -308,12 +306,7 @@ func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
 // that is up instead of dialing the dead one again (for a server that swallows SYNs, a whole
 // DialTimeout per connection).
 func TestConnectionsShareTheServersHealth(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nothing listens there: dials are refused
+	dead := freePort(t) // nothing listens there: dials are refused
 	r := forwardtest.NewReceiver(t)
 	up := strings.TrimPrefix(r.Addr(), "tcp://")
 	s := settingsFor(Config{Servers: []Server{{Addr: dead}, {Addr: up}}, RetryMin: time.Hour, RetryMax: time.Hour})
@@ -322,13 +315,11 @@ func TestConnectionsShareTheServersHealth(t *testing.T) {
 	dials := map[string]int{}
 	for _, f := range fs {
 		defer f.close()
-		real := f.dialRaw
-		f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+		onDial(f, func(address string) {
 			mu.Lock()
 			dials[address]++
 			mu.Unlock()
-			return real(ctx, network, address)
-		}
+		})
 	}
 	// Connections 0 and 2 both start their round robin at the dead server.
 	ctx := context.Background()
@@ -353,22 +344,13 @@ func TestConnectionsShareTheServersHealth(t *testing.T) {
 func TestWhenNoServerIsDueAnAttemptTriesOne(t *testing.T) {
 	var dead []Server
 	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead = append(dead, Server{Addr: ln.Addr().String()})
-		ln.Close() // nothing listens there: dials are refused
+		dead = append(dead, Server{Addr: freePort(t)}) // nothing listens there: dials are refused
 	}
 	fs := newForwarders(settingsFor(Config{Servers: dead, RetryMin: time.Hour, RetryMax: time.Hour}), 2)
 	dials := make([]int, len(fs))
 	for k, f := range fs {
 		defer f.close()
-		real := f.dialRaw
-		f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
-			dials[k]++ // each forwarder is used from this goroutine only
-			return real(ctx, network, address)
-		}
+		onDial(f, func(string) { dials[k]++ }) // each forwarder is used from this goroutine only
 	}
 	ctx := context.Background()
 	for _, f := range fs {
@@ -378,5 +360,14 @@ func TestWhenNoServerIsDueAnAttemptTriesOne(t *testing.T) {
 	}
 	if dials[0] != 2 || dials[1] != 1 {
 		t.Fatalf("dials per connection = %v, want [2 1]: the first finds both servers down, the second tries one", dials)
+	}
+}
+
+// onDial calls seen with each address f dials, before dialing it.
+func onDial(f *forwarder, seen func(address string)) {
+	real := f.dialRaw
+	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+		seen(address)
+		return real(ctx, network, address)
 	}
 }

@@ -164,8 +164,8 @@ func TestMaxInflightLimits(t *testing.T) {
 }
 
 // A failure that comes after the write (here an ack for another chunk) waits for the
-// backoff like a failed write: the client does not reconnect in a loop. (It did, once the
-// ack moved out of the write: thousands of connections a second.)
+// backoff like a failed write: the client does not reconnect in a loop (as it once did,
+// when the ack moved out of the write).
 func TestAckFailureWaitsForTheBackoff(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckWrongToken)

@@ -93,10 +93,13 @@ func run(d time.Duration, g int, policy, contender, cpuprofile string) error {
 	if err != nil {
 		return err
 	}
-	var rcpu0 time.Duration
-	if r != nil {
-		rcpu0 = r.CPU()
+	rcpu := func() time.Duration { // the receiver's CPU; none for zap's core
+		if r == nil {
+			return 0
+		}
+		return r.CPU()
 	}
+	rcpu0 := rcpu()
 	cpu0 := cpuTime()
 	start := time.Now()
 	var stop atomic.Bool
@@ -121,16 +124,13 @@ func run(d time.Duration, g int, policy, contender, cpuprofile string) error {
 	n := calls.Load()
 	accepted, rejected, batches, dropped := n, int64(0), int64(0), ""
 	delivered := n // zap's core to io.Discard: every call is done with when it returns
-	var rcpu time.Duration
 	if r != nil {
 		accepted, rejected, batches, dropped = flush()
 		delivered = r.Wait(accepted, time.Second, 2*time.Minute)
 	}
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
-	if r != nil {
-		rcpu = r.CPU() - rcpu0
-	}
+	recvCPU := rcpu() - rcpu0
 	sh, err := prof.stop(cpuprofile)
 	if err != nil {
 		return err
@@ -151,12 +151,12 @@ func run(d time.Duration, g int, policy, contender, cpuprofile string) error {
 	rss := peakRSS()
 	fmt.Printf("BenchmarkThroughput/goroutines=%d/contender=%s \t%d\t%.1f ns/op\t%.0f events/s\t%d delivered\t%d lost\t%d rejected\t%.3f cpu-s/Mentries\t%.3f recv-cpu-s/Mentries\t%.1f delivery-cpu-ns/entry\t%.1f logging-cpu-ns/entry\t%.1f other-cpu-ns/entry\t%.0f entries/batch\t%d peak-rss-B\n",
 		g, name, n, float64(logged.Nanoseconds())/float64(max(n, 1)), rate, delivered, max(0, accepted-delivered),
-		rejected, perM(cpu), perM(rcpu), perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other), perBatch, rss)
+		rejected, perM(cpu), perM(recvCPU), perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other), perBatch, rss)
 
 	fmt.Fprintf(os.Stderr, "%s, %d goroutines, logging for %v (delivery done after %v)\n", name, g, d, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(os.Stderr, "  calls      %d\n  delivered  %d (%.0f events/s)\n  lost       %d\n", n, delivered, rate, max(0, accepted-delivered))
 	fmt.Fprintf(os.Stderr, "  dropped    %d%s\n", rejected, dropped)
-	fmt.Fprintf(os.Stderr, "  CPU        client %.3f s, receiver %.3f s per million entries delivered\n", perM(cpu), perM(rcpu))
+	fmt.Fprintf(os.Stderr, "  CPU        client %.3f s, receiver %.3f s per million entries delivered\n", perM(cpu), perM(recvCPU))
 	fmt.Fprintf(os.Stderr, "  profile    per delivered entry: delivery %.0f ns, logging %.0f ns, other %.0f ns\n", perEntry(sh.delivery), perEntry(sh.logging), perEntry(sh.other))
 	fmt.Fprintf(os.Stderr, "  peak RSS   client %.1f MiB\n", float64(rss)/(1<<20))
 	return nil
