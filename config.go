@@ -52,16 +52,17 @@ type StreamConfig struct {
 	// one worker (fluentd's `workers N` behind one port) or several Servers then take
 	// the stream together. Entries keep their order per connection, not across them.
 	// Default 1, measured against 2, 4 and 8 in alternated rounds (BenchmarkScaleOut,
-	// bench/, 2 cores): against a receiver that is not slow per connection, 4 connections
-	// delivered a median 1.05× what 1 did in the same round (14 rounds, 0.94–1.45; 2 and 8
-	// alike in 6 of them), a gain smaller than the spread between rounds, while one
-	// connection keeps each goroutine's entries in order, as fluentd's out_forward does with
-	// its default of one flush thread. Against receivers read at 150 k entries/s per
-	// connection or per server, 4 connections delivered 4.0× what 1 did: set it to the
-	// receiver's workers or servers. At most MaxConnections, and at most half the stream's
-	// batches (BufferBytes / MaxBatchBytes / 2); more is a Validate error and means the
-	// limit. The err stream sends on one connection: its spill replay and order need one
-	// sender, so Err.Connections other than 0 or 1 is a Validate error and means 1.
+	// bench/, 2 cores): against a receiver that is not slow per connection, 2, 4 and 8
+	// connections delivered a median 1.03×, 1.07× and 1.04× what 1 did in the same round
+	// (12 rounds, 0.76–1.19), a gain benchstat does not tell from the noise (p ≥ 0.24),
+	// while one connection keeps each goroutine's entries in order, as fluentd's
+	// out_forward does with its default of one flush thread. Against receivers read at
+	// 150 k entries/s per connection or per server, 4 connections delivered 4.0× what 1
+	// did: set it to the receiver's workers or servers. At most MaxConnections, and at
+	// most half the stream's batches (BufferBytes / MaxBatchBytes / 2); more is a Validate
+	// error and means the limit. The err stream sends on one connection: its spill replay
+	// and order need one sender, so Err.Connections other than 0 or 1 is a Validate error
+	// and means 1.
 	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
 }
 
@@ -179,8 +180,10 @@ type Config struct {
 	// (BufferBytes/MaxBatchBytes − shards) / Connections each, at least 1, where shards
 	// is 2 × GOMAXPROCS and at most half the batches. With the default sizes that is 28
 	// for info and 12 for err on 2 cores, and 16 and 8 on 8 cores or more; a larger
-	// MaxInflight is held to that. Negative or above MaxInflightLimit is a Validate error
-	// and means the default or the limit.
+	// MaxInflight is held to that. Under the default DegradeAdaptive, which holds the info
+	// buffer about half full, frames in flight included, the default delivered as much as
+	// without acks (1.00, BenchmarkMaxInflight/degrade=adaptive). Negative or above
+	// MaxInflightLimit is a Validate error and means the default or the limit.
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to

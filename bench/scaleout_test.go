@@ -65,7 +65,9 @@ func BenchmarkScaleOut(b *testing.B) {
 // BenchmarkMaxInflight is the ack-delay shape of BenchmarkScaleOut (one receiver reading
 // scaleOutRate entries a second, acking each request 1 ms after reading it) at several
 // MaxInflight values, and the same receiver without acks: what the default of
-// Config.MaxInflight is chosen by. Run it with -benchtime 1x.
+// Config.MaxInflight is chosen by. Those run with degrade off; degrade=adaptive runs the
+// default MaxInflight, and no acks, under the default policy, which holds the buffer half
+// full and so leaves the window less room. Run it with -benchtime 1x.
 func BenchmarkMaxInflight(b *testing.B) {
 	kinds := []string{KindRate(KindSlowAck, scaleOutRate)}
 	for _, n := range []int{1, 4, 8, 16, 32} {
@@ -74,10 +76,16 @@ func BenchmarkMaxInflight(b *testing.B) {
 		})
 	}
 	b.Run("acks=off", func(b *testing.B) { scaleOut(b, kinds, nil) })
+	adaptive := func(c *fluentcore.Config) { c.Degrade.Policy = fluentcore.DegradeAdaptive }
+	b.Run("degrade=adaptive/acks=on", func(b *testing.B) {
+		scaleOut(b, kinds, func(c *fluentcore.Config) { adaptive(c); c.RequireAck = true })
+	})
+	b.Run("degrade=adaptive/acks=off", func(b *testing.B) { scaleOut(b, kinds, adaptive) })
 }
 
 // scaleOut measures one shape: receivers of the given kinds (several: as Servers), the
-// info stream flat out from 64 goroutines with degrade off, configured further by mod.
+// info stream flat out from 64 goroutines with degrade off unless mod sets a policy,
+// configured further by mod.
 func scaleOut(b *testing.B, kinds []string, mod func(*fluentcore.Config)) {
 	recvs := make([]Counter, len(kinds))
 	for i, kind := range kinds {

@@ -276,9 +276,12 @@ func (d *doc) scaleOutTargets(t *table) {
 		t.add(fmt.Sprintf("Scale-out (issue 16), %s: ≥ 3.5 R delivered with Info.Connections 4 (R = 150 k entries/s)", s.what),
 			fmt.Sprintf("4 connections: %s R (%s); 1 connection: %s R", sig(v), med(four, "delivered/s", rate), med(one, "of-R", sig)), status(v >= 3.5))
 	}
+	// The degrade-off cases carry no degrade key ("" matches only its absence).
+	inflight := func(degrade, acks, n string) *group {
+		return d.rs.find("main", "MaxInflight", map[string]string{"degrade": degrade, "acks": acks, "inflight": n})
+	}
 	def := strconv.Itoa(fluentcore.DefaultMaxInflight)
-	on := d.rs.find("main", "MaxInflight", map[string]string{"acks": "on", "inflight": def})
-	off := d.rs.find("main", "MaxInflight", map[string]string{"acks": "off"})
+	on, off := inflight("", "on", def), inflight("", "off", "")
 	const acksTarget = "Acks (issue 16): RequireAck with a 1 ms ack delay delivers ≥ 0.9 × the same receiver without acks"
 	switch {
 	case off == nil:
@@ -288,13 +291,18 @@ func (d *doc) scaleOutTargets(t *table) {
 		x := medv(on, "delivered/s") / medv(off, "delivered/s")
 		row := ""
 		for _, n := range []string{"1", "4", "8", "16", "32"} {
-			g := d.rs.find("main", "MaxInflight", map[string]string{"acks": "on", "inflight": n})
-			if g != nil && n != def {
+			if g := inflight("", "on", n); g != nil && n != def {
 				row += fmt.Sprintf("; MaxInflight %s: %s", n, ratio(medv(g, "delivered/s")/medv(off, "delivered/s")))
 			}
 		}
-		t.add(acksTarget,
+		t.add(acksTarget+", degrade off",
 			fmt.Sprintf("MaxInflight %s (the default): %s (%s vs %s)%s", def, ratio(x), med(on, "delivered/s", rate), med(off, "delivered/s", rate), row),
+			status(x >= 0.9))
+	}
+	if on, off := inflight("adaptive", "on", ""), inflight("adaptive", "off", ""); on != nil && off != nil {
+		x := medv(on, "delivered/s") / medv(off, "delivered/s")
+		t.add(acksTarget+", DegradeAdaptive (the default policy, which holds the buffer half full)",
+			fmt.Sprintf("MaxInflight %s (the default): %s (%s vs %s)", def, ratio(x), med(on, "delivered/s", rate), med(off, "delivered/s", rate)),
 			status(x >= 0.9))
 	}
 	if one := shape("fast", "1"); one != nil {

@@ -84,3 +84,31 @@ func TestRunNeedsMarkers(t *testing.T) {
 		t.Fatal("run succeeded on a README without markers")
 	}
 }
+
+// The acks rows compare each policy's acked run with its own no-ack run: the adaptive cases
+// must not stand in for the degrade-off ones, which carry no degrade key.
+func TestAcksRowsKeepThePoliciesApart(t *testing.T) {
+	// The adaptive cases first, so a lookup that does not tell them apart finds them.
+	const lines = `BenchmarkMaxInflight/degrade=adaptive/acks=on-2 	1	1 ns/op	40000 delivered/s	0.3 of-R
+BenchmarkMaxInflight/degrade=adaptive/acks=off-2 	1	1 ns/op	50000 delivered/s	0.3 of-R
+BenchmarkMaxInflight/acks=on/inflight=32-2 	1	1 ns/op	90000 delivered/s	0.6 of-R
+BenchmarkMaxInflight/acks=off-2 	1	1 ns/op	100000 delivered/s	0.7 of-R
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "raw.txt"), []byte(sampleRaw+lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs := &results{}
+	if err := rs.read("main", filepath.Join(dir, "raw.txt"), false); err != nil {
+		t.Fatal(err)
+	}
+	got := (&doc{rs: rs}).targets()
+	for _, want := range []string{
+		"without acks, degrade off | MaxInflight 32 (the default): 0.90× (90.0 k/s vs 100 k/s) | **met** |",
+		"half full) | MaxInflight 32 (the default): 0.80× (40.0 k/s vs 50.0 k/s) | **not met** |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("targets lack %q:\n%s", want, got)
+		}
+	}
+}
