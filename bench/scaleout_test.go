@@ -66,8 +66,9 @@ func BenchmarkScaleOut(b *testing.B) {
 // scaleOutRate entries a second, acking each request 1 ms after reading it) at several
 // MaxInflight values, and the same receiver without acks: what the default of
 // Config.MaxInflight is chosen by. Those run with degrade off; degrade=adaptive runs the
-// default MaxInflight, and no acks, under the default policy, which holds the buffer half
-// full and so leaves the window less room. Run it with -benchtime 1x.
+// default MaxInflight, and no acks, under the default policy, which holds the buffer about
+// half full, frames in flight included: whether the window still keeps the receiver busy
+// there. Run it with -benchtime 1x.
 func BenchmarkMaxInflight(b *testing.B) {
 	kinds := []string{KindRate(KindSlowAck, scaleOutRate)}
 	for _, n := range []int{1, 4, 8, 16, 32} {
