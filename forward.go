@@ -519,10 +519,11 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 		if i < 0 {
 			break
 		}
-		if f.conn != nil && (f.s.endpoints[i].Standby || !f.bal.Available(i, now)) {
+		due := f.bal.Available(i, now)
+		if f.conn != nil && (f.s.endpoints[i].Standby || !due) {
 			break // only a regular server that is due is worth leaving the standby for
 		}
-		if !first && !f.bal.Available(i, now) {
+		if !first && !due {
 			// Every server left is down and not due, perhaps marked so by another of the
 			// stream's connections a moment ago: one such server per attempt, and the
 			// sender's backoff paces the next.

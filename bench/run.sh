@@ -57,7 +57,7 @@ full)
 	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	# The degrade scenarios are timed by the clock (about 2 minutes a round): DEGRADE_COUNT rounds.
 	gotest -bench '^BenchmarkDegrade$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . -bench.degrade-series results/degrade-series.csv | tee /dev/stderr | keep >>"$raw"
-	# Scale-out and acks (issue 16): timed by the clock too, fourteen shapes of about 4 s a round.
+	# Scale-out and acks (issue 16): timed by the clock too, sixteen shapes of about 4 s a round.
 	gotest -bench '^BenchmarkScaleOut$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkMaxInflight$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
