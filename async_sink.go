@@ -123,6 +123,8 @@ type stream struct {
 	queuedBatches                                  atomic.Int64
 	delivered, spilled                             atomic.Uint64
 	waits                                          atomic.Uint64 // err writes that found no room and waited
+	waitsOut                                       atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
+	attemptSince                                   atomic.Int64  // unix nanos when the attempt under way began (post, a replayed frame), 0 if none: read on the err stream, which has one sender
 	busy                                           atomic.Int32  // senders holding a batch (deliver)
 	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
 	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
@@ -174,7 +176,9 @@ const (
 )
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
-// (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that.
+// (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that. While
+// every connection fails, the wait lasts only until the sender has moved the queued batches
+// to the spill, and there is none while the sender is in an attempt to send.
 func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
 	i := s.lockShard()
 	sh := &s.shards[i]
@@ -212,11 +216,24 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 				sh.dropped[dropQueueFull].Add(1)
 				return
 			}
+			if s.failing() {
+				if at := s.attemptSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= s.err.maxWait {
+					// The sender is stuck in an attempt that may last its whole timeout (a
+					// dial to a host that does not answer): it cannot make room before then,
+					// so the entry goes to the spill now rather than wait.
+					s.spillEntry(ctx, ent, fields)
+					return
+				}
+				// The sender packs the queued batches, or moves them to the spill, at once:
+				// the wait below ends as soon as that frees a batch, and order is kept.
+				s.err.kickSpill()
+			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(s.err.maxWait)
 				s.waits.Add(1)
 			}
 			if !s.waitForBatch(sh, deadline) {
+				s.waitsOut.Add(1)
 				s.spillEntry(ctx, ent, fields)
 				return
 			}
@@ -481,15 +498,15 @@ func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
 // FlushInterval would seal one more per shard: the budget would run out on batch buffers,
 // not on bytes. Then the tick only marks the flush owed, and the sender seals the open
 // batches itself once it is idle again (sealAfterSend). Full batches, Sync, Close and a
-// DPanic/Panic/Fatal seal at any time. The err stream with a durable spill keeps sealing
-// while failing: its sealed batches go to disk, which frees them, and an entry on disk
-// survives a crash.
-func (s *stream) flushTick() {
+// DPanic/Panic/Fatal seal at any time. The err stream keeps sealing while failing with a
+// durable spill, and without one once sends have failed for SpillAfter: its sealed batches
+// go to the spill, which frees them, and an entry there survives a crash.
+func (s *stream) flushTick(now time.Time) {
 	if s.contended.Load() {
 		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
 	}
 	failing := s.failing()
-	if failing && s.err != nil && s.err.disk != nil {
+	if failing && s.err != nil && (s.err.disk != nil || s.disconnectedFor(now) >= s.err.spillAfter) {
 		s.flush()
 		return
 	}
@@ -712,13 +729,15 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 		if snd.owed {
 			snd.owed = false
 			s.compact(snd.out[len(snd.out)-1])
-			if s.err != nil && s.err.spillNow(snd.failingSince) {
-				s.spillOut(snd)
-				return true
+			now := time.Now()
+			if s.err != nil && s.err.spillNow(snd.failingSince, now) {
+				return s.spillFailed(ctx, snd)
 			}
-			wait := snd.bo.NextBackOff()
-			if wait == backoff.Stop {
-				wait = time.Second
+			wait := nextWait(snd.bo)
+			if s.err != nil {
+				// The next attempt comes no later than SpillAfter: if it fails too, the
+				// batches go to the spill then, not after a long backoff step.
+				wait = min(wait, snd.failingSince.Add(s.err.spillAfter).Sub(now))
 			}
 			t := time.NewTimer(wait)
 			for waiting := true; waiting; {
@@ -726,10 +745,10 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 				case <-t.C:
 					waiting = false
 				case <-spillKick:
-					if s.err.replaying() { // else a stale kick from before the last replay
+					s.compact(snd.out[len(snd.out)-1])
+					if s.spillKicked() {
 						t.Stop()
-						s.spillOut(snd)
-						return true
+						return s.spillFailed(ctx, snd)
 					}
 				case done := <-evacuate:
 					t.Stop()
@@ -750,6 +769,35 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 		}
 	}
 	return true
+}
+
+// nextWait is the backoff's next wait; a backoff that gives up (none here does) waits a
+// second.
+func nextWait(bo backoff.BackOff) time.Duration {
+	if wait := bo.NextBackOff(); wait != backoff.Stop {
+		return wait
+	}
+	return time.Second
+}
+
+// spillKicked reports whether, after a writer's kick (kickSpill) and a compact, the
+// sender's batches go to the spill now rather than after SpillAfter: the buffers are still
+// full while sends fail, or the durable spill holds frames, which makes it the queue.
+func (s *stream) spillKicked() bool { return len(s.free) == 0 || s.err.replaying() }
+
+// spillFailed moves the err batches that could not be delivered to the spill. With
+// SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
+// everything held and queued goes to ErrFallback, and so does what is sealed while the
+// backoff runs: the next batch sent is the next attempt, and while sends fail no err entry
+// waits in memory for more than SpillAfter and a backoff wait. It reports false if ctx was
+// cancelled.
+func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
+	if s.err.disk != nil {
+		s.spillOut(snd)
+		return true
+	}
+	s.drainToSpill(snd)
+	return s.spillWhileWaiting(ctx, snd, nextWait(snd.bo))
 }
 
 // failed records a failure whose first attempt began at start: the next attempt waits for
@@ -792,7 +840,9 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 		chunk = b.tok.forEntries(b.buf)
 	}
 	start := time.Now()
+	s.attemptSince.Store(start.UnixNano())
 	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
+	s.attemptSince.Store(0)
 	if !s.countSend(snd, fresh, size, err) {
 		if ctx.Err() == nil {
 			snd.failed(start)
@@ -971,7 +1021,9 @@ func (s *stream) moveEntries(b, nb *batch) {
 // (no frame may be in flight), and counts it.
 func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
 	start := time.Now()
+	s.attemptSince.Store(start.UnixNano())
 	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
+	s.attemptSince.Store(0)
 	if !s.countSend(snd, fresh, size, err) {
 		return false
 	}
@@ -1050,11 +1102,7 @@ func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bo
 			bo.Reset()
 			continue
 		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			wait = time.Second
-		}
-		if !s.spillWhileWaiting(ctx, snd, wait) {
+		if !s.spillWhileWaiting(ctx, snd, nextWait(bo)) {
 			return false
 		}
 	}
@@ -1303,8 +1351,9 @@ func (k *sink) clock() {
 		case <-info.info.kick:
 		case <-observe.C:
 		case <-flush.C:
+			now := time.Now()
 			for _, st := range k.streams {
-				st.flushTick()
+				st.flushTick(now)
 			}
 		}
 		k.observeDegrade(time.Now())

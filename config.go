@@ -43,9 +43,10 @@ type StreamConfig struct {
 	// BufferBytes is the stream's buffer budget: the memory of all its batch buffers,
 	// allocated once by New. It is spent on entries, not on batches: during an outage
 	// partly filled batches are not sealed but filled, and the ones sealed before are packed
-	// together, so entries are spilled (err) or dropped (info, queue_full) only once at least
-	// 90% of it is buffered (a batch is sealed at 15/16 full). Default 8 MiB for info, 4 MiB
-	// for err; at least 2 × MaxBatchBytes.
+	// together, so info entries are dropped (queue_full) only once at least 90% of it is
+	// buffered (a batch is sealed at 15/16 full), and err entries are spilled then or once
+	// sends have failed for SpillAfter, whichever comes first. Default 8 MiB for info,
+	// 4 MiB for err; at least 2 × MaxBatchBytes.
 	BufferBytes int `json:"buffer_bytes,omitempty" yaml:"buffer_bytes,omitempty"`
 	// Connections is how many connections the stream sends on at once, each with its own
 	// sender taking sealed batches as they come: a receiver that serves each connection on
@@ -106,17 +107,21 @@ type Config struct {
 	MaxEntryBytes int `json:"max_entry_bytes,omitempty" yaml:"max_entry_bytes,omitempty"`
 	// FlushInterval is the longest an info entry waits in a batch that is not full while
 	// the receiver takes what is sent; while sending fails, batches are sealed only when
-	// full, so that an outage spends the budget on entries (the err stream with SpillDir
-	// keeps sealing: its batches go to disk). Err entries do not wait for it: the err sender
+	// full, so that an outage spends the budget on entries (the err stream keeps sealing
+	// once its batches go to the spill: with SpillDir at once, else after SpillAfter). Err
+	// entries do not wait for it: the err sender
 	// seals and sends them as soon as it is free (entries logged while it sends share the
 	// next frame). Default DefaultFlushInterval (500ms).
 	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
-	// after it the entry goes to the spill (SpillDir) or ErrFallback. Default
-	// DefaultErrMaxWait (50ms).
+	// after it the entry goes to the spill (SpillDir) or ErrFallback. While every connection
+	// of the err stream fails, the entry waits only until the sender has moved the queued
+	// batches to the spill (at once, SpillAfter or not), and not at all while the sender is
+	// stuck in an attempt that has already lasted ErrMaxWait. Default DefaultErrMaxWait
+	// (50ms).
 	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
-	// ErrFallback receives err entries that cannot be delivered — buffers full past
-	// ErrMaxWait, larger than MaxEntryBytes even truncated, logged after Close, or undelivered when Close
+	// ErrFallback receives err entries that cannot be delivered — failed for SpillAfter,
+	// buffers full, larger than MaxEntryBytes even truncated, logged after Close, or undelivered when Close
 	// gives up — as JSON lines {"tag","time","record"}. Default os.Stderr. Writes to it are
 	// serialised. With SpillDir those entries go to the spill instead, and ErrFallback only
 	// gets what the spill cannot take: entries refused because the spill is full
@@ -133,8 +138,12 @@ type Config struct {
 	// problem through Sync, Close and OnEvent (EventSpillDisabled).
 	SpillDir string `json:"spill_dir,omitempty" yaml:"spill_dir,omitempty"`
 	// SpillAfter is how long the err stream keeps retrying a batch in memory before it
-	// moves its batches to the spill. The err buffers filling up past ErrMaxWait moves them
-	// at once. Default DefaultSpillAfter (5s). Only with SpillDir.
+	// moves its batches, in order, to the spill (SpillDir, else ErrFallback); after that,
+	// while sends still fail, what is sealed goes there every FlushInterval and a batch is
+	// sent again at each backoff step, so no err entry sits unseen in memory through a
+	// long outage. The err buffers filling up while sends fail moves them at once. Default
+	// DefaultSpillAfter (5s): longer than a receiver's restart takes (bench/README.md,
+	// "Err in an outage").
 	SpillAfter time.Duration `json:"spill_after,omitempty" yaml:"spill_after,omitempty"`
 	// SpillMaxBytes bounds the spill's segment files; an err entry that does not fit is
 	// counted as dropped (spill_full) and written to ErrFallback. Default

@@ -24,11 +24,14 @@
 //	  no free batch:                           write with deadline (ack if asked);
 //	    info: drop, count (queue_full)         on error: backoff, reconnect, resend
 //	    err:  wait ErrMaxWait, then spill      delivered: batch back to the free list
+//	                                           failing for SpillAfter (or err buffers
+//	                                           full): batches to the spill
 //	DPanic/Panic/Fatal: flush before return
 //
 // Logging never blocks on I/O: the only waits a caller can see are an err entry finding the
-// err buffers full (at most Config.ErrMaxWait) and the flush of a DPanic, Panic or Fatal
-// entry (at most Config.SyncTimeout).
+// err buffers full (at most Config.ErrMaxWait; while every err connection fails, only until
+// the sender has moved them to the spill) and the flush of a DPanic, Panic or Fatal entry
+// (at most Config.SyncTimeout).
 //
 // Every Core counts what happens to each entry; for each stream, once the core is closed,
 // entries = delivered + dropped + spilled. Core.Stats returns the numbers and

@@ -11,28 +11,31 @@ import (
 )
 
 // errPolicy is the err stream's: no entry is lost silently. A writer that finds no free
-// batch waits up to ErrMaxWait, an entry over MaxEntryBytes is truncated, and what still
-// cannot be carried is spilled (internal/spill: the durable segments of SpillDir, else
-// ErrFallback) and counted. Every write wakes the sender, so err entries do not wait for
-// FlushInterval.
+// batch waits up to ErrMaxWait (while sends fail, only until the sender has moved the queue
+// to the spill); an entry over MaxEntryBytes is truncated; what still cannot be carried is
+// spilled (internal/spill: the durable segments of SpillDir, else ErrFallback) and
+// counted. Batches that have failed for SpillAfter go to the spill too, in order, so
+// that in an outage nothing waits in memory for longer than that. Every write wakes the
+// sender, so err entries do not wait for FlushInterval.
 type errPolicy struct {
-	maxWait  time.Duration      // ErrMaxWait
-	wake     chan struct{}      // an entry is waiting: the sender seals and sends it at once
-	evacuate chan chan struct{} // move everything undelivered to the spill, then close the channel sent
-	spill    spill.Spiller      // where entries go that cannot be delivered
-	enc      entryEncoder       // encodes the entries that go to the spill directly
+	maxWait    time.Duration      // ErrMaxWait
+	spillAfter time.Duration      // SpillAfter
+	wake       chan struct{}      // an entry is waiting: the sender seals and sends it at once
+	evacuate   chan chan struct{} // move everything undelivered to the spill, then close the channel sent
+	spillKick  chan struct{}      // a writer found no free batch while sends fail, or spilled
+	spill      spill.Spiller      // where entries go that cannot be delivered
+	enc        entryEncoder       // encodes the entries that go to the spill directly
 
 	// With SpillDir: the durable spill the sender moves batches to and replays from.
-	disk       *spill.Dir
-	spillKick  chan struct{} // a writer spilled: the buffers are full (nil without disk)
-	spillAfter time.Duration
+	disk *spill.Dir
 }
 
 // newErrPolicy builds the err stream's policy. Without SpillDir, or when it cannot be used
 // (the error says why), entries that cannot be delivered go to ErrFallback.
 func newErrPolicy(s *settings) (*errPolicy, error) {
 	fallback := spill.NewJSONWriter(s.errFallback)
-	p := &errPolicy{maxWait: s.errMaxWait, wake: make(chan struct{}, 1), evacuate: make(chan chan struct{}),
+	p := &errPolicy{maxWait: s.errMaxWait, spillAfter: s.spillAfter, wake: make(chan struct{}, 1),
+		evacuate: make(chan chan struct{}), spillKick: make(chan struct{}, 1),
 		spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}}
 	if s.spillDir == "" {
 		return p, nil
@@ -47,7 +50,7 @@ func newErrPolicy(s *settings) (*errPolicy, error) {
 	if err != nil {
 		return p, err
 	}
-	p.disk, p.spillKick, p.spillAfter = disk, make(chan struct{}, 1), s.spillAfter
+	p.disk = disk
 	p.spill = spill.Chain{Disk: disk, Fallback: fallback}
 	return p, nil
 }
@@ -66,10 +69,13 @@ func (p *errPolicy) wakeSender() {
 // replaying reports whether the durable spill holds frames: then it is the stream's queue.
 func (p *errPolicy) replaying() bool { return p.disk != nil && !p.disk.Empty() }
 
-// spillNow reports whether a batch whose sends have failed since failingSince goes to the
-// durable spill: after SpillAfter, or at once when the spill is already the queue.
-func (p *errPolicy) spillNow(failingSince time.Time) bool {
-	return p.disk != nil && (time.Since(failingSince) >= p.spillAfter || !p.disk.Empty())
+// spillNow reports whether, at now, a batch whose sends have failed since failingSince goes
+// to the spill: after SpillAfter, or at once when the durable spill is already the queue.
+// Without SpillDir the spill is ErrFallback: an outage longer than SpillAfter puts err
+// entries there, in order, rather than keeping them in memory, where a crash would lose
+// them, a full buffer would slow the callers and nothing would show them.
+func (p *errPolicy) spillNow(failingSince, now time.Time) bool {
+	return now.Sub(failingSince) >= p.spillAfter || p.replaying()
 }
 
 // entryEncoder encodes single entries for the spill, one at a time. Safe for concurrent use.
@@ -105,13 +111,13 @@ func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Ent
 	return p.spill.Append(tag, entry, 1)
 }
 
-// kickSpill tells the sender, with a durable spill, that a writer spilled: full buffers are
-// a reason to move the queued batches to the spill now. It never blocks.
+// kickSpill tells the sender that a writer found no free batch while sends fail, or
+// spilled: the sender packs the queued batches (compact), and if that frees none, the
+// buffers are full and it moves them to the spill now rather than after SpillAfter. It
+// never blocks.
 func (p *errPolicy) kickSpill() {
-	if p.spillKick != nil {
-		select {
-		case p.spillKick <- struct{}{}:
-		default:
-		}
+	select {
+	case p.spillKick <- struct{}{}:
+	default:
 	}
 }

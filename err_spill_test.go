@@ -575,3 +575,92 @@ func TestSpillSurvivesKill9(t *testing.T) {
 		t.Fatalf("replayed %d, entries %d, segments left %v", st.Replayed, st.Entries, segmentFiles(t, dir))
 	}
 }
+
+// Without SpillDir, err batches that have failed for SpillAfter go to ErrFallback, in the
+// order logged, and so does every entry logged after that while the receiver stays down:
+// none waits in memory for the receiver. Once it is back, err entries are sent again.
+func TestErrGoesToFallbackAfterSpillAfterWithoutSpillDir(t *testing.T) {
+	addr := downAddr(t)
+	fb := newFallbackLog()
+	core := New(Config{
+		Addr: addr, Tag: "shop", ErrFallback: fb, SpillAfter: 50 * time.Millisecond, FlushInterval: 10 * time.Millisecond,
+		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	for i := range 20 {
+		logger.Error("down", zap.Int64("id", faultID(0, i)))
+	}
+	waitUntil(t, "the first 20 err entries in ErrFallback", func() bool { return fb.count() == 20 })
+	// Logged while the stream is already spilling: each reaches the fallback within about a
+	// FlushInterval, not at the next attempt to send.
+	logger.Error("down", zap.Int64("id", faultID(0, 20)))
+	waitUntil(t, "an entry logged in the outage in ErrFallback", func() bool { return fb.count() == 21 })
+	if bad := fb.unordered(); bad != "" {
+		t.Errorf("ErrFallback got entries out of order: %s", bad)
+	}
+	if st := core.Stats().Err; st.Spilled != 21 || st.Delivered != 0 {
+		t.Errorf("spilled %d, delivered %d; want 21 and 0", st.Spilled, st.Delivered)
+	}
+
+	// Until an attempt to send goes through, what is sealed still goes to the fallback.
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr(addr))
+	logged := 21
+	for deadline := time.Now().Add(20 * time.Second); r.Len() == 0; logged++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing sent in 20 s once the receiver was back (stats %+v)", core.Stats().Err)
+		}
+		logger.Error("back", zap.Int64("id", faultID(0, logged)))
+		time.Sleep(5 * time.Millisecond) // the pace of the entries, not a wait for a result
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats()
+	identityHolds(t, st)
+	waitUntil(t, "the receiver has what was delivered", func() bool { return r.Len() == int(st.Err.Delivered) })
+	if int(st.Err.Delivered)+fb.count() != logged {
+		t.Errorf("delivered %d (the receiver has %d), in ErrFallback %d; logged %d", st.Err.Delivered, r.Len(), fb.count(), logged)
+	}
+	if bad := fb.unordered(); bad != "" {
+		t.Errorf("ErrFallback got entries out of order: %s", bad)
+	}
+}
+
+// While every err connection fails, an Error() that finds the err buffers full does not
+// wait out ErrMaxWait: it has the sender move the queued batches to the spill at once
+// (SpillAfter is an hour here), and waits only for that.
+func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
+	var fb syncCounter
+	const maxWait = 10 * time.Second
+	core := New(Config{
+		Addr: downAddr(t), ErrFallback: &fb, ErrMaxWait: maxWait, SpillAfter: time.Hour,
+		MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	logger.Error("first")
+	errSt := sinkOf(core).streams[errStream]
+	waitUntil(t, "the err stream sees the receiver down", errSt.failing)
+	pad := strings.Repeat("e", 200)
+	var slowest time.Duration
+	for i, start := 0, time.Now(); core.Stats().Err.Spilled < 40; i++ {
+		if time.Since(start) > 2*maxWait {
+			t.Fatalf("40 err entries not spilled in %v (%d logged into an 8 KiB buffer): %+v", 2*maxWait, i, core.Stats().Err)
+		}
+		t0 := time.Now()
+		logger.Error("down", zap.Int("i", i), zap.String("pad", pad))
+		slowest = max(slowest, time.Since(t0))
+	}
+	if n := errSt.waitsOut.Load(); n != 0 || slowest >= maxWait/2 {
+		t.Errorf("%d Error() calls waited out ErrMaxWait (%v); the slowest took %v", n, maxWait, slowest)
+	}
+	if err := core.Close(); err != nil && !strings.Contains(err.Error(), "not delivered") {
+		t.Fatal(err)
+	}
+	st := core.Stats().Err
+	if int(st.Spilled) != fb.lines() || st.DroppedTotal() != 0 {
+		t.Errorf("spilled %d, fallback lines %d, dropped %v", st.Spilled, fb.lines(), st.Dropped)
+	}
+}

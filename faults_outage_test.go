@@ -1,11 +1,14 @@
 package fluentcore
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	rtmetrics "runtime/metrics"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +22,9 @@ import (
 // rows, these run in real time at the given rates: what they check is how the buffers hold
 // up over time, which a burst of entries cannot show. For each:
 //
-//   - no err entry goes to ErrFallback, and no Error() call waits for room (the err stream's
-//     wait count stays 0), while the budget has room;
+//   - no Error() call waits for room (the err stream's wait count stays 0) while the budget
+//     has room, and no err entry goes to ErrFallback before sends have failed for
+//     SpillAfter; those that go there after it arrive in order;
 //   - no info entry is dropped before the bytes buffered reach the degrade policy's high
 //     watermark (and none queue_full before 90 % of the budget);
 //   - the heap grows by no more than the buffer budget (plus slack) during the outage;
@@ -58,11 +62,11 @@ func outageRows() []outageRow {
 func outageCases() []faultCase {
 	var cases []faultCase
 	for _, r := range outageRows() {
-		cases = append(cases, faultCase{name: r.name, ack: r.ack, run: func(t *testing.T, c *faultCase) faultResult {
+		cases = append(cases, faultCase{name: r.name, ack: r.ack, alone: true, run: func(t *testing.T, c *faultCase) faultResult {
 			return runOutageRow(t, c, r)
 		}})
 	}
-	return cases
+	return append(cases, faultCase{name: "receiver unreachable 2 min, err 500/s, info 50 k/s, no SpillDir", alone: true, run: runLongOutage})
 }
 
 // outageLog paces err and info entries at their rates from one goroutine, as a service's
@@ -199,8 +203,12 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	nextFlip := time.Now().Add(time.Second + time.Duration(rng.Int64N(int64(2*time.Second))))
 	injected := time.Now()
 	lastHeap := time.Now()
+	firstFallback := time.Duration(-1) // after injected
 	for now := time.Now(); now.Sub(injected) < r.length; now = time.Now() {
 		o.catchUp(now)
+		if firstFallback < 0 && e.fb.count() > 0 {
+			firstFallback = time.Since(injected)
+		}
 		if r.fault == outageFlap && now.After(nextFlip) {
 			if isDown {
 				up()
@@ -236,8 +244,11 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		e.recv.Resume()
 	}
 
-	if n := len(e.fb.idSet()); n > 0 {
-		t.Errorf("%d err entries went to ErrFallback during the outage", n)
+	if firstFallback >= 0 && firstFallback < DefaultSpillAfter {
+		t.Errorf("err entries went to ErrFallback %v into the outage, before SpillAfter (%v)", firstFallback, DefaultSpillAfter)
+	}
+	if bad := e.fb.unordered(); bad != "" {
+		t.Errorf("err entries went to ErrFallback out of order: %s", bad)
 	}
 	if o.errWaitsWhileRoom > 0 {
 		t.Errorf("%d Error() calls waited for room with the err buffer under 90 %% full (the first at %.0f %%)", o.errWaitsWhileRoom, 100*o.errRoomAtFirstWait)
@@ -256,13 +267,9 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		t.Errorf("the first queue_full drop came with the buffer %.1f %% full", 100*o.firstQueueFull)
 	}
 
-	waitUntil(t, "everything logged is delivered", func() bool {
-		if e.core.Sync() != nil {
-			return false
-		}
-		_, errs := e.received()
-		return len(errs) == len(o.w.err)
-	})
+	// Delivered or, past SpillAfter, in ErrFallback: checkDelivery looks for every err entry
+	// in one or the other.
+	waitUntil(t, "everything logged is delivered or spilled", func() bool { return e.core.Sync() == nil })
 	if err := e.core.Close(); err != nil {
 		t.Errorf("Close after the outage: %v", err)
 	}
@@ -310,4 +317,183 @@ func outOfOrder(e *faultEnv, tag string) string {
 		}
 	}
 	return ""
+}
+
+// longOutage is how long the receiver stays unreachable in the long-outage row. A flag, so
+// that a developer can try the row in less time; the suite's figure is two minutes, long
+// enough to fill the default err budget many times over at the row's rate without
+// SpillAfter.
+var longOutage = flag.Duration("long-outage", 120*time.Second, "how long TestFaults' long-outage row keeps the receiver unreachable")
+
+// The long-outage row (issue 29): the receiver unreachable for two minutes while a service
+// logs 500 err and 50 k info entries a second, with the defaults and no SpillDir. Waiting
+// for room would only slow the callers, since no sender can make any, and err entries kept
+// in memory would be seen nowhere and lost with the process. So:
+//
+//   - no Error() call waits out ErrMaxWait: one that finds the buffers full has the sender
+//     move them to the spill, and waits only for that;
+//   - the service's request rate during the outage is within 10 % of its healthy rate;
+//   - once SpillAfter has passed, no err entry stays unaccounted for (neither delivered nor
+//     in ErrFallback, by the core's counters) for longer than SpillAfter + FlushInterval
+//     (+ slack);
+//   - after the receiver is back, every err entry is delivered or in ErrFallback, none lost.
+//
+// The service is longWorkers goroutines serving 500 requests a second between them, each
+// request logging 100 info entries and one err entry. A worker's requests come on a fixed
+// schedule, and a request that starts more than a period late takes the place of those it
+// missed: a call that waits costs the service requests, as it costs an HTTP service its
+// throughput, where a single goroutine catching up on a schedule would hide the wait.
+func runLongOutage(t *testing.T, c *faultCase) faultResult {
+	const (
+		requestRate     = 500 // a second, each with one err entry
+		infoPerRequest  = 100
+		longWorkers     = 4
+		healthyDuration = 3 * time.Second
+		// About 130 bytes an err entry, as the demo's: the default 4 MiB err budget holds
+		// some 70 s of them, so two minutes without SpillAfter would fill it.
+		errText = "payment gateway: read tcp 10.0.0.7:443: connection reset by peer"
+	)
+	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: newFallbackLog(), ev: &eventLog{}, stop: make(chan struct{})}
+	t.Cleanup(e.stopChaos)
+	e.startReceiver()
+	e.cfg = Config{Addr: e.addr, Tag: "shop", ErrFallback: e.fb, Registerer: e.reg}
+	e.core = New(e.cfg)
+	t.Cleanup(func() { _ = e.core.Close() })
+	e.watchErrors()
+	logger := zap.New(e.core, zap.ErrorOutput(zapcore.AddSync(io.Discard)))
+	errSt := sinkOf(e.core).streams[errStream]
+
+	// Err entries are numbered in the order they are logged, over all workers: loggedAt[n]
+	// is when the n-th began, in unix nanoseconds.
+	loggedAt := make([]atomic.Int64, int((healthyDuration+*longOutage).Seconds()+2)*requestRate)
+	var nerr atomic.Int64
+	errIDs := make([][]int64, longWorkers) // each worker's, in order
+	var slowestErr, slowestInfo atomic.Int64
+
+	// run serves requests for d, calling tick every 100 ms, and returns the share of the
+	// scheduled requests served.
+	run := func(d time.Duration, tick func(now time.Time)) float64 {
+		period := time.Duration(longWorkers) * time.Second / requestRate
+		start := time.Now()
+		var served atomic.Int64
+		var wg sync.WaitGroup
+		for g := range longWorkers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				next := start.Add(time.Duration(g) * period / longWorkers)
+				for {
+					now := time.Now()
+					if now.Sub(start) >= d {
+						return
+					}
+					if wait := next.Sub(now); wait > 0 {
+						time.Sleep(wait)
+					} else if -wait > period {
+						next = now // the requests missed are lost, as a loaded service loses them
+					}
+					next = next.Add(period)
+					for i := range infoPerRequest {
+						t0 := time.Now()
+						logger.Info("request", zap.Int("i", i))
+						slowestInfo.Store(max(slowestInfo.Load(), int64(time.Since(t0))))
+					}
+					n := nerr.Add(1) - 1
+					id := faultID(g, len(errIDs[g]))
+					t0 := time.Now()
+					if int(n) < len(loggedAt) {
+						loggedAt[n].Store(t0.UnixNano())
+					}
+					logger.Error("outage", zap.Int64("id", id), zap.String("error", errText))
+					slowestErr.Store(max(slowestErr.Load(), int64(time.Since(t0))))
+					errIDs[g] = append(errIDs[g], id)
+					served.Add(1)
+				}
+			}()
+		}
+		for lastTick := start; time.Since(start) < d; {
+			time.Sleep(10 * time.Millisecond)
+			if now := time.Now(); tick != nil && now.Sub(lastTick) >= 100*time.Millisecond {
+				lastTick = now
+				tick(now)
+			}
+		}
+		wg.Wait()
+		return float64(served.Load()) / (time.Since(start).Seconds() * requestRate)
+	}
+	healthy := run(healthyDuration, nil)
+	e.settle()
+
+	waits, waitsOut := errSt.waits.Load(), errSt.waitsOut.Load()
+	mustDo(t, e.recv.SetRefuse(true))
+	e.recv.CloseConnections()
+	injected := time.Now()
+	bound := DefaultSpillAfter + DefaultFlushInterval + faultSlack
+	var maxAge time.Duration
+	during := run(*longOutage, func(now time.Time) {
+		st := e.core.Stats().Err
+		safe := st.Delivered + st.Spilled + st.DroppedTotal()
+		if int64(safe) < nerr.Load() && int(safe) < len(loggedAt) && now.Sub(injected) > bound {
+			if at := loggedAt[safe].Load(); at != 0 {
+				maxAge = max(maxAge, now.Sub(time.Unix(0, at)))
+			}
+		}
+	})
+	mustDo(t, e.recv.SetRefuse(false))
+	var allErr []int64
+	for _, ids := range errIDs {
+		allErr = append(allErr, ids...)
+	}
+	slowest := [2]time.Duration{time.Duration(slowestInfo.Load()), time.Duration(slowestErr.Load())}
+
+	waited, waitedOut := errSt.waits.Load()-waits, errSt.waitsOut.Load()-waitsOut
+	if waitedOut > 0 {
+		t.Errorf("%d Error() calls waited out ErrMaxWait (of %d that waited for room)", waitedOut, waited)
+	}
+	if during < 0.9*healthy {
+		t.Errorf("the service served %.2f of its requests during the outage, against %.2f healthy: slowed by more than 10 %%", during, healthy)
+	}
+	if maxAge > bound {
+		t.Errorf("an err entry stayed %v neither delivered nor in ErrFallback; SpillAfter %v + FlushInterval %v (+ %v slack)", maxAge, DefaultSpillAfter, DefaultFlushInterval, faultSlack)
+	}
+	// (Four goroutines logging err at once spread over the shards, whose batches are
+	// sealed one shard after another: a goroutine's entries keep their order only while it
+	// writes alone, as in the rows above, which check the fallback's order.)
+
+	waitUntil(t, "everything logged is delivered", func() bool { return e.core.Sync() == nil })
+	if err := e.core.Close(); err != nil {
+		t.Errorf("Close after the outage: %v", err)
+	}
+	e.unwatchErrors()
+	st := e.core.Stats()
+	identityHolds(t, st)
+	// Without acks, delivered means written to the connection: the receiver may still be
+	// reading.
+	var errs, fallback map[int64]int
+	arrived := func() bool {
+		_, errs = e.received()
+		fallback = e.fb.idSet()
+		return len(errs)+len(fallback) >= len(allErr)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !arrived() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	res := faultResult{
+		fault: c.name, infoLogged: int(st.Info.Entries), infoDelivered: int(st.Info.Delivered), infoDropped: st.Info.Dropped,
+		errLogged: len(allErr), errDelivered: int(st.Err.Delivered), errSpilled: int(st.Err.Spilled),
+	}
+	for _, id := range allErr {
+		if errs[id] == 0 && fallback[id] == 0 {
+			res.errLost++
+		}
+		res.errDup += max(errs[id]-1, 0)
+	}
+	if res.errLost > 0 || st.Err.DroppedTotal() > 0 {
+		t.Errorf("%d of %d err entries neither delivered nor in ErrFallback; dropped %v", res.errLost, len(allErr), st.Err.Dropped)
+	}
+	did := fmt.Sprintf("%s waited for room, %d waited out ErrMaxWait; served %.2f of its requests in the outage (%.2f healthy); err in ErrFallback after SpillAfter %d; oldest unaccounted err entry %v; slowest Error() %v, Info() %v",
+		count(waited, "Error() call"), waitedOut, during, healthy, len(fallback), maxAge.Round(time.Millisecond), slowest[1].Round(time.Microsecond), slowest[0].Round(time.Microsecond))
+	res.did = describe(st, e.seen, 0, did)
+	t.Log(res.did)
+	return res
 }

@@ -183,12 +183,14 @@ func checkLatency(t *testing.T, slowest [3]time.Duration, cfg Config) {
 	}
 }
 
-// fallbackLog is an ErrFallback that keeps the ids of the err entries written to it.
+// fallbackLog is an ErrFallback that keeps the ids of the err entries written to it, and
+// their order.
 type fallbackLog struct {
-	mu   sync.Mutex
-	part []byte
-	ids  map[int64]int
-	text strings.Builder
+	mu    sync.Mutex
+	part  []byte
+	ids   map[int64]int
+	order []int64
+	text  strings.Builder
 }
 
 func newFallbackLog() *fallbackLog { return &fallbackLog{ids: map[int64]int{}} }
@@ -210,6 +212,7 @@ func (f *fallbackLog) Write(p []byte) (int, error) {
 		}
 		if json.Unmarshal(f.part[:i], &line) == nil && line.Record.ID != nil {
 			f.ids[*line.Record.ID]++
+			f.order = append(f.order, *line.Record.ID)
 		}
 		f.part = f.part[i+1:]
 	}
@@ -219,6 +222,29 @@ func (f *fallbackLog) idSet() map[int64]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.ids)
+}
+
+// count is how many err entries with an id were written to it.
+func (f *fallbackLog) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.order)
+}
+
+// unordered returns the first id written after a larger one of the same goroutine (see
+// faultID), as "a after b", or "".
+func (f *fallbackLog) unordered() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last := map[int64]int64{}
+	for _, id := range f.order {
+		g := id >> 24
+		if prev, ok := last[g]; ok && id < prev {
+			return fmt.Sprintf("%#x after %#x", id, prev)
+		}
+		last[g] = id
+	}
+	return ""
 }
 
 func (f *fallbackLog) String() string {
@@ -338,6 +364,10 @@ type faultCase struct {
 	logOn bool
 	// run replaces the whole procedure (the logging process killed).
 	run func(t *testing.T, c *faultCase) faultResult
+	// alone marks a row that runs in real time, for tens of seconds: it runs in a test
+	// process of its own (runAlone), at the same time as the other rows, so that its heap,
+	// goroutines and timing are its own; and not with -short.
+	alone bool
 }
 
 // faultEnv is one case's world.
@@ -707,7 +737,7 @@ func checkDelivery(t *testing.T, e *faultEnv, w *faultWorkload, st Stats, infoLo
 		t.Errorf("%d of %d err entries lost (spilled %d, replayed %d, delivered %d, fallback %d)",
 			res.errLost, len(w.err), st.Err.Spilled, st.Err.Replayed, st.Err.Delivered, len(fallback))
 	}
-	if len(fallback) != 0 {
+	if len(fallback) != 0 && e.cfg.SpillDir != "" {
 		t.Errorf("%d err entries went to ErrFallback; with SpillDir none should", len(fallback))
 	}
 	if !e.c.ack && res.errDup != 0 {
@@ -757,7 +787,7 @@ func describe(st Stats, seen []string, replayedByNext int, prefix string) string
 	}
 	parts = append(parts, retry)
 	if st.Err.Spilled > 0 || replayedByNext > 0 {
-		s := fmt.Sprintf("spilled %d err to disk, replayed %d", st.Err.Spilled, st.Err.Replayed)
+		s := fmt.Sprintf("spilled %d err, replayed %d", st.Err.Spilled, st.Err.Replayed)
 		if replayedByNext > 0 {
 			s = fmt.Sprintf("%d err replayed from disk by the restarted process", replayedByNext)
 		}
@@ -1054,13 +1084,33 @@ func freePort(t *testing.T) string {
 
 func TestFaults(t *testing.T) {
 	cases := faultCases()
-	var rows []faultResult
+	if row := os.Getenv(faultsRowEnv); row != "" {
+		runAloneChild(t, cases, row)
+		return
+	}
+	rows := make([]string, len(cases)) // each case's table row, once it passed
+	t.Cleanup(func() {
+		// After every row, those that run in parallel included.
+		if !t.Failed() && !slices.Contains(rows, "") {
+			checkGuaranteesTable(t, rows)
+		}
+	})
 	for i := range cases {
 		c := &cases[i]
 		t.Run(c.name, func(t *testing.T) {
+			if c.alone {
+				if testing.Short() {
+					t.Skip("a real-time row: not with -short")
+				}
+				child := startAlone(t, i)
+				t.Parallel()
+				rows[i] = child.wait(t)
+				return
+			}
 			// Registered first, so it runs last: after the receivers and child processes
-			// are gone.
-			t.Cleanup(func() { goleak.VerifyNone(t) })
+			// are gone. The rows waiting in t.Parallel are not this row's.
+			ignore := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 			var res faultResult
 			if c.run != nil {
 				res = c.run(t, c)
@@ -1068,14 +1118,16 @@ func TestFaults(t *testing.T) {
 				res = runFaultCase(t, c)
 			}
 			if !t.Failed() {
-				rows = append(rows, res)
+				rows[i] = guaranteesRow(res)
 			}
 		})
 	}
-	if len(rows) != len(cases) {
-		return // some cases did not run (-run) or failed: nothing to compare
-	}
-	table := guaranteesTable(rows)
+}
+
+// checkGuaranteesTable writes the suite's rows as the README's table (-guarantees), or
+// checks that the README's table is this suite's.
+func checkGuaranteesTable(t *testing.T, rows []string) {
+	table := guaranteesHeader + strings.Join(rows, "")
 	t.Logf("results:\n%s", table)
 	if *guaranteesOut != "" {
 		if err := os.WriteFile(*guaranteesOut, []byte(table), 0o644); err != nil {
@@ -1104,37 +1156,102 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// guaranteesTable renders the results as the README's table.
-func guaranteesTable(rows []faultResult) string {
-	var b strings.Builder
-	b.WriteString("| fault | RequireAck | what the client did | info logged | info delivered | info dropped (reason) | info lost | err logged | err delivered | err spilled (replayed) | err duplicates | err lost |\n")
-	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, r := range rows {
-		ack := "no"
-		if r.ack {
-			ack = "yes"
-		}
-		var reasons []string
-		var dropped uint64
-		for _, k := range slices.Sorted(maps.Keys(r.infoDropped)) {
-			if n := r.infoDropped[k]; n > 0 {
-				dropped += n
-				reasons = append(reasons, fmt.Sprintf("%s %d", k, n))
-			}
-		}
-		drops := strconv.FormatUint(dropped, 10)
-		if len(reasons) > 0 {
-			drops += " (" + strings.Join(reasons, ", ") + ")"
-		}
-		lost := strconv.Itoa(r.infoLost)
-		if r.infoLost > 0 {
-			lost += " (in memory at kill -9)"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %d | %d | %d (%d) | %d | %d |\n",
-			r.fault, ack, r.did, r.infoLogged, r.infoDelivered, drops, lost,
-			r.errLogged, r.errDelivered, r.errSpilled, r.errReplayed, r.errDup, r.errLost)
+// faultsRowEnv names, in a child test process, the row it runs (its index in faultCases),
+// and faultsRowOutEnv the file it writes the row's table line to.
+const (
+	faultsRowEnv    = "FLUENTCORE_FAULTS_ROW"
+	faultsRowOutEnv = "FLUENTCORE_FAULTS_ROW_OUT"
+)
+
+// aloneRow is a row running in a child test process.
+type aloneRow struct {
+	cmd       *exec.Cmd
+	out, line string // the child's output and the file of its table line
+}
+
+// startAlone starts row i in a test process of its own (the same binary, -race and all),
+// with this process's flags that the row reads.
+func startAlone(t *testing.T, i int) *aloneRow {
+	dir := t.TempDir()
+	r := &aloneRow{out: dir + "/output", line: dir + "/row"}
+	out, err := os.Create(r.out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.String()
+	defer out.Close()
+	r.cmd = exec.Command(os.Args[0], "-test.run=^TestFaults$", "-test.count=1", "-test.v", "-long-outage="+longOutage.String())
+	r.cmd.Env = append(os.Environ(), faultsRowEnv+"="+strconv.Itoa(i), faultsRowOutEnv+"="+r.line)
+	r.cmd.Stdout, r.cmd.Stderr = out, out // a file: no goroutine copies it
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			_ = r.cmd.Process.Kill()
+			_ = r.cmd.Wait()
+		}
+	})
+	return r
+}
+
+// wait waits for the child and returns its table line; the row fails with the child's
+// output if the child failed.
+func (r *aloneRow) wait(t *testing.T) string {
+	err := r.cmd.Wait()
+	out, _ := os.ReadFile(r.out)
+	line, _ := os.ReadFile(r.line)
+	if err != nil || len(line) == 0 {
+		t.Fatalf("the row's process: %v\n%s", err, out)
+	}
+	t.Logf("the row's process:\n%s", out)
+	return string(line)
+}
+
+// runAloneChild runs one row in this process, a child of startAlone, and writes its table
+// line for the parent.
+func runAloneChild(t *testing.T, cases []faultCase, row string) {
+	i, err := strconv.Atoi(row)
+	if err != nil || i < 0 || i >= len(cases) {
+		t.Fatalf("%s=%q: no such row", faultsRowEnv, row)
+	}
+	c := &cases[i]
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	res := c.run(t, c)
+	if !t.Failed() {
+		if err := os.WriteFile(os.Getenv(faultsRowOutEnv), []byte(guaranteesRow(res)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// guaranteesHeader is the head of the README's table; guaranteesRow renders one row.
+const guaranteesHeader = "| fault | RequireAck | what the client did | info logged | info delivered | info dropped (reason) | info lost | err logged | err delivered | err spilled (replayed) | err duplicates | err lost |\n" +
+	"|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+
+func guaranteesRow(r faultResult) string {
+	ack := "no"
+	if r.ack {
+		ack = "yes"
+	}
+	var reasons []string
+	var dropped uint64
+	for _, k := range slices.Sorted(maps.Keys(r.infoDropped)) {
+		if n := r.infoDropped[k]; n > 0 {
+			dropped += n
+			reasons = append(reasons, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	drops := strconv.FormatUint(dropped, 10)
+	if len(reasons) > 0 {
+		drops += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	lost := strconv.Itoa(r.infoLost)
+	if r.infoLost > 0 {
+		lost += " (in memory at kill -9)"
+	}
+	return fmt.Sprintf("| %s | %s | %s | %d | %d | %s | %s | %d | %d | %d (%d) | %d | %d |\n",
+		r.fault, ack, r.did, r.infoLogged, r.infoDelivered, drops, lost,
+		r.errLogged, r.errDelivered, r.errSpilled, r.errReplayed, r.errDup, r.errLost)
 }
 
 // Child processes: a receiver to kill, and a logging process to kill.
