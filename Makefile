@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 
-.PHONY: test race-test lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke alert-rules
+.PHONY: test race-test short lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke alert-rules flake
 
 # The fuzz targets, as package:target; fuzz-smoke runs each for FUZZTIME.
 FUZZ_TARGETS ?= .:FuzzAppendEntry .:FuzzAppendJSON .:FuzzStringsMatchZap \
@@ -25,6 +25,29 @@ test: check-generate race-test alert-rules fuzz-smoke soak bench-smoke interop
 race-test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# short: the inner loop, about a minute on 2 cores: every test but the real-time fault rows
+# (tens of seconds each), the long fuzz seeds and the soak; no race detector.
+short:
+	$(GO) test -short -count=1 ./...
+
+# flake: run the tests RUN matches (a go test -run pattern) in PKG N times in a row under
+# -race, with a CPU-bound neighbour on every core, as a shared CI machine has; it stops at
+# the first failure. E.g. make flake RUN='^TestFaults$$' N=20, or make flake PKG=./... for
+# the whole suite.
+RUN ?= .
+N ?= 10
+PKG ?= .
+flake:
+	@mkdir -p build
+	@trap 'kill $$busy 2>/dev/null' EXIT; busy=; \
+	for c in $$(seq $$(nproc)); do sh -c 'while :; do :; done' & busy="$$busy $$!"; done; \
+	for i in $$(seq $(N)); do \
+		start=$$(date +%s); \
+		$(GO) test -race -count=1 -run='$(RUN)' $(PKG) >build/flake.out 2>&1 || \
+			{ grep -v '^ok' build/flake.out | tail -60; echo "flake: run $$i of $(N) failed after $$(( $$(date +%s) - start )) s (build/flake.out)"; exit 1; }; \
+		echo "flake: run $$i of $(N) passed in $$(( $$(date +%s) - start )) s"; \
+	done
 
 # alert-rules: promtool checks dashboards/alerts.yml and runs its unit tests
 # (dashboards/alerts_test.yml), when promtool is installed (Debian package prometheus; .ci/run

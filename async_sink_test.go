@@ -835,18 +835,29 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			}
 		}
 	}()
+	// The flood runs at least 3 s, and until the stream is seen thinning with the
+	// receiver's capacity measured. Keep ratio and capacity are gauges the controller moves
+	// every step, so one read can fall on a step where the stream admits everything (a
+	// single snapshot at 3 s failed now and then); what must hold is that the flood is
+	// thinned while it lasts.
 	start := time.Now()
-	waitUntil(t, "the flood runs 3 s", func() bool { return time.Since(start) >= 3*time.Second })
-	mid := core.Stats().Info
+	var mid StreamStats
+	var capacity float64
+	thinning := func() bool {
+		mid = core.Stats().Info
+		capacity = testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_capacity_entries_per_second", "info"))
+		return mid.KeepRatio < 1 && mid.Degraded && capacity >= rate/2 && capacity <= rate*2
+	}
+	seen := false
+	for deadline := start.Add(20 * time.Second); time.Since(start) < 3*time.Second || !seen && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		seen = seen || thinning()
+	}
 	close(stop)
 	wg.Wait()
 	elapsed := time.Since(start)
-
-	if mid.KeepRatio >= 1 || !mid.Degraded {
-		t.Errorf("during the flood: keep ratio %v, degraded %v; want thinning", mid.KeepRatio, mid.Degraded)
-	}
-	if v := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_capacity_entries_per_second", "info")); v < rate/2 || v > rate*2 {
-		t.Errorf("fluentcore_capacity_entries_per_second{info} = %.0f; the receiver takes %d/s", v, rate)
+	if !seen {
+		t.Errorf("never seen thinning during the %v flood: last keep ratio %v, degraded %v, fluentcore_capacity_entries_per_second{info} %.0f (the receiver takes %d/s)",
+			elapsed.Round(time.Millisecond), mid.KeepRatio, mid.Degraded, capacity, rate)
 	}
 	// Admission reopens once the flood ends. (How fast is TestRecoversWithinASecond's, on
 	// a fake clock; here the machine's load would decide.)
@@ -884,8 +895,13 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	if rareGot != rare.Load() {
 		t.Errorf("the receiver has %d rare entries of %d logged", rareGot, rare.Load())
 	}
-	if h := float64(hot.Load()); weighed < 0.7*h || weighed > 1.3*h {
+	// Each kept entry carries the entries of its key shed since the last kept one: the sum
+	// misses only those dropped for want of room (queue_full, at most 1 % above) and those
+	// shed after the last kept entry.
+	if h := float64(hot.Load()); weighed < 0.98*h || weighed > h {
 		t.Errorf("the hot entries' weights add up to %.0f; %0.f were logged", weighed, h)
+	} else {
+		t.Logf("the hot entries' weights add up to %.0f of %.0f logged", weighed, h)
 	}
 	identityHolds(t, core.Stats())
 }

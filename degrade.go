@@ -109,10 +109,11 @@ type DegradeConfig struct {
 	SampleFirst      int           `json:"sample_first,omitempty" yaml:"sample_first,omitempty"`
 	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
 	// WeightKey, if set, is a record key that DegradeAdaptive adds to every info entry:
-	// how many entries of its message and level it stands for, 1 while they are kept
-	// whole, N while 1 in N is kept, so that the receiving side can sum the weights to
-	// count what was logged. Default "" (off). It should not be a key the entries carry.
-	// Other policies ignore it.
+	// how many entries of its message and level it stands for, itself and those shed since
+	// the last one kept (1 while they are kept whole, about N while 1 in N is kept), so that
+	// the receiving side can sum the weights to count what was logged (all but what was shed
+	// after a key's last kept entry, and what was dropped for other reasons). Default ""
+	// (off). It should not be a key the entries carry. Other policies ignore it.
 	WeightKey string `json:"weight_key,omitempty" yaml:"weight_key,omitempty"`
 }
 

@@ -103,6 +103,7 @@ type slot struct {
 	base  atomic.Uint64 // total at the last step
 	ratio atomic.Uint32 // keep ratio, one = keep all
 	level atomic.Int32  // the level of the key last counted here
+	shed  atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
 }
 
 type key struct {
@@ -134,29 +135,29 @@ func (s *Shedder) Keep(level int8, msg string, tight bool) bool {
 		sl.level.Store(int32(level))
 	}
 	if tight && n-sl.base.Load() > 1 {
+		sl.shed.Add(1)
 		return false
 	}
 	r := uint64(sl.ratio.Load())
-	if r >= one {
+	if r >= one || (n*r)>>16 != ((n-1)*r)>>16 {
 		return true
 	}
-	return (n*r)>>16 != ((n-1)*r)>>16
+	sl.shed.Add(1)
+	return false
 }
 
-// Weight is how many entries of msg at level one kept entry stands for under the keep
-// ratio in force now: 1 when the key is kept whole, N when 1 in N is kept.
+// Weight is how many entries of msg at level a kept entry stands for: itself, and the
+// entries of its key shed since the key's last weighed entry, which it takes over. So the
+// weights of what is kept add up to what was offered, whatever the keep ratio did between
+// two kept entries (a step's new ratio, a tight buffer's reserve); only the entries shed
+// after the last kept one are not counted yet. Keys that share a slot share that count.
+// Call it once per kept entry.
 func (s *Shedder) Weight(level int8, msg string) uint32 {
-	if !s.counting.Load() {
+	sl := &s.slots[slotOf(level, msg)]
+	if sl.shed.Load() == 0 { // kept whole: no write to the slot
 		return 1
 	}
-	r := s.slots[slotOf(level, msg)].ratio.Load()
-	if r >= one {
-		return 1
-	}
-	if r == 0 {
-		return one
-	}
-	return uint32((2*one + uint64(r)) / (2 * uint64(r))) // rounded
+	return uint32(min(1+sl.shed.Swap(0), math.MaxUint32))
 }
 
 // CountsFrom is the fill from which keys are counted: half the low mark, so that the
