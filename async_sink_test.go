@@ -906,31 +906,6 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	identityHolds(t, core.Stats())
 }
 
-// With several senders batches finish out of order; done, what Sync and Close wait on,
-// moves only over positions that are all finished, and early stays one range per gap.
-func TestMarkDoneAdvancesOverFinishedRunsOnly(t *testing.T) {
-	st := &stream{early: make([]seqRange, 0, 4)}
-	steps := []struct {
-		first, last uint64
-		done        uint64
-		gaps        int
-	}{
-		{2, 2, 0, 1}, // 1 still with a sender
-		{4, 5, 0, 2}, // a merged batch (compact): 3 missing too
-		{3, 3, 0, 1}, // 2..5 now one run, still behind 1
-		{1, 1, 5, 0}, // 1 done: everything up to 5
-		{7, 7, 5, 1},
-		{6, 6, 7, 0},
-		{8, 8, 8, 0}, // in order, as with one sender
-	}
-	for i, s := range steps {
-		st.markDone(s.first, s.last)
-		if st.done != s.done || len(st.early) != s.gaps {
-			t.Fatalf("step %d (finish %d..%d): done %d with %d ranges early, want %d and %d: %v", i, s.first, s.last, st.done, len(st.early), s.done, s.gaps, st.early)
-		}
-	}
-}
-
 // compact merges a batch whole only into the one sealed right before it: with several
 // senders the batch in between may be in another sender's hands, and a merged batch that
 // finished its positions would then also finish that one's. Sync waits for all of them.
@@ -952,11 +927,11 @@ func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	}
 	st.finish(mine)
 	st.finish(st.takeHeld())
-	if !st.waitDone(1, nil) || st.done != 1 {
-		t.Fatalf("done %d with 2 still sending, want 1", st.done)
+	if !st.waitDone(1, nil) || st.done.Upto() != 1 {
+		t.Fatalf("done %d with 2 still sending, want 1", st.done.Upto())
 	}
 	st.finish(theirs)
-	if st.done != 4 || len(st.early) != 0 {
-		t.Fatalf("done %d (early %v) once every batch finished, want 4", st.done, st.early)
+	if st.done.Upto() != 4 || len(st.done.Early()) != 0 {
+		t.Fatalf("done %d (early %v) once every batch finished, want 4", st.done.Upto(), st.done.Early())
 	}
 }

@@ -1,0 +1,198 @@
+package fluentcore
+
+// A stream is one of the sink's two: its buffers, its senders and its counters, with its
+// policy (streamPolicy: the info stream's in degrade.go, the err stream's in err_spill.go).
+// Its concerns each have a room: the write path (stream_write.go), the batches and their
+// ring (stream_batches.go), the flush policy (stream_flush.go), the senders
+// (stream_sender.go) and the spill (stream_spill.go).
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluentcore/fluentcore/internal/order"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// stream is one of the two streams: its buffers, its sender and its counters.
+type stream struct {
+	id       streamID
+	tag      string
+	shards   []shard
+	free     chan *batch // batches ready for writers
+	queue    chan *batch // sealed batches, in seq order, for the sender
+	nbatches int
+	batchCap int // bytes per batch
+	sealAt   int // a batch this full is sealed right away
+	entryCap int // largest encoded entry accepted
+	closed   atomic.Bool
+	senders  []*sender // one per connection; the err stream has one
+
+	// The stream's policy: exactly one is set.
+	info *infoPolicy
+	err  *errPolicy
+
+	sealMu sync.Mutex
+	sealed uint64 // seq of the last sealed batch
+
+	doneMu   sync.Mutex
+	done     *order.Done   // which sealing positions are finished: with several senders, out of order
+	progress chan struct{} // closed and replaced when done advances while someone waits
+	watched  bool          // a waitDone caller holds progress
+
+	heldMu sync.Mutex
+	held   []*batch     // batches compact took from the queue, in order: sent before the queue
+	heldN  atomic.Int64 // len(held), for readers without heldMu
+
+	queuedBytes                                    atomic.Int64
+	queuedBatches                                  atomic.Int64
+	delivered, spilled                             atomic.Uint64
+	waits                                          atomic.Uint64 // err writes that found no room and waited
+	waitsOut                                       atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
+	attemptSince                                   atomic.Int64  // unix nanos when the attempt under way began (post, a replayed frame), 0 if none: read on the err stream, which has one sender
+	busy                                           atomic.Int32  // senders holding a batch (deliver)
+	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
+	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
+	replayed                                       atomic.Uint64 // delivered from the durable spill
+	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
+	sendDuration                                   prometheus.Observer // this stream's histogram
+}
+
+func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream {
+	nb := max(budget/s.batchBytes, 2)
+	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
+	st := &stream{
+		id:       id,
+		tag:      s.tags[id],
+		shards:   make([]shard, nshards),
+		free:     make(chan *batch, nb),
+		queue:    make(chan *batch, nb),
+		nbatches: nb,
+		batchCap: s.batchBytes,
+		sealAt:   s.batchBytes - s.batchBytes/16,
+		entryCap: s.entryBytes,
+		held:     make([]*batch, 0, nb),
+		done:     order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
+		progress: make(chan struct{}),
+	}
+	for _, f := range fwds {
+		// The connections hold at most all but nshards of the batches in flight together:
+		// that many stay out of flight, for the writers to fill and the senders to take next.
+		f.setMaxInflight(min(s.maxInflight, (nb-nshards)/len(fwds)))
+		st.senders = append(st.senders, &sender{fwd: f, bo: s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
+	}
+	for i := range st.shards {
+		st.shards[i].enc = newMsgpEncoder(s.enc)
+	}
+	for range nb {
+		st.free <- &batch{buf: make([]byte, 0, s.batchBytes)}
+	}
+	return st
+}
+
+// failing reports whether every connection of the stream is failing: nothing drains.
+func (s *stream) failing() bool {
+	for _, snd := range s.senders {
+		if !snd.fwd.failing() {
+			return false
+		}
+	}
+	return true
+}
+
+// disconnectedFor is how long the stream has had no working connection at now; 0 if it has
+// one.
+func (s *stream) disconnectedFor(now time.Time) time.Duration {
+	d := s.senders[0].fwd.disconnectedFor(now)
+	for _, snd := range s.senders[1:] {
+		d = min(d, snd.fwd.disconnectedFor(now))
+	}
+	return d
+}
+
+// lastError is the last send error of a connection, if one has one.
+func (s *stream) lastError() error {
+	for _, snd := range s.senders {
+		if err := snd.fwd.lastError(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *stream) stats() StreamStats {
+	st := StreamStats{
+		Dropped:       make(map[string]uint64, numDropReasons),
+		Delivered:     s.delivered.Load(),
+		Spilled:       s.spilled.Load(),
+		Replayed:      s.replayed.Load(),
+		BufferedBytes: s.buffered(),
+		CapacityBytes: s.capacity(),
+		SentBatches:   s.sentBatches.Load(),
+		SentBytes:     s.sentBytes.Load(),
+		SendErrors:    s.sendErrors.Load(),
+		Reconnects:    s.reconnects.Load(),
+	}
+	for _, snd := range s.senders {
+		st.HandshakeFailures += snd.fwd.handshakeFailures.Load()
+	}
+	st.Servers = s.serverStats()
+	for r := dropReason(0); r < numDropReasons; r++ {
+		st.Dropped[r.String()] = 0
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		st.Entries += sh.entries.Load()
+		st.Truncated += sh.truncated.Load()
+		for r := dropReason(0); r < numDropReasons; r++ {
+			st.Dropped[r.String()] += sh.dropped[r].Load()
+		}
+	}
+	if s.err != nil && s.err.disk != nil {
+		st.SpillBytes = s.err.disk.Bytes()
+		st.SpillCorruptSegments = s.err.disk.CorruptSegments()
+	}
+	st.KeepRatio = 1
+	if s.info != nil {
+		st.Degraded = s.info.degrade.active.Load()
+		st.DegradeTransitions = s.info.degrade.transitions.Load()
+		st.KeepRatio, st.Capacity = s.info.degrade.keepRatio(), s.info.degrade.capacity()
+	}
+	return st
+}
+
+// serverStats sums the senders' connections, frames in flight and deliveries by server.
+func (s *stream) serverStats() []ServerStats {
+	eps := s.senders[0].fwd.s.endpoints
+	rows := make([]ServerStats, 0, len(eps))
+	row := make([]int, len(eps)) // endpoint -> its address's row
+	for i, ep := range eps {
+		r := slices.IndexFunc(rows, func(st ServerStats) bool { return st.Addr == ep.Addr })
+		if r < 0 {
+			r = len(rows)
+			rows = append(rows, ServerStats{Addr: ep.Addr})
+		}
+		row[i] = r
+	}
+	for _, snd := range s.senders {
+		if i := snd.fwd.server.Load(); i >= 0 {
+			rows[row[i]].Connections++
+			rows[row[i]].FramesInFlight += int(snd.fwd.inflight.Load())
+		}
+		for i := range snd.fwd.deliveredTo {
+			rows[row[i]].Delivered += snd.fwd.deliveredTo[i].Load()
+		}
+	}
+	return rows
+}
+
+// countDrop counts an entry dropped before it reached a shard (in Check).
+func (s *stream) countDrop(r dropReason) {
+	sh := &s.shards[rand.N(len(s.shards))]
+	sh.entries.Add(1)
+	sh.dropped[r].Add(1)
+}

@@ -1,0 +1,225 @@
+package fluentcore
+
+// The batches and their ring: free list -> a shard's open batch -> sealed, in order, into
+// the queue -> a sender -> finish, back to the free list. Sealing numbers each batch; finish
+// marks its positions done (internal/order), which is what Sync waits for. compact packs the
+// queue while a sender cannot deliver.
+
+import (
+	"time"
+
+	"github.com/tinylib/msgp/msgp"
+)
+
+// batch is one buffer of encoded entries: the payload of one PackedForward frame.
+type batch struct {
+	buf   []byte // concatenated Forward entries; cap is the stream's batch size, never grown
+	n     int    // entries in buf
+	first uint64 // the first position in the stream's sealing order this batch finishes
+	seq   uint64 // the last: first and seq differ once compact has merged batches into it
+	tok   ackToken
+}
+
+func (s *stream) takeFree() *batch {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+		return nil
+	}
+}
+
+// seal queues a batch for the sender. Callers hold the lock of the shard the batch came
+// from; the queue has room for every batch, so this never blocks.
+func (s *stream) seal(b *batch) {
+	s.queuedBytes.Add(int64(len(b.buf)))
+	s.queuedBatches.Add(1)
+	s.sealMu.Lock()
+	s.sealed++
+	b.first, b.seq = s.sealed, s.sealed
+	s.queue <- b
+	s.sealMu.Unlock()
+	// The queue alone, since seal runs under a shard's lock: enough to wake the clock early,
+	// which then reads the whole fill share.
+	if s.info != nil && s.info.degrade.overHigh(float64(s.queuedBytes.Load())/float64(s.capacity())) {
+		s.info.degrade.wake()
+		select {
+		case s.info.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// flush seals every shard's non-empty open batch.
+func (s *stream) flush() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.lockForSink()
+		if b := sh.cur; b != nil && b.n > 0 {
+			sh.cur = nil
+			s.seal(b)
+		}
+		sh.unlockForSink()
+	}
+}
+
+// buffered is the size of the entries the stream holds: in the queue, and in the open
+// batches, read under each shard's lock (so never from a goroutine that holds one). The
+// writers pay nothing for it; a scrape and the clock's observation pay a short wait.
+func (s *stream) buffered() int64 {
+	n := s.queuedBytes.Load()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.lockForSink()
+		if sh.cur != nil {
+			n += int64(len(sh.cur.buf))
+		}
+		sh.unlockForSink()
+	}
+	return n
+}
+
+// tight reports whether the stream is down to its last eighth of free batches (4 of the
+// default 32; with fewer than 8, when none is free) while its sends succeed. The adaptive
+// policy sets its budget once a step, and a flood that grows within a step would take the
+// last of the buffer; the reserve keeps that room for rare messages (internal/shed). Not
+// during an outage: then the buffer holds what it can (the outage rows of the Guarantees
+// table). One channel length and one atomic load.
+func (s *stream) tight() bool { return len(s.free) <= s.nbatches/8 && !s.failing() }
+
+// capacity is the stream's buffer budget in bytes: all its batch buffers.
+func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
+
+func (s *stream) lastSealed() uint64 {
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
+	return s.sealed
+}
+
+// waitDone waits until the sender has finished with every batch up to seq.
+func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
+	for {
+		s.doneMu.Lock()
+		done, ch := s.done.Upto(), s.progress
+		s.watched = true
+		s.doneMu.Unlock()
+		if done >= seq {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// finish returns a batch the sender is done with (delivered, spilled or dropped) to the
+// free list.
+func (s *stream) finish(b *batch) {
+	s.queuedBytes.Add(-int64(len(b.buf)))
+	s.queuedBatches.Add(-1)
+	first, last := b.first, b.seq
+	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
+	s.free <- b
+	s.doneMu.Lock()
+	s.done.Mark(first, last)
+	if s.watched {
+		// Only then: a channel per batch would make the sender allocate, and an allocating
+		// sender is made to assist the garbage collector (even parked) under a log flood.
+		close(s.progress)
+		s.progress = make(chan struct{})
+		s.watched = false
+	}
+	s.doneMu.Unlock()
+}
+
+// takeHeld takes the oldest batch compact left in held, or returns nil.
+func (s *stream) takeHeld() *batch {
+	if s.heldN.Load() == 0 {
+		return nil
+	}
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if len(s.held) == 0 {
+		return nil
+	}
+	b := s.held[0]
+	s.held = s.held[:copy(s.held, s.held[1:])]
+	s.heldN.Store(int64(len(s.held)))
+	return b
+}
+
+// compact packs the batches queued behind b, the newest one the sender holds and cannot
+// deliver, into as few buffers as they fit in, and frees the others: batches sealed partly
+// filled (by the flush tick before the sender saw the receiver fail) would otherwise hold
+// the rest of their buffers through the outage. Order is kept: the entries after b
+// move forward in sealing order; the batches that still hold entries wait in held. A batch
+// is merged whole only into the one sealed right before it (its positions then follow
+// dst's), so that finishing dst finishes exactly the positions it holds; other senders may
+// hold the batches in between.
+func (s *stream) compact(b *batch) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	defer func() { s.heldN.Store(int64(len(s.held))) }()
+take:
+	for len(s.held) < cap(s.held) {
+		select {
+		case nb := <-s.queue:
+			s.held = append(s.held, nb)
+		default:
+			break take
+		}
+	}
+	dst, kept := b, s.held[:0]
+	for _, src := range s.held {
+		if src.first != dst.seq+1 { // another sender holds what lies between
+			kept = append(kept, src)
+			dst = src
+			continue
+		}
+		if len(dst.buf)+len(src.buf) <= cap(dst.buf) { // all of it fits
+			dst.buf = append(dst.buf, src.buf...)
+			dst.n += src.n
+			dst.seq = src.seq // dst's delivery now finishes src's entries too
+			src.buf, src.n = src.buf[:0], 0
+			s.queuedBatches.Add(-1) // its bytes are dst's now
+			s.free <- src
+			continue
+		}
+		s.moveEntries(dst, src)
+		kept = append(kept, src)
+		dst = src
+	}
+	s.held = kept
+}
+
+// moveEntries moves the leading entries of nb that fit into b's free room to the end of b.
+func (s *stream) moveEntries(b, nb *batch) {
+	moved, k := 0, 0
+	for rest := nb.buf; len(rest) > 0; k++ {
+		after, err := msgp.Skip(rest) // one entry: [EventTime, record]
+		size := len(rest) - len(after)
+		if err != nil || len(b.buf)+moved+size > cap(b.buf) {
+			break
+		}
+		moved, rest = moved+size, after
+	}
+	if moved > 0 {
+		b.buf = append(b.buf, nb.buf[:moved]...)
+		b.n += k
+		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]
+		nb.n -= k
+	}
+}
+
+// abandon accounts for a batch that was never delivered: err entries are spilled, info
+// entries counted as dropped at shutdown.
+func (s *stream) abandon(b *batch) {
+	if s.err != nil {
+		s.spillSealed(b)
+		return
+	}
+	s.shards[0].dropped[dropShutdown].Add(uint64(b.n))
+	s.finish(b)
+}

@@ -1,0 +1,321 @@
+package fluentcore
+
+// The senders: one goroutine per connection of the stream takes sealed batches, frames them
+// through its forwarder (forward.go) and finishes each once delivered (with RequireAck, when
+// its ack comes); after a failure it waits its backoff and sends the same batches again.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// sender is one of a stream's connections and the goroutine that sends on it.
+type sender struct {
+	fwd *forwarder
+	bo  backoff.BackOff
+	// out holds the batches the sender has taken and not written on its connection, oldest
+	// first: the one it is sending, and those whose frames a failed connection lost. spare
+	// is the other buffer requeue builds into; both can hold every batch of the stream.
+	out, spare []*batch
+	// failingSince is when the first attempt of the failure under way began (zero since the
+	// last delivery); owed says a failure has come since the last backoff wait. A failure
+	// may come after the write (an ack), so both outlive one call to deliver.
+	failingSince time.Time
+	owed         bool
+}
+
+// run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
+// on its own connection, until ctx is cancelled. With RequireAck it writes up to
+// MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
+// batches go out in order. With a durable spill (err stream, SpillDir, one sender) it
+// first replays whatever the spill holds — also what a previous process left there — and
+// sends from memory again once it is empty.
+func (s *stream) run(ctx context.Context, snd *sender) {
+	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
+	var evacuate chan chan struct{}
+	if s.err != nil {
+		wake, spillKick, evacuate = s.err.wake, s.err.spillKick, s.err.evacuate
+	}
+	for {
+		if s.err != nil && s.err.replaying() {
+			if !s.settle(ctx, snd) || !s.replay(ctx, snd, snd.bo) {
+				return
+			}
+			continue
+		}
+		if len(snd.out) == 0 {
+			if b := s.takeHeld(); b != nil {
+				snd.out = append(snd.out, b)
+			}
+		}
+		if len(snd.out) > 0 {
+			if !s.send(ctx, snd) {
+				return
+			}
+			continue
+		}
+		acks, dead, due := snd.fwd.ackEvents() // nil while no frame is in flight
+		select {
+		case b := <-s.queue:
+			snd.out = append(snd.out, b)
+		case tok := <-acks:
+			fl, err := snd.fwd.onAck(tok)
+			if s.acked(snd, fl, err) {
+				s.sealAfterSend() // a flush owed while acks lagged
+			}
+		case <-dead:
+			fl, err := snd.fwd.onDead()
+			s.acked(snd, fl, err)
+		case <-due:
+			s.acked(snd, flight{}, snd.fwd.onDue())
+		case <-wake:
+			if s.fewInFlight() {
+				s.flush()
+			} else {
+				s.flushOwed.Store(true) // see fewInFlight
+			}
+		case done := <-evacuate:
+			s.evacuate(snd, done)
+		case <-spillKick:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// send is run's delivery of snd.out, counted busy for flushTick; it reports false when ctx
+// was cancelled, with what is left in snd.out (and in flight) for Close.
+func (s *stream) send(ctx context.Context, snd *sender) bool {
+	s.busy.Add(1)
+	ok := s.deliver(ctx, snd)
+	s.busy.Add(-1)
+	if ok {
+		s.sealAfterSend()
+	}
+	return ok
+}
+
+// deliver writes the batches of snd.out, oldest first, until each is written (true, once
+// snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
+// connection while frames waited for their acks, which puts them back in front — it waits
+// with backoff before the next attempt. On the err stream with a durable spill, batches
+// that have failed for SpillAfter, or once writers spill because the buffers are full, go to
+// the spill instead (true), and run switches to replaying.
+func (s *stream) deliver(ctx context.Context, snd *sender) bool {
+	var spillKick chan struct{}
+	var evacuate chan chan struct{}
+	if s.err != nil {
+		spillKick, evacuate = s.err.spillKick, s.err.evacuate
+	}
+	for len(snd.out) > 0 {
+		if snd.owed {
+			snd.owed = false
+			s.compact(snd.out[len(snd.out)-1])
+			now := time.Now()
+			if s.err != nil && s.err.spillNow(snd.failingSince, now) {
+				return s.spillFailed(ctx, snd)
+			}
+			wait := nextWait(snd.bo)
+			if s.err != nil {
+				// The next attempt comes no later than SpillAfter: if it fails too, the
+				// batches go to the spill then, not after a long backoff step.
+				wait = min(wait, snd.failingSince.Add(s.err.spillAfter).Sub(now))
+			}
+			t := time.NewTimer(wait)
+			for waiting := true; waiting; {
+				select {
+				case <-t.C:
+					waiting = false
+				case <-spillKick:
+					s.compact(snd.out[len(snd.out)-1])
+					if s.spillKicked() {
+						t.Stop()
+						return s.spillFailed(ctx, snd)
+					}
+				case done := <-evacuate:
+					t.Stop()
+					s.evacuate(snd, done)
+					return true
+				case <-ctx.Done():
+					t.Stop()
+					return false
+				}
+			}
+		}
+		if s.post(ctx, snd) {
+			snd.out = snd.out[:copy(snd.out, snd.out[1:])]
+			continue
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// nextWait is the backoff's next wait; a backoff that gives up (none here does) waits a
+// second.
+func nextWait(bo backoff.BackOff) time.Duration {
+	if wait := bo.NextBackOff(); wait != backoff.Stop {
+		return wait
+	}
+	return time.Second
+}
+
+// failed records a failure whose first attempt began at start: the next attempt waits for
+// the backoff.
+func (snd *sender) failed(start time.Time) {
+	if snd.failingSince.IsZero() || start.Before(snd.failingSince) {
+		snd.failingSince = start
+	}
+	snd.owed = true
+}
+
+// recovered records a delivery: the failure, if there was one, is over.
+func (snd *sender) recovered() {
+	if !snd.failingSince.IsZero() {
+		snd.failingSince, snd.owed = time.Time{}, false
+		snd.bo.Reset()
+	}
+}
+
+// post writes the frame of snd.out[0] once snd's connection has room for one more in
+// flight. Without acks the batch is then delivered; with them it is when its ack comes
+// (acked). It reports false when the connection failed (the frames that were in flight on
+// it are back in snd.out, ahead of the batch) or ctx was cancelled.
+func (s *stream) post(ctx context.Context, snd *sender) bool {
+	for {
+		if !s.pollAcks(snd) {
+			return false
+		}
+		if !snd.fwd.full() {
+			break
+		}
+		fl, err := snd.fwd.awaitAck(ctx)
+		if !s.acked(snd, fl, err) {
+			return false
+		}
+	}
+	b := snd.out[0]
+	var chunk string
+	if snd.fwd.s.requireAck {
+		chunk = b.tok.forEntries(b.buf)
+	}
+	start := time.Now()
+	s.attemptSince.Store(start.UnixNano())
+	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
+	s.attemptSince.Store(0)
+	if !s.countSend(snd, fresh, size, err) {
+		if ctx.Err() == nil {
+			snd.failed(start)
+		}
+		s.requeue(snd)
+		return false
+	}
+	if chunk == "" {
+		s.observeSend(start)
+		s.delivered.Add(uint64(b.n))
+		s.finish(b)
+		snd.recovered()
+	}
+	return true
+}
+
+// pollAcks handles, without waiting, the acks (and the failure) that have come for snd's
+// frames in flight. It reports false if the connection failed.
+func (s *stream) pollAcks(snd *sender) bool {
+	for {
+		acks, dead, _ := snd.fwd.ackEvents()
+		if acks == nil {
+			return true // no connection
+		}
+		var fl flight
+		var err error
+		select {
+		case tok := <-acks:
+			fl, err = snd.fwd.onAck(tok)
+		case <-dead:
+			fl, err = snd.fwd.onDead()
+		default:
+			return true
+		}
+		if !s.acked(snd, fl, err) {
+			return false
+		}
+	}
+}
+
+// acked handles what the forwarder reported of snd's frames in flight: an ack delivers its
+// batch; an error (the connection failed) puts the frames that were in flight back in
+// snd.out, ahead of the rest. It reports false on an error.
+func (s *stream) acked(snd *sender, fl flight, err error) bool {
+	if err != nil {
+		if !errors.Is(err, context.Canceled) { // Close
+			s.sendErrors.Add(1)
+			// The failure began with the oldest frame that was waiting for its ack.
+			snd.failed(cmp.Or(snd.fwd.lostSince, time.Now()))
+		}
+		s.requeue(snd)
+		return false
+	}
+	if b := fl.b; b != nil {
+		s.observeSend(fl.at)
+		s.delivered.Add(uint64(b.n))
+		s.finish(b)
+	}
+	if fl.chunk != "" {
+		snd.recovered()
+	}
+	return true
+}
+
+// settle waits until every frame snd has in flight is acked, or has failed and is back in
+// snd.out. It reports false if ctx was cancelled first.
+func (s *stream) settle(ctx context.Context, snd *sender) bool {
+	for len(snd.fwd.flights) > 0 {
+		fl, err := snd.fwd.awaitAck(ctx)
+		s.acked(snd, fl, err)
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// requeue puts the batches of the frames snd's connection lost (or still has in flight)
+// back in front of snd.out, oldest first. Nothing is allocated: both slices can hold every
+// batch of the stream.
+func (s *stream) requeue(snd *sender) {
+	if len(snd.fwd.lost) == 0 && len(snd.fwd.flights) == 0 {
+		return
+	}
+	next := snd.fwd.takeUnacked(snd.spare[:0])
+	next = append(next, snd.out...)
+	snd.out, snd.spare = next, snd.out[:0]
+}
+
+// countSend counts one attempt to write a frame, and reports whether it succeeded.
+func (s *stream) countSend(snd *sender, fresh bool, size int, err error) bool {
+	if fresh && snd.fwd.connects.Load() > 1 {
+		s.reconnects.Add(1)
+	}
+	if err != nil {
+		s.sendErrors.Add(1)
+		return false
+	}
+	s.sentBatches.Add(1)
+	s.sentBytes.Add(uint64(size))
+	return true
+}
+
+// observeSend records how long a frame took from its write (or the attempt that wrote it)
+// to its delivery.
+func (s *stream) observeSend(start time.Time) {
+	if s.sendDuration != nil { // nil only in tests that build a stream alone
+		s.sendDuration.Observe(time.Since(start).Seconds())
+	}
+}

@@ -1,0 +1,167 @@
+package fluentcore
+
+// The err stream's spill: what cannot be delivered goes to the durable spill (SpillDir) or
+// to ErrFallback, counted; with SpillDir the sender replays the spill before sending from
+// memory again.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/fluentcore/fluentcore/internal/spill"
+	"go.uber.org/zap/zapcore"
+)
+
+// spillKicked reports whether, after a writer's kick (kickSpill) and a compact, the
+// sender's batches go to the spill now rather than after SpillAfter: the buffers are still
+// full while sends fail, or the durable spill holds frames, which makes it the queue.
+func (s *stream) spillKicked() bool { return len(s.free) == 0 || s.err.replaying() }
+
+// spillFailed moves the err batches that could not be delivered to the spill. With
+// SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
+// everything held and queued goes to ErrFallback, and so does what is sealed while the
+// backoff runs: the next batch sent is the next attempt, and while sends fail no err entry
+// waits in memory for more than SpillAfter and a backoff wait. It reports false if ctx was
+// cancelled.
+func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
+	if s.err.disk != nil {
+		s.spillOut(snd)
+		return true
+	}
+	s.drainToSpill(snd)
+	return s.spillWhileWaiting(ctx, snd, nextWait(snd.bo))
+}
+
+// sendFrame sends one frame of the spill's replay on snd's connection, waiting for its ack
+// (no frame may be in flight), and counts it.
+func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
+	start := time.Now()
+	s.attemptSince.Store(start.UnixNano())
+	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
+	s.attemptSince.Store(0)
+	if !s.countSend(snd, fresh, size, err) {
+		return false
+	}
+	s.observeSend(start)
+	return true
+}
+
+// spillEntry spills one err entry that could not be buffered, counts it, and wakes the
+// sender to move the queued batches to the durable spill too.
+func (s *stream) spillEntry(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
+	s.countSpill(s.err.spillEntry(s.tag, ctx, ent, fields), 1)
+	s.err.kickSpill()
+}
+
+// evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
+// queue — to the spill (SpillDir, or ErrFallback), then closes done. It answers
+// syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
+// Frames in flight are not waited for: their connection is closed, and they are spilled
+// with the rest (at least once: they may have arrived).
+func (s *stream) evacuate(snd *sender, done chan struct{}) {
+	snd.fwd.reclaim()
+	s.requeue(snd)
+	s.flush()
+	s.drainToSpill(snd)
+	close(done)
+}
+
+// spillOut hands snd's unsent batches to the spill, oldest first.
+func (s *stream) spillOut(snd *sender) {
+	for _, b := range snd.out {
+		s.spillSealed(b)
+	}
+	clear(snd.out)
+	snd.out = snd.out[:0]
+}
+
+// spillSealed hands a sealed err batch to the spill and frees it.
+func (s *stream) spillSealed(b *batch) {
+	s.countSpill(s.err.spill.Append(s.tag, b.buf, b.n), b.n)
+	s.finish(b)
+}
+
+// countSpill counts n entries by what the spill said: spilled, or dropped with the reason
+// (the spill chain has written them to ErrFallback where it could): never silently.
+func (s *stream) countSpill(err error, n int) {
+	switch {
+	case err == nil:
+		s.spilled.Add(uint64(n))
+	case errors.Is(err, spill.ErrFull):
+		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
+	case errors.Is(err, errEncodePanic):
+		s.shards[0].dropped[dropEncodeError].Add(uint64(n))
+	default:
+		s.shards[0].dropped[dropSpillFailed].Add(uint64(n))
+	}
+}
+
+// replay is the err sender while the durable spill holds frames. The spill is then the
+// queue: every sealed batch is appended to its tail (which frees the batch for writers at
+// once) and frames are sent from its head, oldest first, so spilled entries arrive before
+// newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
+// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
+// segment that cannot be read is retried like a failed send. It returns true once the spill
+// is empty, false when ctx is cancelled.
+func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
+	bo.Reset()
+	for {
+		s.drainToSpill(snd)
+		fr, ok, err := s.err.disk.Head()
+		if err == nil && !ok {
+			return true
+		}
+		if err == nil && s.sendFrame(ctx, snd, fr.Tag, fr.Entries, fr.N) {
+			s.replayed.Add(uint64(fr.N))
+			s.err.disk.Pop()
+			bo.Reset()
+			continue
+		}
+		if !s.spillWhileWaiting(ctx, snd, nextWait(bo)) {
+			return false
+		}
+	}
+}
+
+// spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
+// as they are sealed.
+func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case b := <-s.queue:
+			s.spillSealed(b)
+		case <-s.err.spillKick:
+		case done := <-s.err.evacuate:
+			s.evacuate(snd, done) // what was queued is in the durable spill already
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// drainToSpill moves every batch snd holds unsent, and every queued one, to the spill,
+// without waiting.
+func (s *stream) drainToSpill(snd *sender) {
+	s.spillOut(snd)
+	s.heldMu.Lock()
+	for _, b := range s.held {
+		s.spillSealed(b)
+	}
+	s.held = s.held[:0]
+	s.heldN.Store(0)
+	s.heldMu.Unlock()
+	for {
+		select {
+		case b := <-s.queue:
+			s.spillSealed(b)
+		default:
+			return
+		}
+	}
+}

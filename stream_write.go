@@ -1,0 +1,273 @@
+package fluentcore
+
+// The write path: a caller's entry is encoded into the open batch of a shard under the
+// shard's lock. Contract with the ring (stream_batches.go): takeFree for a batch, seal for a
+// full one; nothing here waits on I/O except an err entry's bounded wait for a free batch.
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// shard is one open batch and the encoder that writes into it. A writer takes shard 0 when
+// it is free and another at random when it is not (lockShard), so many goroutines rarely
+// meet on one lock, and one goroutine's entries stay in sealing order (the receiver's
+// order too while the stream sends on one connection).
+type shard struct {
+	mu        sync.Mutex
+	enc       *msgpEncoder
+	cur       *batch // nil until a writer takes a batch from the free list
+	entries   atomic.Uint64
+	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
+	sinkHolds atomic.Int32  // lockForSink callers holding or waiting for mu
+	sinkLocks atomic.Uint32 // lockForSink calls so far
+	dropped   [numDropReasons]atomic.Uint64
+	_         [64]byte // keep neighbouring shards off this cache line
+}
+
+// lockForSink locks the shard for the sink's own short work (a flush, a read of the open
+// batch's size), marked so that a writer finding the lock taken waits for it rather than
+// move to another shard, which would reorder its entries (see lockShard).
+// The mark is set before the lock is taken and cleared after it is released, so that no
+// writer ever finds the lock taken by the sink unmarked.
+func (sh *shard) lockForSink() {
+	sh.sinkHolds.Add(1)
+	sh.sinkLocks.Add(1)
+	sh.mu.Lock()
+}
+
+func (sh *shard) unlockForSink() {
+	sh.mu.Unlock()
+	sh.sinkHolds.Add(-1)
+}
+
+// writeStatus is what one attempt to append an entry under a shard's lock ended with.
+type writeStatus uint8
+
+const (
+	written      writeStatus = iota // the entry is in a batch (or counted as dropped)
+	needBatch                       // no free batch; the caller decides to drop or wait
+	streamClosed                    // the stream is closed
+	oversized                       // an err entry larger than entryCap even once truncated
+)
+
+// write appends one entry to the stream. Info entries that find no free batch are dropped
+// (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that. While
+// every connection fails, the wait lasts only until the sender has moved the queued batches
+// to the spill, and there is none while the sender is in an attempt to send.
+func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
+	i := s.lockShard()
+	sh := &s.shards[i]
+	sh.entries.Add(1)
+	var deadline time.Time
+	for {
+		status := s.tryWriteLocked(sh, ctx, ent, fields)
+		if status == needBatch && s.failing() {
+			// No free batch during an outage: the budget is in open batches and the queue.
+			// Another shard's open batch may still have room, so what is buffered, not how it
+			// is split into batches, decides when the stream is full. (In a flood the
+			// receiver drains the queue; the rejected writer pays for no other shard's lock.)
+			status = s.writeElsewhere(i, ctx, ent, fields)
+		}
+		switch status {
+		case written:
+			if s.err != nil {
+				s.err.wakeSender()
+			}
+			return
+		case oversized:
+			// Err entries are never dropped: one that can't be truncated to fit goes to the
+			// spill whole.
+			s.spillEntry(ctx, ent, fields)
+			return
+		case streamClosed:
+			if s.err != nil {
+				s.spillEntry(ctx, ent, fields)
+				return
+			}
+			sh.dropped[dropClosed].Add(1)
+			return
+		case needBatch:
+			if s.info != nil {
+				sh.dropped[dropQueueFull].Add(1)
+				return
+			}
+			if s.failing() {
+				if at := s.attemptSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= s.err.maxWait {
+					// The sender is stuck in an attempt that may last its whole timeout (a
+					// dial to a host that does not answer): it cannot make room before then,
+					// so the entry goes to the spill now rather than wait.
+					s.spillEntry(ctx, ent, fields)
+					return
+				}
+				// The sender packs the queued batches, or moves them to the spill, at once:
+				// the wait below ends as soon as that frees a batch, and order is kept.
+				s.err.kickSpill()
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(s.err.maxWait)
+				s.waits.Add(1)
+			}
+			if !s.waitForBatch(sh, deadline) {
+				s.waitsOut.Add(1)
+				s.spillEntry(ctx, ent, fields)
+				return
+			}
+			sh.mu.Lock()
+		}
+	}
+}
+
+// lockShard locks a shard for a writer and returns its index. While the stream is calm,
+// shard 0: a writer that is alone (the usual case at a modest rate) always writes there,
+// and the entries of one goroutine keep their order in the stream, since batches are
+// sealed in order and one shard's batch is in order. (Random shards, even uncontended,
+// interleaved the entries of consecutive calls by a batch.) A flush or a scrape holding
+// shard 0 (lockForSink) is waited for, for the same reason. The first writer to find
+// shard 0 taken by another writer marks the stream contended, and until the next flush
+// tick writers pick a shard at random, as many goroutines logging at once need: trying
+// shard 0 first under contention starved the sender (the AddingFields parallel benchmark
+// delivered half as much). The order of concurrent calls is not defined anyway, though a
+// goroutine that moves shards may see its entries reordered within a flush.
+func (s *stream) lockShard() int {
+	if !s.contended.Load() {
+		sh := &s.shards[0]
+		// Read before the TryLock: if it fails because the sink holds the lock, the sink
+		// was holding or waiting already, or has locked since. Looking only after the
+		// failure could miss a flush that is over by then.
+		locks, holding := sh.sinkLocks.Load(), sh.sinkHolds.Load() > 0
+		if sh.mu.TryLock() {
+			return 0
+		}
+		if len(s.shards) == 1 || holding || sh.sinkLocks.Load() != locks {
+			sh.mu.Lock()
+			return 0
+		}
+		s.contended.Store(true)
+	}
+	i := rand.N(len(s.shards))
+	s.shards[i].mu.Lock()
+	return i
+}
+
+// tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
+// shard has none. The caller holds the shard's lock; tryWriteLocked releases it.
+func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
+	defer sh.mu.Unlock()
+	if s.closed.Load() {
+		return streamClosed
+	}
+	if sh.cur == nil {
+		if sh.cur = s.takeFree(); sh.cur == nil {
+			return needBatch
+		}
+	}
+	return s.appendLocked(sh, ctx, ent, fields, true)
+}
+
+// writeElsewhere tries the open batches of the shards other than shard i, skipping any
+// whose lock is taken: the slow path of a stream without a free batch, never a wait.
+func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
+	for k := 1; k < len(s.shards); k++ {
+		o := &s.shards[(i+k)%len(s.shards)]
+		if !o.mu.TryLock() {
+			continue
+		}
+		status := needBatch
+		if o.cur != nil && !s.closed.Load() {
+			status = s.appendLocked(o, ctx, ent, fields, false)
+		}
+		o.mu.Unlock()
+		if status != needBatch {
+			return status
+		}
+	}
+	return needBatch
+}
+
+// appendLocked encodes the entry into sh.cur (not nil), under sh's lock. An entry that does
+// not fit seals the batch and moves to a free one if own, or leaves the batch as it is and
+// reports needBatch if not (a batch borrowed by writeElsewhere).
+func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, own bool) writeStatus {
+	b := sh.cur
+	start := len(b.buf)
+	truncated := false
+	out, ok := encodeSafely(sh.enc, b.buf, ctx, ent, fields)
+	if !ok {
+		b.buf = b.buf[:start]
+		sh.dropped[dropEncodeError].Add(1)
+		return written
+	}
+	if len(out)-start > s.entryCap {
+		b.buf = b.buf[:start]
+		if s.err == nil {
+			sh.dropped[dropTooLarge].Add(1)
+			return written
+		}
+		// An err entry is delivered with its largest values truncated and marked (see
+		// capEntry); out[start:] is still intact, and capped lives in the encoder.
+		capped, ok := sh.enc.capEntry(out[start:], s.entryCap)
+		if !ok {
+			return oversized
+		}
+		out, truncated = append(b.buf, capped...), true
+	}
+	if cap(out) != cap(b.buf) {
+		// The entry did not fit and append moved everything to a new array.
+		b.buf = b.buf[:start]
+		if !own {
+			return needBatch
+		}
+		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
+		// larger than the space sealAt leaves get here).
+		sh.cur = nil
+		s.seal(b)
+		nb := s.takeFree()
+		if nb == nil {
+			return needBatch
+		}
+		nb.buf = append(nb.buf, out[start:]...)
+		nb.n = 1
+		sh.cur = nb
+		b = nb
+	} else {
+		b.buf = out
+		b.n++
+	}
+	if truncated {
+		sh.truncated.Add(1)
+	}
+	if len(b.buf) >= s.sealAt {
+		sh.cur = nil
+		s.seal(b)
+	}
+	return written
+}
+
+// waitForBatch blocks (without any lock) until a batch is free or the deadline passes, and
+// installs the batch in the shard. It reports false on timeout.
+func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case b := <-s.free:
+		sh.mu.Lock()
+		if sh.cur == nil {
+			sh.cur = b
+		} else {
+			s.free <- b // another writer refilled the shard meanwhile; cannot block: b came from free
+		}
+		sh.mu.Unlock()
+		return true
+	case <-t.C:
+		return false
+	}
+}
