@@ -5,12 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +18,8 @@ import (
 )
 
 // Tests of the forwarder's features against forwardtest: modes, acks and their faults,
-// the shared-key handshake, TLS, unix sockets, several servers, deadlines.
+// the shared-key handshake, TLS, unix sockets, several servers, deadlines. Those of the ack
+// window and of one connection are in forward_acks_test.go and forward_conn_test.go.
 
 const waitFor = 10 * time.Second
 
@@ -139,38 +137,6 @@ func TestModesOnTheWire(t *testing.T) {
 			}
 			if dup := checkAll(t, 210, r); dup != 0 {
 				t.Errorf("%d duplicates without faults", dup)
-			}
-		})
-	}
-}
-
-// With RequireAck, every way an ack can go wrong makes the client drop the connection and
-// send the same batch again; nothing is lost, and duplicates are possible.
-func TestAckFaultsResendTheBatch(t *testing.T) {
-	for _, fault := range []forwardtest.AckFault{forwardtest.AckWithhold, forwardtest.AckWrongToken, forwardtest.AckMalformed} {
-		t.Run(fault.String(), func(t *testing.T) {
-			r := forwardtest.NewReceiver(t)
-			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-				c.RequireAck = true
-				c.AckTimeout = 100 * time.Millisecond
-			})
-			r.SetAckFault(fault)
-			const n = 50
-			logErrs(core, 0, n)
-			// Two failed attempts: the frames were sent, and sent again after the failure.
-			// (Two faulted acks alone may be two frames in flight at once.)
-			fluentcore.WaitUntil(t, "two failed attempts", func() bool { return core.Stats().Err.SendErrors >= 2 })
-			if core.Stats().Err.Delivered != 0 {
-				t.Fatal("entries counted as delivered without their ack")
-			}
-			r.SetAckFault(forwardtest.AckOK)
-			fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
-			st := core.Stats().Err
-			if st.Delivered != n || st.SendErrors < 2 || st.Reconnects < 2 {
-				t.Fatalf("delivered %d, send errors %d, reconnects %d", st.Delivered, st.SendErrors, st.Reconnects)
-			}
-			if dup := checkAll(t, n, r); dup == 0 {
-				t.Error("no duplicates, yet the faulted attempts stored their batch")
 			}
 		})
 	}
@@ -495,119 +461,6 @@ func TestUnixSocket(t *testing.T) {
 	checkAll(t, 3, r)
 }
 
-// fluentd's in_unix never acks. With RequireAck on a unix socket every frame times out; the
-// error says why instead of only that the ack is missing.
-func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
-	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
-	r.SetAckFault(forwardtest.AckWithhold)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
-		c.RequireAck = true
-		c.AckTimeout = 100 * time.Millisecond
-		c.SyncTimeout = 2 * time.Second
-		c.CloseTimeout = 200 * time.Millisecond
-		c.ErrFallback = io.Discard
-	})
-	logErrs(core, 0, 1)
-	err := core.Sync()
-	if err == nil || !strings.Contains(err.Error(), "in_unix never sends acks") || !strings.Contains(err.Error(), "RequireAck") {
-		t.Fatalf("Sync: %v", err)
-	}
-}
-
-// Close shuts healthy TLS connections down with close_notify, every time: a receiver that
-// sees the socket close without it logs an error for each Close (fluentd: "SSL_read:
-// unexpected eof"). The receiver here speaks TLS 1.2, fluentd's default, whose records carry
-// their type in the clear, and records whether the last one before EOF was an alert.
-func TestCloseSendsTLSCloseNotify(t *testing.T) {
-	cert, err := forwardtest.NewTLSCert()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := cert.ServerConfig()
-	srv.MaxVersion = tls.VersionTLS12
-	ended := make(chan bool, 4) // per connection: its last record was an alert (close_notify)
-	var served sync.WaitGroup   // the accept loop and every connection's reader
-	defer func() {
-		_ = ln.Close()
-		served.Wait()
-	}()
-	served.Add(1)
-	go func() {
-		defer served.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			served.Add(1) // while the loop's own count holds the group above zero
-			go func() {
-				defer served.Done()
-				tap := &recordTap{Conn: nc}
-				tc := tls.Server(tap, srv)
-				_, _ = io.Copy(io.Discard, tc)
-				_ = nc.Close()
-				ended <- tap.last == 21 // TLS content type alert
-			}()
-		}
-	}()
-	const rounds = 20
-	missing := 0
-	for range rounds {
-		core := fluentcore.New(fluentcore.Config{Addr: "tls://" + ln.Addr().String(), TLS: cert.ClientConfig()})
-		logger := zap.New(core)
-		logger.Info("to the info connection")
-		logger.Error("to the err connection")
-		if err := core.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		if err := core.Close(); err != nil {
-			t.Fatal(err)
-		}
-		for range 2 {
-			select {
-			case ok := <-ended:
-				if !ok {
-					missing++
-				}
-			case <-time.After(waitFor):
-				t.Fatal("a connection was not closed by Close")
-			}
-		}
-	}
-	if missing > 0 {
-		t.Fatalf("%d of %d connections closed without close_notify", missing, 2*rounds)
-	}
-}
-
-// recordTap follows the TLS records read through it and keeps the type of the last one.
-type recordTap struct {
-	net.Conn
-	hdr  [5]byte // type, version (2), length (2)
-	nhdr int
-	skip int // bytes of the current record's payload still to come
-	last byte
-}
-
-func (r *recordTap) Read(p []byte) (int, error) {
-	n, err := r.Conn.Read(p)
-	for b := p[:n]; len(b) > 0; {
-		if r.skip > 0 {
-			k := min(r.skip, len(b))
-			r.skip, b = r.skip-k, b[k:]
-			continue
-		}
-		r.hdr[r.nhdr], r.nhdr, b = b[0], r.nhdr+1, b[1:]
-		if r.nhdr == len(r.hdr) {
-			r.last, r.skip, r.nhdr = r.hdr[0], int(r.hdr[3])<<8|int(r.hdr[4]), 0
-		}
-	}
-	return n, err
-}
-
 // Everything a mutual-TLS, shared-key receiver needs can come from the environment and
 // from files (as Kubernetes mounts secrets): no Go code sets the certificates or the key.
 func TestTLSAndSecretsFromFilesAndTheEnvironment(t *testing.T) {
@@ -810,29 +663,5 @@ func TestValidateForwardOptions(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
 		}
-	}
-}
-
-// fluentd with deny_keepalive acks each request and then closes the connection. The ack is
-// read before the close, so no acknowledged batch may be taken for lost and sent again.
-func TestAckThenCloseIsNotAResend(t *testing.T) {
-	r := forwardtest.NewReceiver(t, forwardtest.DenyKeepalive())
-	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
-	for i := 0; i < 30; i++ {
-		logErrs(core, i, 1)
-		if err := core.Sync(); err != nil { // one batch, one connection each
-			t.Fatal(err)
-		}
-	}
-	seen := indexes(r)
-	for i, n := range seen {
-		if n != 1 {
-			t.Errorf("entry %d arrived %d times", i, n)
-		}
-	}
-	// Send errors are allowed: the next frame can start on the connection before its close
-	// is seen, and is then sent again on a new one, which the receiver never saw twice.
-	if st := core.Stats().Err; st.Delivered != 30 || len(seen) != 30 {
-		t.Fatalf("delivered %d, receiver has %d distinct entries; want 30 and 30", st.Delivered, len(seen))
 	}
 }

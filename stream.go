@@ -181,7 +181,7 @@ func (s *stream) serverStats() []ServerStats {
 	for _, snd := range s.senders {
 		if i := snd.fwd.server.Load(); i >= 0 {
 			rows[row[i]].Connections++
-			rows[row[i]].FramesInFlight += int(snd.fwd.inflight.Load())
+			rows[row[i]].FramesInFlight += snd.fwd.loadInFlight()
 		}
 		for i := range snd.fwd.deliveredTo {
 			rows[row[i]].Delivered += snd.fwd.deliveredTo[i].Load()

@@ -257,7 +257,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 		if !errors.Is(err, context.Canceled) { // Close
 			s.sendErrors.Add(1)
 			// The failure began with the oldest frame that was waiting for its ack.
-			snd.failed(cmp.Or(snd.fwd.lostSince, time.Now()))
+			snd.failed(cmp.Or(snd.fwd.oldestLost(), time.Now()))
 		}
 		s.requeue(snd)
 		return false
@@ -276,7 +276,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 // settle waits until every frame snd has in flight is acked, or has failed and is back in
 // snd.out. It reports false if ctx was cancelled first.
 func (s *stream) settle(ctx context.Context, snd *sender) bool {
-	for len(snd.fwd.flights) > 0 {
+	for snd.fwd.inFlight() > 0 {
 		fl, err := snd.fwd.awaitAck(ctx)
 		s.acked(snd, fl, err)
 		if ctx.Err() != nil {
@@ -290,7 +290,7 @@ func (s *stream) settle(ctx context.Context, snd *sender) bool {
 // back in front of snd.out, oldest first. Nothing is allocated: both slices can hold every
 // batch of the stream.
 func (s *stream) requeue(snd *sender) {
-	if len(snd.fwd.lost) == 0 && len(snd.fwd.flights) == 0 {
+	if !snd.fwd.hasUnacked() {
 		return
 	}
 	next := snd.fwd.takeUnacked(snd.spare[:0])

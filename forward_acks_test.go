@@ -1,0 +1,90 @@
+package fluentcore_test
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"github.com/fluentcore/fluentcore/forwardtest"
+)
+
+// Tests of the ack window (forward_acks.go) against forwardtest: acks and their faults,
+// an ack followed by the close, a receiver that never acks.
+
+// With RequireAck, every way an ack can go wrong makes the client drop the connection and
+// send the same batch again; nothing is lost, and duplicates are possible.
+func TestAckFaultsResendTheBatch(t *testing.T) {
+	for _, fault := range []forwardtest.AckFault{forwardtest.AckWithhold, forwardtest.AckWrongToken, forwardtest.AckMalformed} {
+		t.Run(fault.String(), func(t *testing.T) {
+			r := forwardtest.NewReceiver(t)
+			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+				c.RequireAck = true
+				c.AckTimeout = 100 * time.Millisecond
+			})
+			r.SetAckFault(fault)
+			const n = 50
+			logErrs(core, 0, n)
+			// Two failed attempts: the frames were sent, and sent again after the failure.
+			// (Two faulted acks alone may be two frames in flight at once.)
+			fluentcore.WaitUntil(t, "two failed attempts", func() bool { return core.Stats().Err.SendErrors >= 2 })
+			if core.Stats().Err.Delivered != 0 {
+				t.Fatal("entries counted as delivered without their ack")
+			}
+			r.SetAckFault(forwardtest.AckOK)
+			fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+			st := core.Stats().Err
+			if st.Delivered != n || st.SendErrors < 2 || st.Reconnects < 2 {
+				t.Fatalf("delivered %d, send errors %d, reconnects %d", st.Delivered, st.SendErrors, st.Reconnects)
+			}
+			if dup := checkAll(t, n, r); dup == 0 {
+				t.Error("no duplicates, yet the faulted attempts stored their batch")
+			}
+		})
+	}
+}
+
+// fluentd's in_unix never acks. With RequireAck on a unix socket every frame times out; the
+// error says why instead of only that the ack is missing.
+func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
+	r.SetAckFault(forwardtest.AckWithhold)
+	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+		c.RequireAck = true
+		c.AckTimeout = 100 * time.Millisecond
+		c.SyncTimeout = 2 * time.Second
+		c.CloseTimeout = 200 * time.Millisecond
+		c.ErrFallback = io.Discard
+	})
+	logErrs(core, 0, 1)
+	err := core.Sync()
+	if err == nil || !strings.Contains(err.Error(), "in_unix never sends acks") || !strings.Contains(err.Error(), "RequireAck") {
+		t.Fatalf("Sync: %v", err)
+	}
+}
+
+// fluentd with deny_keepalive acks each request and then closes the connection. The ack is
+// read before the close, so no acknowledged batch may be taken for lost and sent again.
+func TestAckThenCloseIsNotAResend(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.DenyKeepalive())
+	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	for i := 0; i < 30; i++ {
+		logErrs(core, i, 1)
+		if err := core.Sync(); err != nil { // one batch, one connection each
+			t.Fatal(err)
+		}
+	}
+	seen := indexes(r)
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("entry %d arrived %d times", i, n)
+		}
+	}
+	// Send errors are allowed: the next frame can start on the connection before its close
+	// is seen, and is then sent again on a new one, which the receiver never saw twice.
+	if st := core.Stats().Err; st.Delivered != 30 || len(seen) != 30 {
+		t.Fatalf("delivered %d, receiver has %d distinct entries; want 30 and 30", st.Delivered, len(seen))
+	}
+}
