@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -99,4 +100,136 @@ func TestNoSyncPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The root's files are ordered too (ARCHITECTURE.md, the diagram): each uses only the files
+// on its own line of the diagram or below it, and every file that declares anything is on
+// it. What a file uses is read from its syntax: package-level names it does not declare
+// itself, and the unexported methods and fields it selects that exactly one file declares
+// (an exported one may be another package's). That misses a use through an unexported name
+// two files declare, but never reports one that is not there.
+func TestRootFilesUseOnlyTheFilesBelowThem(t *testing.T) {
+	levels := rootFileLevels(t)
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Decls) > len(f.Imports) && len(f.Decls) > 0 {
+			files[name] = f
+		}
+	}
+	declaredIn := map[string]string{}   // package-level name -> its file
+	selectable := map[string][]string{} // unexported method or field name -> the files declaring one
+	for name, f := range files {
+		if _, ok := levels[name]; !ok {
+			t.Errorf("%s is not in ARCHITECTURE.md's diagram", name)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					declaredIn[d.Name.Name] = name
+				} else if !d.Name.IsExported() {
+					selectable[d.Name.Name] = append(selectable[d.Name.Name], name)
+				}
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					switch sp := sp.(type) {
+					case *ast.TypeSpec:
+						declaredIn[sp.Name.Name] = name
+						if st, ok := sp.Type.(*ast.StructType); ok {
+							for _, fl := range st.Fields.List {
+								for _, n := range fl.Names {
+									if !n.IsExported() {
+										selectable[n.Name] = append(selectable[n.Name], name)
+									}
+								}
+							}
+						}
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							if n.Name != "_" {
+								declaredIn[n.Name] = name
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for name, f := range files {
+		uses := map[string]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if decl := selectable[n.Sel.Name]; len(slices.Compact(slices.Sorted(slices.Values(decl)))) == 1 {
+					uses[decl[0]] = true
+				}
+				ast.Inspect(n.X, func(m ast.Node) bool { // X, not Sel: Sel is never a package-level name
+					if id, ok := m.(*ast.Ident); ok && id.Obj == nil {
+						if file, ok := declaredIn[id.Name]; ok {
+							uses[file] = true
+						}
+					}
+					return true
+				})
+				return false
+			case *ast.Ident:
+				if n.Obj == nil { // not declared in this file's scopes
+					if file, ok := declaredIn[n.Name]; ok {
+						uses[file] = true
+					}
+				}
+			}
+			return true
+		})
+		for used := range uses {
+			if used != name && levels[used] < levels[name] {
+				t.Errorf("%s uses %s, which ARCHITECTURE.md's diagram puts above it", name, used)
+			}
+		}
+	}
+}
+
+// rootFileLevels reads the diagram of ARCHITECTURE.md: the root's files from the top line
+// (level 0) down to the line of internal/; a line that starts with "·" continues the one
+// above it.
+func rootFileLevels(t *testing.T) map[string]int {
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, diagram, _ := strings.Cut(string(doc), "```\n")
+	diagram, _, _ = strings.Cut(diagram, "```")
+	levels := map[string]int{}
+	last := 0
+	for i, line := range strings.Split(diagram, "\n") {
+		if strings.Contains(line, "internal/") {
+			break
+		}
+		ws := strings.Fields(line)
+		if len(ws) > 0 && ws[0] == "·" { // continues the line above: the same level
+			i = last
+		}
+		for _, w := range ws {
+			if strings.HasSuffix(w, ".go") {
+				levels[w] = i
+			}
+		}
+		last = i
+	}
+	if len(levels) == 0 {
+		t.Fatal("ARCHITECTURE.md has no diagram of the root's files")
+	}
+	return levels
 }

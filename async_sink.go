@@ -35,8 +35,6 @@ type sink struct {
 	closeErr error
 }
 
-var _ entrySink = (*sink)(nil)
-
 // newSink allocates both streams' buffers, opens the spill and starts the senders and the
 // clock. sendDuration receives each stream's send times.
 func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {

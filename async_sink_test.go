@@ -653,8 +653,8 @@ func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	for _, b := range st.held {
 		got = append(got, b.buf...)
 		n += b.n
-		if b.seq <= held.seq {
-			t.Fatalf("held batch seq %d not after %d", b.seq, held.seq)
+		if b.last <= held.last {
+			t.Fatalf("held batch seq %d not after %d", b.last, held.last)
 		}
 	}
 	if !bytes.Equal(got, entries[:offset(sizes, next)]) || n != next {
@@ -668,8 +668,8 @@ func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	if len(st.held) > 0 {
 		last = st.held[len(st.held)-1]
 	}
-	if last.seq != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
-		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.seq, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
+	if last.last != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
+		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.last, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
 	}
 }
 
@@ -922,8 +922,8 @@ func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	}
 	mine, theirs := <-st.queue, <-st.queue // seq 1 fails here; seq 2 is with the other sender
 	st.compact(mine)
-	if mine.seq != 1 || len(st.held) != 1 || st.held[0].first != 3 || st.held[0].seq != 4 || st.held[0].n != 2 {
-		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.first, mine.seq, len(st.held), st.held[0].first, st.held[0].seq, st.held[0].n)
+	if mine.last != 1 || len(st.held) != 1 || st.held[0].first != 3 || st.held[0].last != 4 || st.held[0].n != 2 {
+		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.first, mine.last, len(st.held), st.held[0].first, st.held[0].last, st.held[0].n)
 	}
 	st.finish(mine)
 	st.finish(st.takeHeld())

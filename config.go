@@ -52,14 +52,12 @@ type StreamConfig struct {
 	// sender taking sealed batches as they come: a receiver that serves each connection on
 	// one worker (fluentd's `workers N` behind one port) or several Servers then take
 	// the stream together. Entries keep their order per connection, not across them.
-	// Default 1, measured against 2, 4 and 8 in alternated rounds (BenchmarkScaleOut,
-	// bench/, 2 cores): against a receiver that is not slow per connection, 2, 4 and 8
-	// connections delivered a median 1.03×, 1.07× and 1.04× what 1 did in the same round
-	// (12 rounds, 0.76–1.19), a gain benchstat does not tell from the noise (p ≥ 0.24),
-	// while one connection keeps each goroutine's entries in order, as fluentd's
-	// out_forward does with its default of one flush thread. Against receivers read at
-	// 150 k entries/s per connection or per server, 4 connections delivered 4.0× what 1
-	// did: set it to the receiver's workers or servers. At most MaxConnections, and at
+	// Default 1: against a receiver that is not slow per connection, more connections
+	// delivered no more than one by any measure that tells a gain from the noise, while one
+	// connection keeps each goroutine's entries in order, as fluentd's out_forward does with
+	// its default of one flush thread. Against receivers that are slow per connection or per
+	// server, N connections deliver up to N times as much: set it to the receiver's workers
+	// or servers (bench/README.md, "Scale-out and acks", has the figures). At most MaxConnections, and at
 	// most half the stream's batches (BufferBytes / MaxBatchBytes / 2); more is a Validate
 	// error and means the limit. The err stream sends on one connection: its spill replay
 	// and order need one sender, so Err.Connections other than 0 or 1 is a Validate error
@@ -177,21 +175,16 @@ type Config struct {
 	// When the connection fails or an ack is overdue, every frame not acked on it is sent
 	// again, oldest first (the at-least-once promise: some may arrive twice). An ack that
 	// matches no frame in flight ends the connection with an error and the same resend.
-	// Default DefaultMaxInflight (32), measured against 1, 4, 8 and 16 in the same run
-	// (BenchmarkMaxInflight -count 5, bench/, 2 cores, degrade off): against a receiver
-	// that reads 150 k entries/s and acks each frame 1 ms after reading it, under a
-	// 64-goroutine flood, 32 delivered a median 0.99 of what the same receiver took
-	// without acks (rounds 0.97–1.00), 16 0.93 (0.85–0.99), 8 0.71, 1 0.19. The window
-	// has to cover the time an ack takes to reach a client whose cores are busy logging
-	// (tens of ms here), not the 1 ms the receiver waited. At most MaxInflightLimit; a
+	// Default DefaultMaxInflight (32), the smallest window measured that delivered as much
+	// with acks as without them under a logging flood (bench/README.md, "Scale-out and
+	// acks"): the window has to cover the time an ack takes to reach a client whose cores
+	// are busy logging, not only the receiver's round trip. At most MaxInflightLimit; a
 	// stream's connections together keep at most all its batches but one per shard in
 	// flight, so that that many stay for the writers to fill and the senders to take next:
 	// (BufferBytes/MaxBatchBytes − shards) / Connections each, at least 1, where shards
 	// is 2 × GOMAXPROCS and at most half the batches. With the default sizes that is 28
 	// for info and 12 for err on 2 cores, and 16 and 8 on 8 cores or more; a larger
-	// MaxInflight is held to that. Under the default DegradeAdaptive, which holds the info
-	// buffer about half full, frames in flight included, the default delivered as much as
-	// without acks (1.00, BenchmarkMaxInflight/degrade=adaptive). Negative or above
+	// MaxInflight is held to that. Negative or above
 	// MaxInflightLimit is a Validate error and means the default or the limit.
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`

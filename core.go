@@ -13,7 +13,7 @@ import (
 // entrySink is all a Core asks of its sink (async_sink.go); the sink's other methods and
 // its streams are none of the Core's business. The Core holds the sink itself, not this
 // interface, so that the per-entry calls (admit, write) are direct calls the compiler can
-// inline; this interface is the contract, checked where the sink is declared. Its methods
+// inline; this interface is the contract, checked below. Its methods
 // are safe for concurrent use.
 type entrySink interface {
 	// admit reports whether an entry that passed the level check is to be written; an
@@ -32,6 +32,8 @@ type entrySink interface {
 	close(timeout time.Duration) error
 	stats() Stats
 }
+
+var _ entrySink = (*sink)(nil)
 
 // Core is a zapcore.Core that forwards entries to a Fluent Forward receiver. It is safe for
 // concurrent use. Cores returned by With share their parent's sink: closing any of them

@@ -26,11 +26,9 @@ const (
 	// batches is kept for rare messages. Admission is back to 100 % within a
 	// few milliseconds once the offered load is under capacity. During an outage nothing
 	// is thinned: the buffer holds what it can and the rest is dropped as queue_full. It is
-	// the default: flat out it delivered 0.93–2.1× what DegradeOff delivered in the same
-	// run (1 to 1024 goroutines, make bench at 7da610e, see bench/README.md),
-	// where the previous default, DegradeSample, had delivered 4 % of it (72 k/s against
-	// 2.0 M/s); steady loads under capacity lose nothing (bench/README.md, "Degrade
-	// policies").
+	// the default because it was the only policy that delivered at least as much as
+	// DegradeOff flat out, at every number of goroutines measured, and lost nothing under
+	// steady loads below capacity (bench/README.md, "Degrade policies").
 	DegradeAdaptive DegradePolicy = iota
 	// DegradeSample keeps the first Degrade.SampleFirst entries per message per
 	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler,
@@ -367,11 +365,9 @@ func (c *degradeControl) stepLocked(o degradeObservation) {
 // last step there were at least as many goroutines waiting for a CPU as there are CPUs
 // (measured by the adaptive policy only; the others never yield). Then callers logging
 // flat out, each through a Check that costs almost nothing once it sheds, would keep the
-// sender off the CPU: 256 of them on 2 cores had it deliver 33 k entries/s against 1.1 M/s
-// with DegradeOff (Scaling, bench/), and a yield after each shed gives the sender its
-// turn. With a CPU to spare the yield only costs the caller: 22 ns/op with one goroutine
-// flat out (AddingFields single, 10 alternated runs of builds with and without a yield on
-// every shed); with one goroutine 21 of 421 steps found the CPU crowded.
+// sender off the CPU, and a yield after each shed gives the sender its turn. With a CPU to
+// spare the yield would only cost the caller, so it is left out then (bench/README.md,
+// "Figures that used to stand in doc comments").
 func (c *degradeControl) yields() bool { return c.crowded.Load() }
 
 // wake makes Check consult the policy at once: a sealed batch found the fill at kickAt.

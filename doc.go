@@ -11,7 +11,7 @@
 //
 // The path of one entry:
 //
-//	caller goroutine                          sink goroutines (one sender per stream)
+//	caller goroutine                          sink goroutines (a sender per connection)
 //	----------------------------------------  ------------------------------------------
 //	Logger.Check -> Core.Check
 //	  level off?               -> skip
@@ -19,7 +19,8 @@
 //	Core.Write
 //	  level_split: info or err
 //	  encode [EventTime, {record}] into a
-//	  random shard's open batch (no alloc)
+//	  shard's open batch (shard 0 while calm,
+//	  a random one under contention; no alloc)
 //	  batch full / FlushInterval -> sealed  -> sender: [tag, bin(entries), {"size": n}]
 //	  no free batch:                           write with deadline (ack if asked);
 //	    info: drop, count (queue_full)         on error: backoff, reconnect, resend

@@ -7,35 +7,12 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-
-	"github.com/fluentcore/fluentcore/internal/wire"
 )
 
 // errNoAckOnUnix explains an ack timeout on a unix socket: fluentd's in_unix never acks, so
 // with RequireAck every frame times out, is resent, and err entries end in the spill
 // although they were delivered.
 var errNoAckOnUnix = errors.New("fluentd's in_unix never sends acks (the frames may well have arrived): set RequireAck only for tcp:// and tls:// receivers")
-
-// ackToken is the ack token (the "chunk" option) of one frame's entries. A resend of the
-// same entries reuses it, as fluentd does, so a receiver could tell a resend from new
-// data; other entries (a new frame, or a batch compact has added to) get a new one.
-type ackToken struct {
-	id  string
-	of  *byte // the entries it was made for: first byte and length
-	len int
-}
-
-// forEntries returns the token for entries.
-func (t *ackToken) forEntries(entries []byte) string {
-	if t.id != "" && len(entries) > 0 && &entries[0] == t.of && len(entries) == t.len {
-		return t.id
-	}
-	*t = ackToken{id: wire.NewChunkID()}
-	if len(entries) > 0 {
-		t.of, t.len = &entries[0], len(entries)
-	}
-	return t.id
-}
 
 // flight is a frame written on the connection whose ack has not come back yet.
 type flight struct {

@@ -52,3 +52,12 @@ func streamTags(cfg *Config) [numStreams]string {
 	}
 	return tags
 }
+
+// streamDropReasons are the reasons an entry of each stream can be dropped for, the series
+// the metrics export: the info stream drops what it cannot carry; the err stream drops only
+// what the spill refuses and what no field could take while encoding (the rest of what it
+// cannot carry is spilled, not dropped).
+var streamDropReasons = [numStreams][]dropReason{
+	infoStream: {dropDegraded, dropSampled, dropQueueFull, dropTooLarge, dropClosed, dropEncodeError, dropShutdown},
+	errStream:  {dropEncodeError, dropSpillFailed, dropSpillFull},
+}

@@ -2,7 +2,7 @@ package fluentcore
 
 // dropReason is the closed set of reasons an entry is dropped; each is a key of
 // StreamStats.Dropped (all of them, for both streams) and a value of the "reason" label of
-// fluentcore_dropped_entries_total (those a stream can have: streamDropReasons), exported
+// fluentcore_dropped_entries_total (those a stream can have: streamDropReasons, level_split.go), exported
 // at 0 from the start.
 type dropReason uint8
 
@@ -26,15 +26,6 @@ var dropReasonNames = [numDropReasons]string{
 
 // String returns the reason's label value.
 func (r dropReason) String() string { return dropReasonNames[r] }
-
-// streamDropReasons are the reasons an entry of each stream can be dropped for, the series
-// the metrics export: the info stream drops what it cannot carry; the err stream drops only
-// what the spill refuses and what no field could take while encoding (the rest of what it
-// cannot carry is spilled, not dropped).
-var streamDropReasons = [numStreams][]dropReason{
-	infoStream: {dropDegraded, dropSampled, dropQueueFull, dropTooLarge, dropClosed, dropEncodeError, dropShutdown},
-	errStream:  {dropEncodeError, dropSpillFailed, dropSpillFull},
-}
 
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
 // point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after

@@ -11,15 +11,6 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// batch is one buffer of encoded entries: the payload of one PackedForward frame.
-type batch struct {
-	buf   []byte // concatenated Forward entries; cap is the stream's batch size, never grown
-	n     int    // entries in buf
-	first uint64 // the first position in the stream's sealing order this batch finishes
-	seq   uint64 // the last: first and seq differ once compact has merged batches into it
-	tok   ackToken
-}
-
 func (s *stream) takeFree() *batch {
 	select {
 	case b := <-s.free:
@@ -36,7 +27,7 @@ func (s *stream) seal(b *batch) {
 	s.queuedBatches.Add(1)
 	s.sealMu.Lock()
 	s.sealed++
-	b.first, b.seq = s.sealed, s.sealed
+	b.first, b.last = s.sealed, s.sealed
 	s.queue <- b
 	s.sealMu.Unlock()
 	// The queue alone, since seal runs under a shard's lock: enough to wake the clock early,
@@ -119,7 +110,7 @@ func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
 func (s *stream) finish(b *batch) {
 	s.queuedBytes.Add(-int64(len(b.buf)))
 	s.queuedBatches.Add(-1)
-	first, last := b.first, b.seq
+	first, last := b.first, b.last
 	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
 	s.free <- b
 	s.doneMu.Lock()
@@ -173,7 +164,7 @@ take:
 	}
 	dst, kept := b, s.held[:0]
 	for _, src := range s.held {
-		if src.first != dst.seq+1 { // another sender holds what lies between
+		if src.first != dst.last+1 { // another sender holds what lies between
 			kept = append(kept, src)
 			dst = src
 			continue
@@ -181,7 +172,7 @@ take:
 		if len(dst.buf)+len(src.buf) <= cap(dst.buf) { // all of it fits
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
-			dst.seq = src.seq // dst's delivery now finishes src's entries too
+			dst.last = src.last // dst's delivery now finishes src's entries too
 			src.buf, src.n = src.buf[:0], 0
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
