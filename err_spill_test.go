@@ -664,3 +664,78 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 		t.Errorf("spilled %d, fallback lines %d, dropped %v", st.Spilled, fb.lines(), st.Dropped)
 	}
 }
+
+// With the err buffers full and the receiver stalled, an err entry waits at most ErrMaxWait
+// and then goes to the fallback, counted as spilled; after the receiver resumes, everything
+// not spilled is delivered.
+func TestErrWaitsBoundedThenSpills(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	var fb syncCounter
+	const wait = 20 * time.Millisecond
+	core := New(Config{
+		Addr: r.Addr(), MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
+		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond, ErrMaxWait: wait,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ErrFallback: &fb,
+	})
+	logger := zap.New(core)
+	r.Stall()
+	var slowest time.Duration
+	for i := 0; core.Stats().Err.Spilled < 5; i++ {
+		if i > 1_000_000 {
+			t.Fatal("err entries never spilled with the receiver stalled")
+		}
+		start := time.Now()
+		logger.Error("outage", zap.Int("i", i), zap.String("pad", strings.Repeat("e", 400)))
+		slowest = max(slowest, time.Since(start))
+	}
+	// Every call above returned while the receiver was stalled, so none waited for it. The
+	// bound below only catches a hang: on a loaded 2-core machine with the race detector a
+	// call that waited exactly ErrMaxWait can still be descheduled for a second or more, so
+	// a tight bound here would measure the machine, not the code.
+	t.Logf("slowest err log call: %v (ErrMaxWait %v)", slowest, wait)
+	if slowest > wait+5*time.Second {
+		t.Fatalf("an err log call took %v; ErrMaxWait is %v", slowest, wait)
+	}
+	r.Resume()
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats()
+	if int(st.Err.Spilled) != fb.lines() || st.Err.DroppedTotal() != 0 {
+		t.Fatalf("spilled %d, fallback lines %d, dropped %v", st.Err.Spilled, fb.lines(), st.Err.Dropped)
+	}
+	identityHolds(t, st)
+}
+
+// Err entries do not wait for FlushInterval: with an hour-long FlushInterval an Error entry
+// still reaches the receiver (no Sync), while an Info entry logged before it stays batched.
+// (Entries may arrive out of order: the buffers are sharded.)
+func TestErrSentWithoutWaitingForFlushInterval(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), Tag: "shop", FlushInterval: time.Hour})
+	defer core.Close()
+	logger := zap.New(core)
+	logger.Info("batched")
+	for i := range 3 {
+		logger.Error("prompt", zap.Int("i", i))
+	}
+	got, err := r.WaitForEntries(3, 20*time.Second)
+	if err != nil {
+		t.Fatalf("err entries not sent before FlushInterval: %v (stats %+v)", err, core.Stats().Err)
+	}
+	seen := map[any]bool{}
+	for _, e := range got {
+		if e.Tag != "shop.err" || e.Record["msg"] != "prompt" {
+			t.Fatalf("entry: %s %v", e.Tag, e.Record)
+		}
+		seen[e.Record["i"]] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("got %v", got)
+	}
+	// The receiver may have read the frame before the sender's write returned and counted it.
+	waitUntil(t, "err delivered 3", func() bool { return core.Stats().Err.Delivered == 3 })
+	if st := core.Stats(); st.Info.Delivered != 0 {
+		t.Fatalf("info delivered %d (want 0: still batched)", st.Info.Delivered)
+	}
+}

@@ -1,0 +1,197 @@
+package fluentcore
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
+	"github.com/tinylib/msgp/msgp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// The buffers are the budget: after any amount of logging, with the receiver stalled and
+// resumed, every stream still has exactly its batches, none grown past the batch size.
+func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	core := New(Config{
+		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 8 << 10, MaxEntryBytes: 6 << 10,
+		Info: StreamConfig{BufferBytes: 64 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
+		FlushInterval: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
+		RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, ErrFallback: io.Discard,
+	})
+	logger := zap.New(core)
+	for i := 0; i < 20_000; i++ {
+		if i == 5000 {
+			r.Stall()
+		}
+		if i == 15_000 {
+			r.Resume()
+		}
+		// Entry sizes from a few bytes to over MaxEntryBytes, so batches overflow at every
+		// boundary and some entries are refused.
+		pad := strings.Repeat("p", rand.IntN(7<<10))
+		if i%7 == 0 {
+			logger.Error("e", zap.String("pad", pad))
+		} else {
+			logger.Info("i", zap.String("pad", pad))
+		}
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sinkOf(core).streams {
+		// Every batch is back on the free list or is a shard's (empty) open batch.
+		var all []*batch
+		for len(st.free) > 0 {
+			all = append(all, <-st.free)
+		}
+		for i := range st.shards {
+			if b := st.shards[i].cur; b != nil {
+				all = append(all, b)
+			}
+		}
+		if len(all) != st.nbatches {
+			t.Errorf("%s: found %d of %d batches", st.id, len(all), st.nbatches)
+		}
+		for _, b := range all {
+			if cap(b.buf) != st.batchCap || len(b.buf) != 0 || b.n != 0 {
+				t.Errorf("%s: batch with cap %d len %d n %d, want cap %d and empty", st.id, cap(b.buf), len(b.buf), b.n, st.batchCap)
+			}
+		}
+	}
+	st := core.Stats()
+	if st.Info.Dropped["too_large"] == 0 {
+		t.Error("no info entry was refused as too large")
+	}
+	identityHolds(t, st)
+}
+
+// BufferedBytes counts what is buffered, open batches included: entries in batches that
+// FlushInterval has not sealed yet are memory in use, and an operator's buffer panel must
+// show them.
+func TestBufferedBytesCountsOpenBatches(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
+	core := New(Config{Addr: r.Addr(), FlushInterval: time.Hour})
+	defer core.Close()
+	logger := zap.New(core)
+	pad := strings.Repeat("p", 400)
+	for i := range 200 {
+		logger.Info("open", zap.Int("i", i), zap.String("pad", pad))
+	}
+	st := core.Stats().Info
+	if st.BufferedBytes < 200*int64(len(pad)) || st.Delivered != 0 {
+		t.Fatalf("buffered %d bytes after 200 entries of over %d bytes each (delivered %d)", st.BufferedBytes, len(pad), st.Delivered)
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := core.Stats().Info; st.BufferedBytes != 0 || st.Delivered != 200 {
+		t.Fatalf("after Sync: buffered %d, delivered %d", st.BufferedBytes, st.Delivered)
+	}
+}
+
+// compact packs the batches queued behind the one the sender holds into as few buffers as
+// they fit in, keeping the order of the entries and what Sync waits for: the entries come
+// out in sealing order, every freed buffer is back on the free list, and the last batch of
+// the chain carries the highest sequence number.
+func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	st := newStream(infoStream, s.infoBufferBytes, s, newForwarder(s))
+	defer st.senders[0].fwd.close()
+	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
+	var sizes []int
+	for rest := entries; len(rest) > 0; {
+		after, err := msgp.Skip(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(rest)-len(after))
+		rest = after
+	}
+	// Seal batches of 1, 30, 2, 50, 3, ... entries, as a flush tick and full batches would.
+	var held *batch
+	next := 0
+	for k, counts := 0, []int{5, 30, 2, 50, 3, 60, 1, 40, 7, 55}; k < len(counts) && next < len(sizes); k++ {
+		b := st.takeFree()
+		for range counts[k] {
+			b.buf = append(b.buf, entries[offset(sizes, next):offset(sizes, next+1)]...)
+			b.n++
+			next++
+		}
+		st.seal(b)
+		if held == nil {
+			held = <-st.queue // the batch the sender is trying to deliver
+		}
+	}
+	free, sealed := len(st.free), st.lastSealed()
+	st.compact(held)
+
+	got := append([]byte(nil), held.buf...)
+	n := held.n
+	for _, b := range st.held {
+		got = append(got, b.buf...)
+		n += b.n
+		if b.last <= held.last {
+			t.Fatalf("held batch seq %d not after %d", b.last, held.last)
+		}
+	}
+	if !bytes.Equal(got, entries[:offset(sizes, next)]) || n != next {
+		t.Fatalf("after compact: %d entries, %d bytes; want %d entries in order", n, len(got), next)
+	}
+	chain := 1 + len(st.held)
+	if want := (offset(sizes, next) + st.batchCap - 1) / st.batchCap; chain > want+1 || len(st.queue) != 0 {
+		t.Fatalf("%d batches hold %d bytes of %d-byte buffers (queue %d)", chain, len(got), st.batchCap, len(st.queue))
+	}
+	last := held
+	if len(st.held) > 0 {
+		last = st.held[len(st.held)-1]
+	}
+	if last.last != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
+		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.last, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
+	}
+}
+
+// offset returns where entry k starts, given the entries' sizes.
+func offset(sizes []int, k int) int {
+	o := 0
+	for _, n := range sizes[:k] {
+		o += n
+	}
+	return o
+}
+
+// compact merges a batch whole only into the one sealed right before it: with several
+// senders the batch in between may be in another sender's hands, and a merged batch that
+// finished its positions would then also finish that one's. Sync waits for all of them.
+func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	st := newStream(infoStream, s.infoBufferBytes, s, newForwarders(s, 2)...)
+	defer st.senders[0].fwd.close()
+	defer st.senders[1].fwd.close()
+	for range 4 {
+		b := st.takeFree()
+		b.buf = append(b.buf, testkit.Entries(1, "x")...)
+		b.n = 1
+		st.seal(b)
+	}
+	mine, theirs := <-st.queue, <-st.queue // seq 1 fails here; seq 2 is with the other sender
+	st.compact(mine)
+	if mine.last != 1 || len(st.held) != 1 || st.held[0].first != 3 || st.held[0].last != 4 || st.held[0].n != 2 {
+		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.first, mine.last, len(st.held), st.held[0].first, st.held[0].last, st.held[0].n)
+	}
+	st.finish(mine)
+	st.finish(st.takeHeld())
+	if !st.waitDone(1, nil) || st.done.Upto() != 1 {
+		t.Fatalf("done %d with 2 still sending, want 1", st.done.Upto())
+	}
+	st.finish(theirs)
+	if st.done.Upto() != 4 || len(st.done.Early()) != 0 {
+		t.Fatalf("done %d (early %v) once every batch finished, want 4", st.done.Upto(), st.done.Early())
+	}
+}

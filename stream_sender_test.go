@@ -1,0 +1,101 @@
+package fluentcore
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// The sender allocates nothing per frame once connected. An allocating goroutine is made to
+// assist the garbage collector, and under a flood of allocating loggers the sender was parked
+// in those assists for most of the time, so delivery collapsed (bench: cmd/throughput -g 1024).
+func TestSenderAllocatesNothingPerFrame(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // until the client closes
+	}()
+	s := settingsFor(Config{Addr: ln.Addr().String()})
+	// A stream whose sender is this test: deliver is what run calls for the batches it takes.
+	st := newStream(infoStream, 1<<20, s, newForwarder(s))
+	defer st.senders[0].fwd.close()
+	st.sendDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
+	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
+	frame := func() {
+		b := <-st.free
+		b.buf = append(b.buf, entry...)
+		b.n = 1
+		st.queuedBatches.Add(1)
+		snd := st.senders[0]
+		snd.out = append(snd.out, b)
+		if !st.deliver(context.Background(), snd) {
+			t.Fatal("not delivered")
+		}
+	}
+	frame() // connects
+	if st.sentBatches.Load() != 1 {
+		t.Fatalf("sent %d batches", st.sentBatches.Load())
+	}
+	if a := steadyAllocs(200, frame); a != 0 {
+		t.Fatalf("the sender allocates %.1f times per frame", a)
+	}
+}
+
+// A receiver down for a while, then back: every err entry logged meanwhile is delivered,
+// each once, and none went to the fallback while the budget had room.
+func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
+	addr := downAddr(t)
+	var fb syncCounter
+	core := New(Config{
+		Addr: addr, ErrFallback: &fb, MaxBatchBytes: 16 << 10, Err: StreamConfig{BufferBytes: 256 << 10},
+		FlushInterval: 2 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	pad := strings.Repeat("x", 600)
+	const n = 300 // about 195 KB: room to spare in 256 KiB
+	for i := range n {
+		logger.Error("outage", zap.Int("i", i), zap.String("pad", pad))
+		time.Sleep(200 * time.Microsecond) // flush ticks fall between the entries
+	}
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr(addr))
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.WaitForEntries(n, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, e := range got {
+		seen[e.Record["i"].(int64)]++
+	}
+	for i := range int64(n) {
+		if seen[i] != 1 {
+			t.Fatalf("entry %d arrived %d times", i, seen[i])
+		}
+	}
+	if st := core.Stats().Err; fb.lines() != 0 || st.Spilled != 0 || st.Delivered != n {
+		t.Fatalf("fallback %d lines, stats %+v", fb.lines(), st)
+	}
+}
