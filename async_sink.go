@@ -26,6 +26,8 @@ import (
 // degrade state machine. It implements entrySink.
 type sink struct {
 	streams  [numStreams]*stream
+	info     *infoPolicy // the info stream's policy, which Check consults and the clock steps
+	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
 	spillErr error // why SpillDir could not be used, if it could not
 	cancel   context.CancelFunc
@@ -39,16 +41,17 @@ type sink struct {
 // clock. sendDuration receives each stream's send times.
 func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k := &sink{s: s, stopTick: make(chan struct{})}
-	info := newStream(infoStream, s.infoBufferBytes, s, newForwarders(s, s.infoConnections)...)
-	info.info = &infoPolicy{degrade: newDegradeControl(s.degrade), kick: make(chan struct{}, 1)}
+	k.info = newInfoPolicy(s.degrade)
+	info := newStream(infoStream, s.infoBufferBytes, s, k.info, newForwarders(s, s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		key := appendStr(nil, s.degrade.WeightKey)
 		for i := range info.shards {
-			info.shards[i].enc.weightKey, info.shards[i].enc.weigh = key, info.info.degrade.weight
+			info.shards[i].enc.weightKey, info.shards[i].enc.weigh = key, k.info.degrade.weight
 		}
 	}
-	errs := newStream(errStream, s.errBufferBytes, s, newForwarder(s))
-	errs.err, k.spillErr = newErrPolicy(s)
+	k.err, k.spillErr = newErrPolicy(s)
+	errs := newStream(errStream, s.errBufferBytes, s, k.err, newForwarder(s))
+	errs.errSpill = k.err
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
 	for _, st := range k.streams {
 		st.sendDuration = sendDuration.WithLabelValues(st.id.String())
@@ -56,14 +59,18 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
+	if k.spillErr != nil {
+		k.wg.Add(1)
+		go func() { // OnEvent is the user's: not on New's goroutine
+			defer k.wg.Done()
+			s.event(time.Now(), EventSpillDisabled, k.spillErr)
+		}()
+	}
 	for _, st := range k.streams {
 		for _, snd := range st.senders {
 			k.wg.Add(1)
 			go func() {
 				defer k.wg.Done()
-				if st.err != nil && k.spillErr != nil {
-					s.event(time.Now(), EventSpillDisabled, k.spillErr)
-				}
 				st.run(ctx, snd)
 			}()
 		}
@@ -81,7 +88,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 // zapcore.Entry (about 150 bytes) on each call was a measurable part of admission
 // (BenchmarkAdmit).
 func (k *sink) admit(ent *zapcore.Entry) bool {
-	return !k.streams[infoStream].info.degrade.checking.Load() || k.consult(ent)
+	return !k.info.degrade.checking.Load() || k.consult(ent)
 }
 
 // consult asks the info stream's policy about an entry (err entries always pass), steps
@@ -91,7 +98,7 @@ func (k *sink) consult(ent *zapcore.Entry) bool {
 		return true
 	}
 	st := k.streams[infoStream]
-	d := st.info.degrade
+	d := k.info.degrade
 	// The reserve matters to the adaptive policy only: the others need not look.
 	ok, reason := d.admit(ent, d.shed != nil && st.tight())
 	if d.stepDue(ent.Time.UnixNano()) {
@@ -129,13 +136,12 @@ func (k *sink) clock() {
 	slow := min(k.s.flushInterval, observeEvery)
 	observe := time.NewTicker(slow)
 	defer observe.Stop()
-	info := k.streams[infoStream]
 	fast := false
 	for {
 		select {
 		case <-k.stopTick:
 			return
-		case <-info.info.kick:
+		case <-k.info.kick:
 		case <-observe.C:
 		case <-flush.C:
 			now := time.Now()
@@ -144,7 +150,7 @@ func (k *sink) clock() {
 			}
 		}
 		k.observeDegrade(time.Now())
-		if f := info.info.degrade.fast(); f != fast {
+		if f := k.info.degrade.fast(); f != fast {
 			fast = f
 			if f {
 				observe.Reset(adaptiveStep)
@@ -173,7 +179,7 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 }
 
 func (k *sink) observeDegrade(now time.Time) {
-	changed, degraded := k.streams[infoStream].info.degrade.observe(k.infoObservation(now))
+	changed, degraded := k.info.degrade.observe(k.infoObservation(now))
 	if changed {
 		kind := EventRecovered
 		if degraded {
@@ -231,7 +237,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 	t := time.NewTimer(evac)
 	defer t.Stop()
 	select {
-	case k.streams[errStream].err.evacuate <- done:
+	case k.err.evacuate <- done:
 	case <-t.C:
 		return err
 	}
@@ -275,10 +281,8 @@ func (k *sink) close(timeout time.Duration) error {
 			for _, snd := range st.senders {
 				snd.fwd.close()
 			}
-			if st.err != nil && st.err.disk != nil {
-				st.err.disk.Close() // releases SpillDir; later err entries go to ErrFallback
-			}
 		}
+		k.err.close() // releases SpillDir; later err entries go to ErrFallback
 		if err != nil {
 			err = errors.Join(err, fmt.Errorf("fluentcore: close: undelivered info entries were dropped and err entries spilled to the fallback"))
 		}

@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	rtmetrics "runtime/metrics"
 	"sync"
@@ -220,6 +221,46 @@ func (s *sampler) keep(now int64, msg string) bool {
 type infoPolicy struct {
 	degrade *degradeControl
 	kick    chan struct{} // wakes the clock when the fill reaches the high watermark
+}
+
+// newInfoPolicy returns the info stream's policy under cfg.
+func newInfoPolicy(cfg DegradeConfig) *infoPolicy {
+	return &infoPolicy{degrade: newDegradeControl(cfg), kick: make(chan struct{}, 1)}
+}
+
+func (*infoPolicy) written()                             {}
+func (*infoPolicy) roomWait() time.Duration              { return 0 }     // a full info stream drops: queue_full
+func (*infoPolicy) cutsOversized() bool                  { return false } // too_large
+func (*infoPolicy) losesToSpill() bool                   { return false } // dropped, counted by reason
+func (*infoPolicy) replaying() bool                      { return false }
+func (*infoPolicy) sealsWhileFailing(time.Duration) bool { return false }
+
+// spillDue is never: info batches wait out an outage in the buffer, whose budget the
+// policy spends on entries, and are dropped only when it is full.
+func (*infoPolicy) spillDue(time.Time, time.Time) (bool, time.Duration) {
+	return false, time.Duration(math.MaxInt64)
+}
+
+func (*infoPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
+	return nil, nil, nil
+}
+
+// sealed wakes the clock early once the queue alone passes the degrade policy's high
+// watermark, so that it reads the whole fill at once rather than at its next tick.
+func (p *infoPolicy) sealed(queuedShare float64) {
+	if p.degrade.overHigh(queuedShare) {
+		p.degrade.wake()
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (p *infoPolicy) report(st *StreamStats) {
+	st.Degraded = p.degrade.active.Load()
+	st.DegradeTransitions = p.degrade.transitions.Load()
+	st.KeepRatio, st.Capacity = p.degrade.keepRatio(), p.degrade.capacity()
 }
 
 // degradeControl wraps the info stream's policy: the state machine, or the adaptive

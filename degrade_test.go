@@ -186,7 +186,7 @@ func BenchmarkAdmit(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			core := New(Config{Addr: "127.0.0.1:1", Degrade: DegradeConfig{Policy: c.policy}})
 			defer core.Close()
-			d := core.sink.streams[infoStream].info.degrade
+			d := core.sink.info.degrade
 			if c.counting {
 				d.wake()
 			}
@@ -219,7 +219,7 @@ func TestLoggingCallAllocatesNothing(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
 			core := New(Config{Addr: r.Addr(), Degrade: DegradeConfig{Policy: policy}})
 			defer core.Close()
-			d := core.sink.streams[infoStream].info.degrade
+			d := core.sink.info.degrade
 			logger := zap.New(core)
 			fields := []zap.Field{zap.String("user", "alice"), zap.Int("n", 1)}
 			logger.Info("warm up", fields...)

@@ -55,14 +55,61 @@ func newErrPolicy(s *settings) (*errPolicy, error) {
 	return p, nil
 }
 
-// wakeSender tells the sender an entry is waiting; it never blocks. Err entries do not wait
+// written tells the sender an entry is waiting; it never blocks. Err entries do not wait
 // for FlushInterval: the sender seals the open batches as soon as it is free, so entries
 // written while it sends are batched together and an error under an info flood arrives in
 // milliseconds.
-func (p *errPolicy) wakeSender() {
+func (p *errPolicy) written() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
+	}
+}
+
+func (p *errPolicy) roomWait() time.Duration { return p.maxWait }
+func (p *errPolicy) cutsOversized() bool     { return true } // delivered truncated, marked
+func (p *errPolicy) losesToSpill() bool      { return true } // never dropped silently
+func (p *errPolicy) sealed(float64)          {}
+
+// sealsWhileFailing: the err stream's sealed batches leave at once while sends fail, to the
+// durable spill (which frees them, and an entry there survives a crash), or, without one,
+// to ErrFallback once they have failed for SpillAfter.
+func (p *errPolicy) sealsWhileFailing(failingFor time.Duration) bool {
+	return p.disk != nil || failingFor >= p.spillAfter
+}
+
+// spillDue reports whether batches whose sends have failed since failingSince go to the
+// spill at now (spillNow), and if not, how long until they will.
+func (p *errPolicy) spillDue(failingSince, now time.Time) (bool, time.Duration) {
+	if p.spillNow(failingSince, now) {
+		return true, 0
+	}
+	return false, failingSince.Add(p.spillAfter).Sub(now)
+}
+
+// signals: wake (an entry is waiting), spillKick (a writer found the buffers full while
+// sends fail, or spilled) and evacuate (a DPanic, Panic or Fatal: everything undelivered to
+// the spill now).
+func (p *errPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
+	return p.wake, p.spillKick, p.evacuate
+}
+
+func (p *errPolicy) report(st *StreamStats) {
+	if p.disk != nil {
+		st.SpillBytes = p.disk.Bytes()
+		st.SpillCorruptSegments = p.disk.CorruptSegments()
+	}
+}
+
+// appendBatch hands a sealed batch's entries to the spill; the error is the spill's.
+func (p *errPolicy) appendBatch(tag string, entries []byte, n int) error {
+	return p.spill.Append(tag, entries, n)
+}
+
+// close releases SpillDir, if there is one; later err entries go to ErrFallback.
+func (p *errPolicy) close() {
+	if p.disk != nil {
+		p.disk.Close()
 	}
 }
 

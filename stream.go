@@ -18,6 +18,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// streamPolicy is what makes a stream the info stream or the err stream. The stream asks it
+// at each point where the two differ, and never which one it has: the info stream's
+// (infoPolicy, degrade.go) drops what it cannot carry, counted by reason; the err stream's
+// (errPolicy, err_spill.go) waits, cuts and spills instead, and has its sender seal every
+// entry at once. A policy is told what happened and answers; it never reaches back into the
+// stream.
+type streamPolicy interface {
+	// written is told of each entry put in a batch.
+	written()
+	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
+	// all, the entry is lost (losesToSpill says where) at once.
+	roomWait() time.Duration
+	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
+	// than dropped (too_large).
+	cutsOversized() bool
+	// losesToSpill reports whether entries the stream cannot carry go to the spill rather
+	// than being dropped and counted by reason.
+	losesToSpill() bool
+	// sealed is told of each batch sealed, with the share of the budget queued.
+	sealed(queuedShare float64)
+	// sealsWhileFailing reports whether the clock seals partly filled batches while sends
+	// have failed for failingFor: when sealed batches leave at once, to the spill.
+	sealsWhileFailing(failingFor time.Duration) bool
+	// spillDue reports whether batches whose sends have failed since failingSince go to
+	// the spill at now and, if not, the longest the sender may wait for its next attempt.
+	spillDue(failingSince, now time.Time) (due bool, within time.Duration)
+	// replaying reports whether the durable spill holds frames: then it is the queue.
+	replaying() bool
+	// signals are what the stream's senders listen to besides their queue and their acks
+	// (see errPolicy); nil channels, never ready, for a policy without them.
+	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
+	// report adds the policy's own figures to the stream's Stats.
+	report(st *StreamStats)
+}
+
+var (
+	_ streamPolicy = (*infoPolicy)(nil)
+	_ streamPolicy = (*errPolicy)(nil)
+)
+
 // stream is one of the two streams: its buffers, its sender and its counters.
 type stream struct {
 	id       streamID
@@ -32,9 +72,10 @@ type stream struct {
 	closed   atomic.Bool
 	senders  []*sender // one per connection; the err stream has one
 
-	// The stream's policy: exactly one is set.
-	info *infoPolicy
-	err  *errPolicy
+	policy streamPolicy
+	// errSpill is the err policy's spill, which only the paths its policy opens reach
+	// (losesToSpill, spillDue, replaying, signals); nil on the info stream.
+	errSpill *errPolicy
 
 	sealMu sync.Mutex
 	sealed uint64 // seq of the last sealed batch
@@ -62,12 +103,13 @@ type stream struct {
 	sendDuration                                   prometheus.Observer // this stream's histogram
 }
 
-func newStream(id streamID, budget int, s *settings, fwds ...*forwarder) *stream {
+func newStream(id streamID, budget int, s *settings, policy streamPolicy, fwds ...*forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	st := &stream{
 		id:       id,
 		tag:      s.tags[id],
+		policy:   policy,
 		shards:   make([]shard, nshards),
 		free:     make(chan *batch, nb),
 		queue:    make(chan *batch, nb),
@@ -152,16 +194,8 @@ func (s *stream) stats() StreamStats {
 			st.Dropped[r.String()] += sh.dropped[r].Load()
 		}
 	}
-	if s.err != nil && s.err.disk != nil {
-		st.SpillBytes = s.err.disk.Bytes()
-		st.SpillCorruptSegments = s.err.disk.CorruptSegments()
-	}
 	st.KeepRatio = 1
-	if s.info != nil {
-		st.Degraded = s.info.degrade.active.Load()
-		st.DegradeTransitions = s.info.degrade.transitions.Load()
-		st.KeepRatio, st.Capacity = s.info.degrade.keepRatio(), s.info.degrade.capacity()
-	}
+	s.policy.report(&st)
 	return st
 }
 

@@ -30,15 +30,9 @@ func (s *stream) seal(b *batch) {
 	b.first, b.last = s.sealed, s.sealed
 	s.queue <- b
 	s.sealMu.Unlock()
-	// The queue alone, since seal runs under a shard's lock: enough to wake the clock early,
-	// which then reads the whole fill share.
-	if s.info != nil && s.info.degrade.overHigh(float64(s.queuedBytes.Load())/float64(s.capacity())) {
-		s.info.degrade.wake()
-		select {
-		case s.info.kick <- struct{}{}:
-		default:
-		}
-	}
+	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
+	// the clock early, which then reads the whole fill share.
+	s.policy.sealed(float64(s.queuedBytes.Load()) / float64(s.capacity()))
 }
 
 // flush seals every shard's non-empty open batch.
@@ -204,10 +198,10 @@ func (s *stream) moveEntries(b, nb *batch) {
 	}
 }
 
-// abandon accounts for a batch that was never delivered: err entries are spilled, info
-// entries counted as dropped at shutdown.
+// abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
+// shutdown, as the policy says.
 func (s *stream) abandon(b *batch) {
-	if s.err != nil {
+	if s.policy.losesToSpill() {
 		s.spillSealed(b)
 		return
 	}

@@ -20,7 +20,7 @@ func (s *stream) flushTick(now time.Time) {
 		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
 	}
 	failing := s.failing()
-	if failing && s.err != nil && (s.err.disk != nil || s.disconnectedFor(now) >= s.err.spillAfter) {
+	if failing && s.policy.sealsWhileFailing(s.disconnectedFor(now)) {
 		s.flush()
 		return
 	}

@@ -35,13 +35,9 @@ type sender struct {
 // first replays whatever the spill holds — also what a previous process left there — and
 // sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, snd *sender) {
-	var wake, spillKick chan struct{} // nil, so never ready, on the info stream
-	var evacuate chan chan struct{}
-	if s.err != nil {
-		wake, spillKick, evacuate = s.err.wake, s.err.spillKick, s.err.evacuate
-	}
+	wake, spillKick, evacuate := s.policy.signals()
 	for {
-		if s.err != nil && s.err.replaying() {
+		if s.policy.replaying() {
 			if !s.settle(ctx, snd) || !s.replay(ctx, snd, snd.bo) {
 				return
 			}
@@ -106,26 +102,18 @@ func (s *stream) send(ctx context.Context, snd *sender) bool {
 // that have failed for SpillAfter, or once writers spill because the buffers are full, go to
 // the spill instead (true), and run switches to replaying.
 func (s *stream) deliver(ctx context.Context, snd *sender) bool {
-	var spillKick chan struct{}
-	var evacuate chan chan struct{}
-	if s.err != nil {
-		spillKick, evacuate = s.err.spillKick, s.err.evacuate
-	}
+	_, spillKick, evacuate := s.policy.signals()
 	for len(snd.out) > 0 {
 		if snd.owed {
 			snd.owed = false
 			s.compact(snd.out[len(snd.out)-1])
-			now := time.Now()
-			if s.err != nil && s.err.spillNow(snd.failingSince, now) {
+			due, within := s.policy.spillDue(snd.failingSince, time.Now())
+			if due {
 				return s.spillFailed(ctx, snd)
 			}
-			wait := nextWait(snd.bo)
-			if s.err != nil {
-				// The next attempt comes no later than SpillAfter: if it fails too, the
-				// batches go to the spill then, not after a long backoff step.
-				wait = min(wait, snd.failingSince.Add(s.err.spillAfter).Sub(now))
-			}
-			t := time.NewTimer(wait)
+			// The next attempt comes no later than the spill is due: if it fails too, the
+			// batches go to the spill then, not after a long backoff step.
+			t := time.NewTimer(min(nextWait(snd.bo), within))
 			for waiting := true; waiting; {
 				select {
 				case <-t.C:

@@ -17,7 +17,7 @@ import (
 // spillKicked reports whether, after a writer's kick (kickSpill) and a compact, the
 // sender's batches go to the spill now rather than after SpillAfter: the buffers are still
 // full while sends fail, or the durable spill holds frames, which makes it the queue.
-func (s *stream) spillKicked() bool { return len(s.free) == 0 || s.err.replaying() }
+func (s *stream) spillKicked() bool { return len(s.free) == 0 || s.errSpill.replaying() }
 
 // spillFailed moves the err batches that could not be delivered to the spill. With
 // SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
@@ -26,7 +26,7 @@ func (s *stream) spillKicked() bool { return len(s.free) == 0 || s.err.replaying
 // waits in memory for more than SpillAfter and a backoff wait. It reports false if ctx was
 // cancelled.
 func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
-	if s.err.disk != nil {
+	if s.errSpill.disk != nil {
 		s.spillOut(snd)
 		return true
 	}
@@ -51,8 +51,8 @@ func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries
 // spillEntry spills one err entry that could not be buffered, counts it, and wakes the
 // sender to move the queued batches to the durable spill too.
 func (s *stream) spillEntry(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
-	s.countSpill(s.err.spillEntry(s.tag, ctx, ent, fields), 1)
-	s.err.kickSpill()
+	s.countSpill(s.errSpill.spillEntry(s.tag, ctx, ent, fields), 1)
+	s.errSpill.kickSpill()
 }
 
 // evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
@@ -79,7 +79,7 @@ func (s *stream) spillOut(snd *sender) {
 
 // spillSealed hands a sealed err batch to the spill and frees it.
 func (s *stream) spillSealed(b *batch) {
-	s.countSpill(s.err.spill.Append(s.tag, b.buf, b.n), b.n)
+	s.countSpill(s.errSpill.appendBatch(s.tag, b.buf, b.n), b.n)
 	s.finish(b)
 }
 
@@ -109,13 +109,13 @@ func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bo
 	bo.Reset()
 	for {
 		s.drainToSpill(snd)
-		fr, ok, err := s.err.disk.Head()
+		fr, ok, err := s.errSpill.disk.Head()
 		if err == nil && !ok {
 			return true
 		}
 		if err == nil && s.sendFrame(ctx, snd, fr.Tag, fr.Entries, fr.N) {
 			s.replayed.Add(uint64(fr.N))
-			s.err.disk.Pop()
+			s.errSpill.disk.Pop()
 			bo.Reset()
 			continue
 		}
@@ -134,8 +134,8 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 		select {
 		case b := <-s.queue:
 			s.spillSealed(b)
-		case <-s.err.spillKick:
-		case done := <-s.err.evacuate:
+		case <-s.errSpill.spillKick:
+		case done := <-s.errSpill.evacuate:
 			s.evacuate(snd, done) // what was queued is in the durable spill already
 		case <-t.C:
 			return true

@@ -75,29 +75,24 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 		}
 		switch status {
 		case written:
-			if s.err != nil {
-				s.err.wakeSender()
-			}
+			s.policy.written()
 			return
 		case oversized:
-			// Err entries are never dropped: one that can't be truncated to fit goes to the
-			// spill whole.
+			// Only a policy that cuts oversized entries gets here (one that can't be cut to
+			// fit), and it loses them to the spill: whole.
 			s.spillEntry(ctx, ent, fields)
 			return
 		case streamClosed:
-			if s.err != nil {
-				s.spillEntry(ctx, ent, fields)
-				return
-			}
-			sh.dropped[dropClosed].Add(1)
+			s.lose(sh, dropClosed, ctx, ent, fields)
 			return
 		case needBatch:
-			if s.info != nil {
-				sh.dropped[dropQueueFull].Add(1)
+			maxWait := s.policy.roomWait()
+			if maxWait <= 0 {
+				s.lose(sh, dropQueueFull, ctx, ent, fields)
 				return
 			}
 			if s.failing() {
-				if at := s.attemptSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= s.err.maxWait {
+				if at := s.attemptSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= maxWait {
 					// The sender is stuck in an attempt that may last its whole timeout (a
 					// dial to a host that does not answer): it cannot make room before then,
 					// so the entry goes to the spill now rather than wait.
@@ -106,10 +101,10 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 				}
 				// The sender packs the queued batches, or moves them to the spill, at once:
 				// the wait below ends as soon as that frees a batch, and order is kept.
-				s.err.kickSpill()
+				s.errSpill.kickSpill()
 			}
 			if deadline.IsZero() {
-				deadline = time.Now().Add(s.err.maxWait)
+				deadline = time.Now().Add(maxWait)
 				s.waits.Add(1)
 			}
 			if !s.waitForBatch(sh, deadline) {
@@ -120,6 +115,15 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 			sh.mu.Lock()
 		}
 	}
+}
+
+// lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
+func (s *stream) lose(sh *shard, why dropReason, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
+	if s.policy.losesToSpill() {
+		s.spillEntry(ctx, ent, fields)
+		return
+	}
+	sh.dropped[why].Add(1)
 }
 
 // lockShard locks a shard for a writer and returns its index. While the stream is calm,
@@ -204,7 +208,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 	}
 	if len(out)-start > s.entryCap {
 		b.buf = b.buf[:start]
-		if s.err == nil {
+		if !s.policy.cutsOversized() {
 			sh.dropped[dropTooLarge].Add(1)
 			return written
 		}
