@@ -1,0 +1,204 @@
+package fluentcore
+
+// Config from the environment: FLUENT_<KEY> variables, read by the same reflective walk as
+// files (config_file.go), so the names cannot drift from the JSON and YAML keys.
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// EnvPrefix starts the names of the environment variables ConfigFromEnv reads.
+const EnvPrefix = "FLUENT_"
+
+// ConfigFromEnv returns a Config read from environment variables, for twelve-factor
+// services. Each key of the JSON form becomes FLUENT_ plus the key in upper case, nested
+// keys joined by "_": FLUENT_ADDR, FLUENT_TAG, FLUENT_LEVEL, FLUENT_FLUSH_INTERVAL=500ms,
+// FLUENT_INFO_BUFFER_BYTES, FLUENT_DEGRADE_POLICY=keep_warn, FLUENT_SHARED_KEY, ... (README
+// lists them all). FLUENT_SERVERS is a comma-separated list of addresses, each optionally
+// followed by ";weight=N" and ";standby"; FLUENT_CONST_LABELS is "k=v,k2=v2". Unset
+// variables leave a field at its zero value, which New reads as the default. A FLUENT_
+// variable that is not one of these but within two letters of one (FLUENT_FLUSH_INTERVALL)
+// is a typo and an error; others are left alone, since fluent-bit's images and other tools
+// use the prefix too. The error names every variable it could not parse or place; the
+// Config returned with an error holds what could be read. Safe for concurrent use.
+func ConfigFromEnv() (Config, error) {
+	return configFromEnv(os.Environ())
+}
+
+// configFromEnv reads a Config from environ, in os.Environ's "KEY=value" form.
+func configFromEnv(environ []string) (Config, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, EnvPrefix) {
+			env[k] = v
+		}
+	}
+	var cfg Config
+	var errs []string
+	walkEnv(reflect.ValueOf(&cfg).Elem(), EnvPrefix, "", func(name, key string, v reflect.Value) {
+		s, ok := env[name]
+		if !ok {
+			return
+		}
+		delete(env, name)
+		err := setEnv(v, s)
+		if err == nil {
+			err = checkZero(key, v)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", name, s, err))
+		}
+	})
+	for _, name := range slices.Sorted(maps.Keys(env)) { // what is left is not ours
+		if near := nearEnvName(name); near != "" {
+			errs = append(errs, fmt.Sprintf("%s is not a fluentcore variable: did you mean %s?", name, near))
+		}
+	}
+	if len(errs) > 0 {
+		return cfg, fmt.Errorf("fluentcore: environment: %s", strings.Join(errs, "; "))
+	}
+	return cfg, nil
+}
+
+// nearEnvName returns the variable ConfigFromEnv reads that name is a typo of (at most two
+// letters inserted, deleted or changed), or "" if there is none.
+func nearEnvName(name string) string {
+	for _, known := range envNames() {
+		if editDistance(name, known) <= 2 {
+			return known
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// envNames lists the environment variables ConfigFromEnv reads, in field order.
+func envNames() []string {
+	var names []string
+	var cfg Config
+	walkEnv(reflect.ValueOf(&cfg).Elem(), EnvPrefix, "", func(name, _ string, _ reflect.Value) {
+		names = append(names, name)
+	})
+	return names
+}
+
+// walkEnv calls fn with the variable name and the JSON path of every settable leaf of a
+// config struct.
+func walkEnv(v reflect.Value, prefix, path string, fn func(name, key string, v reflect.Value)) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		key := fieldKey(t.Field(i))
+		if key == "" {
+			continue
+		}
+		name, f := prefix+strings.ToUpper(key), v.Field(i)
+		if path != "" {
+			key = path + "." + key
+		}
+		if f.Kind() == reflect.Struct {
+			walkEnv(f, name+"_", key, fn)
+			continue
+		}
+		fn(name, key, f)
+	}
+}
+
+func setEnv(v reflect.Value, s string) error {
+	t := v.Type()
+	switch {
+	case t == durationType || t == levelEnablerType || reflect.PointerTo(t).Implements(textUnmarshaler):
+		return setText(v, s)
+	case t == reflect.TypeFor[[]Server]():
+		servers, err := parseServers(s)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(servers))
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return err
+		}
+		v.SetInt(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return err
+		}
+		v.SetFloat(f)
+	case reflect.Map: // ConstLabels
+		m := reflect.MakeMap(t)
+		for _, kv := range strings.Split(s, ",") {
+			k, val, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("want k=v pairs separated by commas")
+			}
+			m.SetMapIndex(reflect.ValueOf(strings.TrimSpace(k)), reflect.ValueOf(strings.TrimSpace(val)))
+		}
+		v.Set(m)
+	default:
+		return fmt.Errorf("cannot be set from the environment")
+	}
+	return nil
+}
+
+// parseServers reads "addr[;weight=N][;standby],addr...".
+func parseServers(s string) ([]Server, error) {
+	var out []Server
+	for _, item := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(item), ";")
+		srv := Server{Addr: parts[0]}
+		for _, p := range parts[1:] {
+			switch k, val, _ := strings.Cut(p, "="); k {
+			case "weight":
+				w, err := strconv.Atoi(val)
+				if err != nil {
+					return nil, fmt.Errorf("server %q: weight: %w", srv.Addr, err)
+				}
+				srv.Weight = w
+			case "standby":
+				srv.Standby = true
+			default:
+				return nil, fmt.Errorf("server %q: unknown option %q", srv.Addr, p)
+			}
+		}
+		out = append(out, srv)
+	}
+	return out, nil
+}

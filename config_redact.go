@@ -1,0 +1,114 @@
+package fluentcore
+
+// Every rendering of a Config — String, GoString, %v, JSON, YAML, a zap field — goes
+// through redacted: the shared key, the password and the TLS private key never leave in
+// any of them.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// redactedSecret is what every rendering of a Config shows instead of a secret.
+const redactedSecret = "[redacted]"
+
+// plainConfig is Config without its methods, so that renderings of it do not recurse.
+type plainConfig Config
+
+// redacted returns cfg with SharedKey and Password (when set) replaced by "[redacted]", and
+// a Level or ErrLevel that is not a zapcore.Level (a LevelEnablerFunc, say) by the level it
+// enables from, so that every rendering can write it.
+func (cfg Config) redacted() plainConfig {
+	p := plainConfig(cfg)
+	if p.SharedKey != "" {
+		p.SharedKey = redactedSecret
+	}
+	if p.Password != "" {
+		p.Password = redactedSecret
+	}
+	for _, l := range []*zapcore.LevelEnabler{&p.Level, &p.ErrLevel} {
+		if _, ok := (*l).(zapcore.Level); !ok && *l != nil {
+			*l = zapcore.LevelOf(*l)
+		}
+	}
+	return p
+}
+
+// String renders cfg as %+v would, with SharedKey and Password shown as "[redacted]": a
+// Config printed into a log or an error message never carries the secrets. Safe for
+// concurrent use.
+func (cfg Config) String() string { return fmt.Sprintf("%+v", cfg.redacted()) }
+
+// GoString is String for the %#v verb.
+func (cfg Config) GoString() string { return fmt.Sprintf("%#v", cfg.redacted()) }
+
+// Format renders cfg with every fmt verb and flag (%v, %+v, %#v, %s, %d, ...) as it would
+// render the same struct, with SharedKey and Password shown as "[redacted]".
+func (cfg Config) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), cfg.redacted())
+}
+
+// MarshalJSON writes cfg in the form UnmarshalJSON reads (durations in nanoseconds), with
+// SharedKey and Password as "[redacted]" (reading it back gives that text, not the
+// secrets). Fields that UnmarshalJSON does not read are left out. The error is
+// encoding/json's.
+func (cfg Config) MarshalJSON() ([]byte, error) { return json.Marshal(cfg.redacted()) }
+
+// MarshalYAML is MarshalJSON for YAML (yaml.v2, yaml.v3 and go.yaml.in/yaml call it).
+func (cfg Config) MarshalYAML() (any, error) { return cfg.fieldMap() }
+
+// MarshalLogObject writes cfg's fields, secrets redacted, so that zap.Any("cfg", cfg) and
+// zap.Object log it safely. The error is MarshalJSON's.
+func (cfg Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	fields, err := cfg.fieldMap()
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if err := enc.AddReflected(k, fields[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldMap is MarshalJSON's output as a map, whole numbers (durations, sizes) as int64.
+func (cfg Config) fieldMap() (map[string]any, error) {
+	b, err := cfg.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	return wholeNumbers(m).(map[string]any), nil
+}
+
+// wholeNumbers replaces the json.Numbers in v by int64 where they are whole, float64 else.
+func wholeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = wholeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = wholeNumbers(e)
+		}
+	}
+	return v
+}

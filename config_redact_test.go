@@ -1,0 +1,67 @@
+package fluentcore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.yaml.in/yaml/v3"
+)
+
+// Every rendering of a Config redacts the shared key and the password: fmt's verbs, JSON,
+// YAML, zap.Any and slog. What is read from files and the environment is unchanged.
+func TestConfigRenderingsRedactSecrets(t *testing.T) {
+	const key, password = "s3cret-shared-key", "p4ssw0rd-of-app"
+	cfg := Config{Addr: "tls://fluentd:24224", SharedKey: key, Username: "app", Password: password,
+		Level: zap.NewAtomicLevelAt(zapcore.WarnLevel), FlushInterval: time.Second}
+	var zapOut, slogOut bytes.Buffer
+	zl := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&zapOut), zapcore.DebugLevel))
+	zl.Info("config", zap.Any("cfg", cfg))
+	slog.New(slog.NewTextHandler(&slogOut, nil)).Info("config", "cfg", cfg)
+	slog.New(slog.NewJSONHandler(&slogOut, nil)).Info("config", "cfg", cfg)
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ym, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderings := map[string]string{
+		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", cfg), "%#v": fmt.Sprintf("%#v", cfg),
+		"String": cfg.String(), "pointer %+v": fmt.Sprintf("%+v", &cfg), "%s": fmt.Sprintf("%s", cfg),
+		"%d": fmt.Sprintf("%d", cfg), "%q": fmt.Sprintf("%q", cfg),
+		"json": string(js), "yaml": string(ym), "zap.Any": zapOut.String(), "slog": slogOut.String(),
+	}
+	for name, out := range renderings {
+		if strings.Contains(out, key) || strings.Contains(out, password) {
+			t.Errorf("%s shows a secret: %s", name, out)
+		}
+		if !strings.Contains(out, "[redacted]") || !strings.Contains(out, "fluentd:24224") {
+			t.Errorf("%s does not show the config with its secrets redacted: %s", name, out)
+		}
+	}
+	// YAML writes durations as whole nanoseconds, which it reads back.
+	if !strings.Contains(string(ym), "flush_interval: 1000000000") {
+		t.Errorf("YAML: %s", ym)
+	}
+	// JSON written is JSON read, secrets aside.
+	var back Config
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Addr != cfg.Addr || back.FlushInterval != time.Second || back.Username != "app" || zapcore.LevelOf(back.Level) != zapcore.WarnLevel {
+		t.Fatalf("round trip: %+v", back)
+	}
+	// The secrets themselves are still read from files and the environment.
+	env, err := configFromEnv([]string{"FLUENT_SHARED_KEY=" + key, "FLUENT_PASSWORD=" + password})
+	if err != nil || env.SharedKey != key || env.Password != password {
+		t.Fatalf("from the environment: %v", err)
+	}
+}
