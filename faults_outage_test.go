@@ -269,13 +269,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 
 	// Delivered or, past SpillAfter, in ErrFallback: checkDelivery looks for every err entry
 	// in one or the other.
-	waitUntil(t, "everything logged is delivered or spilled", func() bool { return e.core.Sync() == nil })
-	if err := e.core.Close(); err != nil {
-		t.Errorf("Close after the outage: %v", err)
-	}
-	e.unwatchErrors()
-	final := e.core.Stats()
-	identityHolds(t, final)
+	final := e.closeAfterOutage()
 	res := checkDelivery(t, e, o.w, final, 0)
 	for _, tag := range []string{"shop.err", "shop.info"} {
 		if bad := outOfOrder(e, tag); bad != "" {
@@ -291,6 +285,20 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	res.did = describe(final, e.seen, 0, did)
 	t.Logf("%s; heap growth at most %d of budget %d", res.did, maxGrowth, budget)
 	return res
+}
+
+// closeAfterOutage waits until everything logged is delivered or spilled, closes the core
+// and checks the accounting identity; it returns the final counts.
+func (e *faultEnv) closeAfterOutage() Stats {
+	e.t.Helper()
+	waitUntil(e.t, "everything logged is delivered or spilled", func() bool { return e.core.Sync() == nil })
+	if err := e.core.Close(); err != nil {
+		e.t.Errorf("Close after the outage: %v", err)
+	}
+	e.unwatchErrors()
+	st := e.core.Stats()
+	identityHolds(e.t, st)
+	return st
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -460,13 +468,7 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 	// sealed one shard after another: a goroutine's entries keep their order only while it
 	// writes alone, as in the rows above, which check the fallback's order.)
 
-	waitUntil(t, "everything logged is delivered", func() bool { return e.core.Sync() == nil })
-	if err := e.core.Close(); err != nil {
-		t.Errorf("Close after the outage: %v", err)
-	}
-	e.unwatchErrors()
-	st := e.core.Stats()
-	identityHolds(t, st)
+	st := e.closeAfterOutage()
 	// Without acks, delivered means written to the connection: the receiver may still be
 	// reading.
 	var errs, fallback map[int64]int
