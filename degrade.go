@@ -229,7 +229,8 @@ func newInfoPolicy(cfg DegradeConfig) *infoPolicy {
 }
 
 func (*infoPolicy) written()                             {}
-func (*infoPolicy) roomWait() time.Duration              { return 0 }     // a full info stream drops: queue_full
+func (*infoPolicy) roomWait() time.Duration              { return 0 } // a full info stream drops: queue_full
+func (*infoPolicy) noRoom()                              {}
 func (*infoPolicy) cutsOversized() bool                  { return false } // too_large
 func (*infoPolicy) losesToSpill() bool                   { return false } // dropped, counted by reason
 func (*infoPolicy) replaying() bool                      { return false }

@@ -67,6 +67,7 @@ func (p *errPolicy) written() {
 }
 
 func (p *errPolicy) roomWait() time.Duration { return p.maxWait }
+func (p *errPolicy) noRoom()                 { p.kickSpill() }
 func (p *errPolicy) cutsOversized() bool     { return true } // delivered truncated, marked
 func (p *errPolicy) losesToSpill() bool      { return true } // never dropped silently
 func (p *errPolicy) sealed(float64)          {}

@@ -30,6 +30,9 @@ type streamPolicy interface {
 	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
 	// all, the entry is lost (losesToSpill says where) at once.
 	roomWait() time.Duration
+	// noRoom is told that a writer found no free batch while every connection fails: the
+	// policy's sender may make room at once rather than wait out its backoff.
+	noRoom()
 	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
 	// than dropped (too_large).
 	cutsOversized() bool

@@ -79,8 +79,8 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 			return
 		case oversized:
 			// Only a policy that cuts oversized entries gets here (one that can't be cut to
-			// fit), and it loses them to the spill: whole.
-			s.spillEntry(ctx, ent, fields)
+			// fit): it loses it whole.
+			s.lose(sh, dropTooLarge, ctx, ent, fields)
 			return
 		case streamClosed:
 			s.lose(sh, dropClosed, ctx, ent, fields)
@@ -95,13 +95,13 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 				if at := s.attemptSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= maxWait {
 					// The sender is stuck in an attempt that may last its whole timeout (a
 					// dial to a host that does not answer): it cannot make room before then,
-					// so the entry goes to the spill now rather than wait.
-					s.spillEntry(ctx, ent, fields)
+					// so the entry is lost (spilled) now rather than wait.
+					s.lose(sh, dropQueueFull, ctx, ent, fields)
 					return
 				}
 				// The sender packs the queued batches, or moves them to the spill, at once:
 				// the wait below ends as soon as that frees a batch, and order is kept.
-				s.errSpill.kickSpill()
+				s.policy.noRoom()
 			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(maxWait)
@@ -109,7 +109,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 			}
 			if !s.waitForBatch(sh, deadline) {
 				s.waitsOut.Add(1)
-				s.spillEntry(ctx, ent, fields)
+				s.lose(sh, dropQueueFull, ctx, ent, fields)
 				return
 			}
 			sh.mu.Lock()
