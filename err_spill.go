@@ -80,12 +80,14 @@ func (p *errPolicy) sealsWhileFailing(failingFor time.Duration) bool {
 }
 
 // spillDue reports whether batches whose sends have failed since failingSince go to the
-// spill at now (spillNow), and if not, how long until they will.
+// spill at now: after SpillAfter, or at once when the durable spill is already the queue;
+// and if not, how long until they will. Without SpillDir the spill is ErrFallback: an
+// outage longer than SpillAfter puts err entries there, in order, rather than keeping them
+// in memory, where a crash would lose them, a full buffer would slow the callers and
+// nothing would show them.
 func (p *errPolicy) spillDue(failingSince, now time.Time) (bool, time.Duration) {
-	if p.spillNow(failingSince, now) {
-		return true, 0
-	}
-	return false, failingSince.Add(p.spillAfter).Sub(now)
+	left := failingSince.Add(p.spillAfter).Sub(now)
+	return left <= 0 || p.replaying(), left
 }
 
 // signals: wake (an entry is waiting), spillKick (a writer found the buffers full while
@@ -116,15 +118,6 @@ func (p *errPolicy) close() {
 
 // replaying reports whether the durable spill holds frames: then it is the stream's queue.
 func (p *errPolicy) replaying() bool { return p.disk != nil && !p.disk.Empty() }
-
-// spillNow reports whether, at now, a batch whose sends have failed since failingSince goes
-// to the spill: after SpillAfter, or at once when the durable spill is already the queue.
-// Without SpillDir the spill is ErrFallback: an outage longer than SpillAfter puts err
-// entries there, in order, rather than keeping them in memory, where a crash would lose
-// them, a full buffer would slow the callers and nothing would show them.
-func (p *errPolicy) spillNow(failingSince, now time.Time) bool {
-	return now.Sub(failingSince) >= p.spillAfter || p.replaying()
-}
 
 // entryEncoder encodes single entries for the spill, one at a time. Safe for concurrent use.
 type entryEncoder struct {
