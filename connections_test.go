@@ -95,13 +95,13 @@ func TestConnectionsSpreadOverServers(t *testing.T) {
 	}
 	for k, r := range rs {
 		labels := map[string]string{"stream": "info", "server": r.Addr()}
-		if got := metric(t, reg, "fluentcore_server_delivered_entries_total", labels); got != float64(each[k]) {
+		if got := testkit.Metric(t, reg, "fluentcore_server_delivered_entries_total", labels); got != float64(each[k]) {
 			t.Errorf("server %d: fluentcore_server_delivered_entries_total %v, the server got %d", k, got, each[k])
 		}
-		if got := metric(t, reg, "fluentcore_server_connections", labels); got != 1 {
+		if got := testkit.Metric(t, reg, "fluentcore_server_connections", labels); got != 1 {
 			t.Errorf("server %d: fluentcore_server_connections %v, want 1", k, got)
 		}
-		if got := metric(t, reg, "fluentcore_server_frames_in_flight", labels); got != 0 {
+		if got := testkit.Metric(t, reg, "fluentcore_server_frames_in_flight", labels); got != 0 {
 			t.Errorf("server %d: fluentcore_server_frames_in_flight %v without acks", k, got)
 		}
 	}

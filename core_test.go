@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,9 +13,9 @@ import (
 
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -42,41 +41,6 @@ func newTestCore(t *testing.T, r *forwardtest.Receiver, reg prometheus.Registere
 			mod(c)
 		}
 	})
-}
-
-// metric returns the value of one series from reg.
-func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue next
-				}
-			}
-			return value(m)
-		}
-	}
-	t.Fatalf("no series %s%v", name, labels)
-	return 0
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	}
-	return math.NaN()
 }
 
 func checkIdentity(t *testing.T, st fluentcore.Stats) {
@@ -179,10 +143,10 @@ func TestEndToEndRecordsMatchZapJSON(t *testing.T) {
 		t.Fatalf("tags: %v", tags)
 	}
 
-	if v := metric(t, reg, "fluentcore_entries_total", map[string]string{"stream": "info"}); v != nInfo {
+	if v := testkit.Metric(t, reg, "fluentcore_entries_total", map[string]string{"stream": "info"}); v != nInfo {
 		t.Errorf("entries_total{info} = %v", v)
 	}
-	if v := metric(t, reg, "fluentcore_delivered_entries_total", map[string]string{"stream": "err"}); v != nErr {
+	if v := testkit.Metric(t, reg, "fluentcore_delivered_entries_total", map[string]string{"stream": "err"}); v != nErr {
 		t.Errorf("delivered_entries_total{err} = %v", v)
 	}
 	if err := core.Close(); err != nil {
@@ -224,7 +188,7 @@ func TestStalledReceiverDropsInfoKeepsErr(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("logging goroutine blocked by a stalled receiver")
 	}
-	dropped := metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "queue_full"})
+	dropped := testkit.Metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "queue_full"})
 	if dropped == 0 {
 		t.Fatal("no info entries counted as dropped while the receiver was stalled")
 	}
@@ -481,7 +445,7 @@ func TestCloseUnregistersMetricsForAReload(t *testing.T) {
 		if err := core.Sync(); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		if got := metric(t, reg, "fluentcore_delivered_entries_total", map[string]string{"stream": "info"}); got != 1 {
+		if got := testkit.Metric(t, reg, "fluentcore_delivered_entries_total", map[string]string{"stream": "info"}); got != 1 {
 			t.Fatalf("round %d: delivered %v, want the new core's 1", round, got)
 		}
 		if err := core.Close(); err != nil {

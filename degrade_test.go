@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -316,7 +316,7 @@ func TestDegradeEndToEnd(t *testing.T) {
 	if d := after.Dropped["degraded"] - before.Dropped["degraded"]; d != 1000 {
 		t.Fatalf("degraded drops %d, want 1000", d)
 	}
-	if v := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_degraded", "info")); v != 1 {
+	if v := testkit.Metric(t, reg, "fluentcore_degraded", map[string]string{"stream": "info"}); v != 1 {
 		t.Fatalf("fluentcore_degraded{info} = %v", v)
 	}
 	r.Resume()
@@ -402,7 +402,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	var capacity float64
 	thinning := func() bool {
 		mid = core.Stats().Info
-		capacity = testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_capacity_entries_per_second", "info"))
+		capacity = testkit.Metric(t, reg, "fluentcore_capacity_entries_per_second", map[string]string{"stream": "info"})
 		return mid.KeepRatio < 1 && mid.Degraded && capacity >= rate/2 && capacity <= rate*2
 	}
 	seen := false

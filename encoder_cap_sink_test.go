@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -69,11 +70,11 @@ func TestMaxEntryBytes(t *testing.T) {
 	if b := r.Stats().Bytes; b > maxEntry+160 {
 		t.Errorf("receiver got %d bytes for a %d-byte cap", b, maxEntry)
 	}
-	if v := metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "too_large"}); v != 1 {
+	if v := testkit.Metric(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "too_large"}); v != 1 {
 		t.Errorf("dropped_entries_total{too_large} = %v", v)
 	}
 	// Operators see the truncation: one err entry was cut, the info one was dropped instead.
-	if v := metric(t, reg, "fluentcore_truncated_entries_total", map[string]string{"stream": "err"}); v != 1 {
+	if v := testkit.Metric(t, reg, "fluentcore_truncated_entries_total", map[string]string{"stream": "err"}); v != 1 {
 		t.Errorf("truncated_entries_total{err} = %v, want 1", v)
 	}
 	if err := core.Close(); err != nil {

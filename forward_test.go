@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -299,7 +300,7 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 			if strings.Contains(err.Error(), key) || strings.Contains(err.Error(), password) {
 				t.Fatalf("error reveals a secret: %v", err)
 			}
-			if v := metric(t, reg, "fluentcore_handshake_failures_total", map[string]string{"stream": "err"}); v < 3 {
+			if v := testkit.Metric(t, reg, "fluentcore_handshake_failures_total", map[string]string{"stream": "err"}); v < 3 {
 				t.Fatalf("fluentcore_handshake_failures_total{stream=err} = %v", v)
 			}
 			if r.Stats().Entries != 0 {

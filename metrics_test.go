@@ -5,35 +5,9 @@ import (
 	"testing"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 )
-
-// gaugeOf extracts one stream's series of a metric as a standalone collector for testutil.
-func gaugeOf(t *testing.T, reg *prometheus.Registry, name, stream string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "stream" && lp.GetValue() == stream {
-					g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name})
-					g.Set(m.GetGauge().GetValue())
-					return g
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{stream=%q}", name, stream)
-	return nil
-}
 
 // The exposition of a fresh core's counters, compared whole.
 func TestMetricsExposition(t *testing.T) {

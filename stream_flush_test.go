@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 )
 
@@ -95,8 +95,8 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 				// The fill is read before each entry: the one that overflows has the err
 				// sender move the whole buffer to the spill at once.
 				before := stats()
-				used := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_buffer_bytes", id.String()))
-				capacity := testutil.ToFloat64(gaugeOf(t, reg, "fluentcore_buffer_capacity_bytes", id.String()))
+				used := testkit.Metric(t, reg, "fluentcore_buffer_bytes", map[string]string{"stream": id.String()})
+				capacity := testkit.Metric(t, reg, "fluentcore_buffer_capacity_bytes", map[string]string{"stream": id.String()})
 				if id == errStream {
 					logger.Error("outage", zap.Int("i", i), zap.String("pad", pad))
 				} else {
