@@ -107,7 +107,7 @@ func (r *Receiver) SetCloseAfter(n int64) { r.faults.closeAfter.Store(max(n, 0))
 
 // SetRefuse closes the listener when refuse is true, so new connections are refused (connection
 // refused, or no such file for a unix socket) while open ones carry on (a connection the
-// kernel queued but the receiver had not accepted yet is reset); SetRefuse(false)
+// kernel queued but the receiver had not taken in yet is reset); SetRefuse(false)
 // listens again on the same address and port. It returns an error only if listening again
 // fails (another process took the port). Idempotent and safe for concurrent use; Close
 // ends it.

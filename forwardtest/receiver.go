@@ -575,7 +575,11 @@ func (r *Receiver) acceptLoop(ln net.Listener) {
 		}
 		delay = 0
 		r.mu.Lock()
-		if r.closed {
+		if r.closed || r.ln != ln {
+			// Closed, or refusing (SetRefuse) since the kernel accepted it: the connection
+			// is refused like those that came after, not kept. Registering it would let it
+			// slip past a CloseConnections that ran in between and serve on through the
+			// fault.
 			r.mu.Unlock()
 			_ = nc.Close()
 			return
