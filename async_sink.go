@@ -63,7 +63,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		k.wg.Add(1)
 		go func() { // OnEvent is the user's: not on New's goroutine
 			defer k.wg.Done()
-			s.event(time.Now(), EventSpillDisabled, k.spillErr)
+			s.event(s.clock.Now(), EventSpillDisabled, k.spillErr)
 		}()
 	}
 	for _, st := range k.streams {
@@ -102,7 +102,7 @@ func (k *sink) consult(ent *zapcore.Entry) bool {
 	// The reserve matters to the adaptive policy only: the others need not look.
 	ok, reason := d.admit(ent, d.shed != nil && st.tight())
 	if d.stepDue(ent.Time.UnixNano()) {
-		if now := time.Now(); d.beginStep(now) {
+		if now := k.s.clock.Now(); d.beginStep(now) {
 			d.endStep(k.infoObservation(now))
 		}
 	}
@@ -127,14 +127,15 @@ func (k *sink) stats() Stats {
 
 // clock flushes the streams every FlushInterval and feeds the info stream's degrade state
 // machine several times a second (and at once when its fill reaches the high watermark).
+// Its tickers and the time it passes on are settings.clock's.
 func (k *sink) clock() {
 	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
 	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
 	// the degrade machine is fed every observeEvery.
-	flush := time.NewTicker(k.s.flushInterval)
+	flush := k.s.clock.NewTicker(k.s.flushInterval)
 	defer flush.Stop()
 	slow := min(k.s.flushInterval, observeEvery)
-	observe := time.NewTicker(slow)
+	observe := k.s.clock.NewTicker(slow)
 	defer observe.Stop()
 	fast := false
 	for {
@@ -144,12 +145,12 @@ func (k *sink) clock() {
 		case <-k.info.kick:
 		case <-observe.C:
 		case <-flush.C:
-			now := time.Now()
+			now := k.s.clock.Now()
 			for _, st := range k.streams {
 				st.flushTick(now)
 			}
 		}
-		k.observeDegrade(time.Now())
+		k.observeDegrade(k.s.clock.Now())
 		if f := k.info.degrade.fast(); f != fast {
 			fast = f
 			if f {

@@ -60,6 +60,11 @@ type shared struct {
 // problem (so does a failed metrics registration).
 func New(cfg Config) *Core {
 	s, err := resolve(cfg)
+	return newCore(cfg, s, err)
+}
+
+// newCore is New with cfg resolved: s its settings, err what resolve found wrong.
+func newCore(cfg Config, s *settings, err error) *Core {
 	sendDuration := newSendDuration(cfg.ConstLabels)
 	k := newSink(s, sendDuration)
 	m := newMetrics(k.stats, sendDuration, cfg.ConstLabels)

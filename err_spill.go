@@ -43,7 +43,7 @@ func newErrPolicy(s *settings) (*errPolicy, error) {
 	var report spill.Reporter
 	if s.onEvent != nil {
 		report = func(kind spill.EventKind, err error) {
-			s.event(time.Now(), [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}[kind], err)
+			s.event(s.clock.Now(), [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}[kind], err)
 		}
 	}
 	disk, err := spill.Open(s.spillDir, s.spillMaxBytes, s.batchBytes, report)

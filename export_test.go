@@ -1,6 +1,9 @@
 package fluentcore
 
-import "github.com/fluentcore/fluentcore/internal/testkit"
+import (
+	"github.com/fluentcore/fluentcore/internal/testkit"
+	"go.uber.org/zap/zapcore"
+)
 
 // Test helpers shared with the external test package (core_test.go): the conformance
 // normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way.
@@ -20,6 +23,16 @@ var steadyAllocs = testkit.SteadyAllocs
 func settingsFor(cfg Config) *settings {
 	s, _ := resolve(cfg)
 	return s
+}
+
+// NewWithClock is New with the sink's time (settings.clock) from c rather than
+// zapcore.DefaultClock: the streams' flush ticks, their senders' attempts and SpillAfter,
+// the connections' failures and ack deadlines. An entry's time stays zap's. The sink Resets
+// c's tickers, so c.NewTicker must return one made by time.NewTicker.
+func NewWithClock(cfg Config, c zapcore.Clock) *Core {
+	s, err := resolve(cfg)
+	s.clock = c
+	return newCore(cfg, s, err)
 }
 
 // sinkOf returns the sink behind a Core made by New.

@@ -23,7 +23,9 @@ var ErrHandshake = wire.ErrHandshake
 
 // forwarder is one connection of a stream to its receivers. Only the sender goroutine that
 // owns it calls send; close is called once that sender has stopped. The counters and
-// lastError may be read from any goroutine.
+// lastError may be read from any goroutine. It reads the time (failures, the servers'
+// health, the frames' ack deadlines) from settings.clock; its sockets' deadlines are set
+// on the runtime's time, which is what they are measured against.
 type forwarder struct {
 	s     *settings
 	bal   *dial.Balancer
@@ -73,7 +75,7 @@ func newForwarders(s *settings, n int) []*forwarder {
 		f.setMaxInflight(s.maxInflight)
 		d := &net.Dialer{KeepAlive: 30 * time.Second}
 		f.dialRaw = d.DialContext
-		now := time.Now()
+		now := s.clock.Now()
 		for range i {
 			f.bal.Pick(now, nil)
 		}
@@ -113,7 +115,7 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 	if f.s.addrErr != nil {
 		return 0, false, f.fail(f.s.addrErr)
 	}
-	fresh, err := f.ensureConn(ctx, time.Now())
+	fresh, err := f.ensureConn(ctx, f.s.clock.Now())
 	if err != nil {
 		return 0, false, f.fail(err)
 	}
@@ -125,7 +127,8 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 
 	// Close aborts a write or an ack wait at once: the connection's cancel hook (see
 	// watchCancel) moves its deadline into the past. A cancellation that came before this
-	// deadline was set is caught by the check after it.
+	// deadline was set is caught by the check after it. The deadline is on the runtime's
+	// time, not settings.clock's: the poller measures it against that.
 	_ = c.SetWriteDeadline(time.Now().Add(f.s.writeTimeout))
 	if err := ctx.Err(); err != nil {
 		return 0, fresh, err
@@ -153,7 +156,7 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 		return 0, fresh, f.lose(err, true)
 	}
 	if chunk != "" {
-		now := time.Now()
+		now := f.s.clock.Now()
 		f.flights = append(f.flights, flight{chunk: chunk, at: now, n: n, b: b})
 		f.inflight.Store(int32(len(f.flights)))
 		if len(f.flights) == 1 {
@@ -183,7 +186,7 @@ func (f *forwarder) lose(err error, serverDown bool) error {
 	if c := f.conn; c != nil {
 		f.dropConn(true)
 		if serverDown {
-			f.bal.MarkDown(c.server, time.Now())
+			f.bal.MarkDown(c.server, f.s.clock.Now())
 		}
 	}
 	f.dropFlights()
@@ -204,7 +207,7 @@ func (f *forwarder) fail(err error) error {
 	if errors.Is(err, wire.ErrUnexpectedHELO) {
 		f.handshakeFailures.Add(1) // the receiver wants a handshake we were not configured for
 	}
-	f.downSince.CompareAndSwap(0, time.Now().UnixNano())
+	f.downSince.CompareAndSwap(0, f.s.clock.Now().UnixNano())
 	f.setLastError(err)
 	return err
 }
@@ -263,7 +266,7 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 		f.tried[i] = true
 		c, err := f.connect(ctx, i)
 		if err != nil {
-			f.bal.MarkDown(i, time.Now())
+			f.bal.MarkDown(i, f.s.clock.Now())
 			errs = append(errs, err)
 			if ctx.Err() != nil {
 				break
@@ -310,7 +313,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			return nil, err
 		}
 	}
-	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, opened: time.Now(), keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
+	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, opened: f.s.clock.Now(), keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
 	if f.s.creds == nil && !f.s.requireAck {

@@ -155,7 +155,7 @@ func (f *forwarder) onAck(tok string) (flight, error) {
 		f.flights = slices.Delete(f.flights, i, i+1)
 		f.inflight.Store(int32(len(f.flights)))
 		if i == 0 && len(f.flights) > 0 {
-			f.armAckTimer(time.Now())
+			f.armAckTimer(f.s.clock.Now())
 		}
 		f.succeeded(f.conn, fl.n)
 		return fl, nil
@@ -179,7 +179,7 @@ func (f *forwarder) onDead() (flight, error) {
 // onDue handles the ack timer: the oldest frame's ack is overdue, which ends the
 // connection (nil if it is not due yet).
 func (f *forwarder) onDue() error {
-	now := time.Now()
+	now := f.s.clock.Now()
 	if now.Before(f.flights[0].at.Add(f.s.ackTimeout)) {
 		f.armAckTimer(now) // not expected: the timer follows the oldest frame
 		return nil

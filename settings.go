@@ -32,6 +32,11 @@ func (cfg Config) Validate() error {
 // settings is a Config with every default applied, read by every part of the core. It is
 // built once, by resolve, and never changed.
 type settings struct {
+	// clock is where the sink, its streams and their connections read the time and get the
+	// clock's tickers: zapcore.DefaultClock, or a test's. Not in Config: an entry's time is
+	// zap's (zap.WithClock), and Go's runtime still times the sockets' deadlines and the
+	// plain waits (timers).
+	clock                                 zapcore.Clock
 	tags                                  [numStreams]string
 	level                                 zapcore.LevelEnabler
 	split                                 levelSplit
@@ -90,6 +95,7 @@ func resolve(cfg Config) (*settings, error) {
 		spillDir:      cfg.SpillDir,
 		spillAfter:    orDefault(cfg.SpillAfter, DefaultSpillAfter),
 		onEvent:       cfg.OnEvent,
+		clock:         zapcore.DefaultClock,
 	}
 	if s.level == nil {
 		s.level = zapcore.InfoLevel

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/order"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 )
 
 // streamPolicy is what makes a stream the info stream or the err stream. The stream asks it
@@ -73,7 +74,8 @@ type stream struct {
 	sealAt   int // a batch this full is sealed right away
 	entryCap int // largest encoded entry accepted
 	closed   atomic.Bool
-	senders  []*sender // one per connection; the err stream has one
+	senders  []*sender     // one per connection; the err stream has one
+	clock    zapcore.Clock // settings.clock: the time of its attempts, waits and deadlines
 
 	policy streamPolicy
 	// errSpill is the err policy's spill, which only the paths its policy opens reach
@@ -123,6 +125,7 @@ func newStream(id streamID, budget int, s *settings, policy streamPolicy, fwds .
 		held:     make([]*batch, 0, nb),
 		done:     order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
 		progress: make(chan struct{}),
+		clock:    s.clock,
 	}
 	for _, f := range fwds {
 		// The connections hold at most all but nshards of the batches in flight together:

@@ -3,6 +3,8 @@ package fluentcore
 // The senders: one goroutine per connection of the stream takes sealed batches, frames them
 // through its forwarder (forward.go) and finishes each once delivered (with RequireAck, when
 // its ack comes); after a failure it waits its backoff and sends the same batches again.
+// The time of their attempts and failures, and so SpillAfter's, is the stream's clock
+// (settings.clock); their waits are plain timers.
 
 import (
 	"cmp"
@@ -107,7 +109,7 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 		if snd.owed {
 			snd.owed = false
 			s.compact(snd.out[len(snd.out)-1])
-			due, within := s.policy.spillDue(snd.failingSince, time.Now())
+			due, within := s.policy.spillDue(snd.failingSince, s.clock.Now())
 			if due {
 				return s.spillFailed(ctx, snd)
 			}
@@ -193,7 +195,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	if snd.fwd.s.requireAck {
 		chunk = b.tok.forEntries(b.buf)
 	}
-	start := time.Now()
+	start := s.clock.Now()
 	s.attemptSince.Store(start.UnixNano())
 	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
 	s.attemptSince.Store(0)
@@ -245,7 +247,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 		if !errors.Is(err, context.Canceled) { // Close
 			s.sendErrors.Add(1)
 			// The failure began with the oldest frame that was waiting for its ack.
-			snd.failed(cmp.Or(snd.fwd.oldestLost(), time.Now()))
+			snd.failed(cmp.Or(snd.fwd.oldestLost(), s.clock.Now()))
 		}
 		s.requeue(snd)
 		return false
@@ -304,6 +306,6 @@ func (s *stream) countSend(snd *sender, fresh bool, size int, err error) bool {
 // to its delivery.
 func (s *stream) observeSend(start time.Time) {
 	if s.sendDuration != nil { // nil only in tests that build a stream alone
-		s.sendDuration.Observe(time.Since(start).Seconds())
+		s.sendDuration.Observe(s.clock.Now().Sub(start).Seconds())
 	}
 }

@@ -99,3 +99,50 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 		t.Fatalf("fallback %d lines, stats %+v", fb.lines(), st)
 	}
 }
+
+// The err sender reads SpillAfter's time from the injected clock (settings.clock), not from
+// time.Now: with SpillAfter an hour and the receiver down, a failed err batch stays in memory
+// however many attempts fail while the clock stands still, and goes to ErrFallback (spillDue)
+// as soon as the clock is moved past SpillAfter, with no hour of real time passing.
+func TestSpillAfterIsReadOnTheInjectedClock(t *testing.T) {
+	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	fb := newFallbackLog()
+	core := NewWithClock(Config{
+		Addr: downAddr(t), ErrFallback: fb, SpillAfter: time.Hour, CloseTimeout: 100 * time.Millisecond,
+		FlushInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+	}, clk)
+	defer core.Close()
+	zap.New(core).Error("down", zap.Int64("id", 1))
+
+	waitUntil(t, "five failed sends", func() bool { return core.Stats().Err.SendErrors >= 5 })
+	if st := core.Stats().Err; st.Spilled != 0 || fb.count() != 0 {
+		t.Fatalf("spilled %d (ErrFallback %d) with the clock still: SpillAfter was not read on it", st.Spilled, fb.count())
+	}
+
+	clk.add(time.Hour)
+	waitUntil(t, "the entry in ErrFallback once the clock passed SpillAfter", func() bool { return fb.count() == 1 })
+	if st := core.Stats().Err; st.Spilled != 1 || st.Delivered != 0 {
+		t.Errorf("spilled %d, delivered %d; want 1 and 0", st.Spilled, st.Delivered)
+	}
+}
+
+// manualClock is a zapcore.Clock whose time moves only when the test says (add). Its tickers
+// are real ones: the sink Resets them, which only a ticker of time.NewTicker allows.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *manualClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }

@@ -37,7 +37,7 @@ func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
 // sendFrame sends one frame of the spill's replay on snd's connection, waiting for its ack
 // (no frame may be in flight), and counts it.
 func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
-	start := time.Now()
+	start := s.clock.Now()
 	s.attemptSince.Store(start.UnixNano())
 	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
 	s.attemptSince.Store(0)

@@ -92,7 +92,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 				return
 			}
 			if s.failing() {
-				if at := s.attemptSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= maxWait {
+				if at := s.attemptSince.Load(); at != 0 && s.clock.Now().Sub(time.Unix(0, at)) >= maxWait {
 					// The sender is stuck in an attempt that may last its whole timeout (a
 					// dial to a host that does not answer): it cannot make room before then,
 					// so the entry is lost (spilled) now rather than wait.
@@ -104,7 +104,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 				s.policy.noRoom()
 			}
 			if deadline.IsZero() {
-				deadline = time.Now().Add(maxWait)
+				deadline = s.clock.Now().Add(maxWait)
 				s.waits.Add(1)
 			}
 			if !s.waitForBatch(sh, deadline) {
@@ -252,10 +252,10 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 	return written
 }
 
-// waitForBatch blocks (without any lock) until a batch is free or the deadline passes, and
-// installs the batch in the shard. It reports false on timeout.
+// waitForBatch blocks (without any lock) until a batch is free or the deadline (on the
+// stream's clock) passes, and installs the batch in the shard. It reports false on timeout.
 func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
-	d := time.Until(deadline)
+	d := deadline.Sub(s.clock.Now())
 	if d <= 0 {
 		return false
 	}
