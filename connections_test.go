@@ -60,7 +60,7 @@ func startServers(t *testing.T, n int, opts ...forwardtest.Option) ([]*forwardte
 func TestConnectionsSpreadOverServers(t *testing.T) {
 	rs, servers := startServers(t, 4)
 	reg := prometheus.NewRegistry()
-	core := newTestCoreAt(t, "", reg, func(c *fluentcore.Config) {
+	core := newTestCore(t, "", reg, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 4
 		c.MaxBatchBytes = 4 << 10 // many small batches, so every connection has some
@@ -112,7 +112,7 @@ func TestConnectionsSpreadOverServers(t *testing.T) {
 // acknowledged (with acks, delivered means the receiver has read it).
 func TestSyncWaitsForEveryConnection(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly(), forwardtest.WithConnReadRate(50_000))
-	core := newTestCoreAt(t, r.Addr(), nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.Info.Connections = 4
 		c.RequireAck = true
 		c.MaxBatchBytes = 16 << 10
@@ -142,7 +142,7 @@ func TestSyncWaitsForEveryConnection(t *testing.T) {
 func TestManyConnectionsCloseWithFramesInFlight(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.Info.Connections = fluentcore.MaxConnections
 		c.RequireAck, c.MaxInflight = true, 1 // so that MaxConnections frames in flight are one on each
 		c.MaxBatchBytes = 1024                // a frame every three entries
@@ -177,7 +177,7 @@ func TestManyConnectionsCloseWithFramesInFlight(t *testing.T) {
 // dropped, and the stream keeps sending on the servers left.
 func TestConnectionsSurviveAServerGoingAway(t *testing.T) {
 	rs, servers := startServers(t, 3, forwardtest.AllowViolations())
-	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 3
 		c.RequireAck = true

@@ -33,19 +33,39 @@ func jsonTwin(buf *bytes.Buffer) zapcore.Core {
 	return zapcore.NewCore(zapcore.NewJSONEncoder(ec), zapcore.AddSync(buf), zapcore.DebugLevel)
 }
 
-func newTestCore(t *testing.T, r *forwardtest.Receiver, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
+// newTestCore returns a core for a receiver at addr (or, with addr "", Config.Servers),
+// closed when the test ends: tag "shop", every level, a quick flush and quick retries,
+// metrics on reg; then each mod, in order, changes its Config (a nil mod is skipped). It
+// fails the test if the Config does not validate.
+func newTestCore(t *testing.T, addr string, reg prometheus.Registerer, mods ...func(*fluentcore.Config)) *fluentcore.Core {
 	t.Helper()
-	return newTestCoreAt(t, r.Addr(), reg, func(c *fluentcore.Config) {
-		c.Level = zapcore.DebugLevel
+	cfg := fluentcore.Config{
+		Addr:          addr,
+		Tag:           "shop",
+		Level:         zapcore.DebugLevel,
+		FlushInterval: 10 * time.Millisecond,
+		RetryMin:      5 * time.Millisecond,
+		RetryMax:      50 * time.Millisecond,
+		Registerer:    reg,
+	}
+	for _, mod := range mods {
 		if mod != nil {
-			mod(c)
+			mod(&cfg)
 		}
-	})
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	core := fluentcore.New(cfg)
+	t.Cleanup(func() { _ = core.Close() })
+	return core
 }
 
-func checkIdentity(t *testing.T, st fluentcore.Stats) {
-	t.Helper()
-	fluentcore.IdentityHolds(t, st)
+// quiet is a newTestCore mod whose failures stay short and out of the test's output.
+func quiet(c *fluentcore.Config) {
+	c.SyncTimeout = 150 * time.Millisecond
+	c.CloseTimeout = 150 * time.Millisecond
+	c.ErrFallback = new(testkit.Lines)
 }
 
 type user struct{ Name, Email string }
@@ -59,7 +79,7 @@ func (u user) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 func TestEndToEndRecordsMatchZapJSON(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
-	core := newTestCore(t, r, reg, nil)
+	core := newTestCore(t, r.Addr(), reg)
 
 	var twinOut bytes.Buffer
 	logger := zap.New(zapcore.NewTee(core, jsonTwin(&twinOut)), zap.AddCaller()).Named("checkout")
@@ -152,14 +172,14 @@ func TestEndToEndRecordsMatchZapJSON(t *testing.T) {
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkIdentity(t, core.Stats())
+	fluentcore.IdentityHolds(t, core.Stats())
 }
 
 func TestStalledReceiverDropsInfoKeepsErr(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
-	var fallback syncBuffer
-	core := newTestCore(t, r, reg, func(c *fluentcore.Config) {
+	var fallback testkit.Lines
+	core := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
 		c.MaxBatchBytes = 16 << 10
 		c.Info.BufferBytes = 64 << 10
 		c.Err.BufferBytes = 4 << 20
@@ -220,35 +240,12 @@ func TestStalledReceiverDropsInfoKeepsErr(t *testing.T) {
 	if float64(st.Info.Dropped["queue_full"]) < dropped {
 		t.Fatal("stats and metrics disagree")
 	}
-	checkIdentity(t, st)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	fluentcore.IdentityHolds(t, st)
 }
 
 func TestDPanicIsDeliveredBeforeWriteReturns(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.FlushInterval = time.Hour })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.FlushInterval = time.Hour })
 	zap.New(core).DPanic("about to crash", zap.Int("code", 7))
 	if d := core.Stats().Err.Delivered; d != 1 {
 		t.Fatalf("delivered %d entries when DPanic returned, want 1", d)
@@ -268,7 +265,7 @@ func TestDPanicIsDeliveredBeforeWriteReturns(t *testing.T) {
 func TestFatalEntryIsSpilledWhenTheReceiverIsDown(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("SpillDir=%v", durable), func(t *testing.T) {
-			var fallback syncBuffer
+			var fallback testkit.Lines
 			cfg := fluentcore.Config{
 				Addr: "tcp://127.0.0.1:1", ErrFallback: &fallback, SyncTimeout: 2 * time.Second,
 				CloseTimeout: 100 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond,
@@ -306,7 +303,7 @@ func TestBadAddressIsReportedAndErrIsNotLost(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "scheme") {
 		t.Fatalf("Validate: %v", err)
 	}
-	var fallback syncBuffer
+	var fallback testkit.Lines
 	cfg.ErrFallback = &fallback
 	cfg.CloseTimeout = 50 * time.Millisecond
 	cfg.SyncTimeout = 50 * time.Millisecond
@@ -328,7 +325,7 @@ func TestBadAddressIsReportedAndErrIsNotLost(t *testing.T) {
 	if st.Info.Dropped["shutdown"] != 1 {
 		t.Fatalf("info entry not counted: %v", st.Info.Dropped)
 	}
-	checkIdentity(t, st)
+	fluentcore.IdentityHolds(t, st)
 }
 
 func TestValidate(t *testing.T) {
@@ -370,8 +367,8 @@ func TestValidate(t *testing.T) {
 
 func TestCloseWhileLoggingAccountsForEverything(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	var fallback syncBuffer
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.ErrFallback = &fallback })
+	var fallback testkit.Lines
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.ErrFallback = &fallback })
 	logger := zap.New(core)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -398,7 +395,7 @@ func TestCloseWhileLoggingAccountsForEverything(t *testing.T) {
 	if st.Info.Entries+st.Err.Entries != 8*2000 {
 		t.Fatalf("entries %d + %d", st.Info.Entries, st.Err.Entries)
 	}
-	checkIdentity(t, st)
+	fluentcore.IdentityHolds(t, st)
 	if err := r.WaitFor(func(s forwardtest.Stats) bool {
 		return s.Entries == int64(st.Info.Delivered+st.Err.Delivered)
 	}, 10*time.Second); err != nil {
@@ -409,8 +406,8 @@ func TestCloseWhileLoggingAccountsForEverything(t *testing.T) {
 func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
-	a := newTestCore(t, r, reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "a"} })
-	newTestCore(t, r, reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "b"} })
+	a := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "a"} })
+	newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "b"} })
 	if err := a.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +465,7 @@ func (panicky) MarshalLogObject(zapcore.ObjectEncoder) error { panic("marshaler 
 // rolled back, so later entries still arrive.
 func TestPanickingMarshalerBecomesAnErrorField(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r, nil, nil)
+	core := newTestCore(t, r.Addr(), nil)
 	logger := zap.New(core).With(zap.Object("ctx", panicky{})) // panicked in the caller before
 	for i := 0; i < 100; i++ {
 		logger.Error("bad", zap.Object("obj", panicky{}), zap.Array("arr", panickyArray{}), zap.Int("i", i))

@@ -20,8 +20,8 @@ func TestMaxEntryBytes(t *testing.T) {
 	const maxEntry = 4096
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
-	var fallback syncBuffer
-	core := newTestCore(t, r, reg, func(c *fluentcore.Config) {
+	var fallback testkit.Lines
+	core := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
 		c.MaxEntryBytes = maxEntry
 		c.ErrFallback = &fallback
 	})
@@ -93,5 +93,5 @@ func TestMaxEntryBytes(t *testing.T) {
 	if !strings.Contains(fallback.String(), `"too many fields"`) {
 		t.Errorf("entry truncation can't save is not in the fallback: %.200q", fallback.String())
 	}
-	checkIdentity(t, st)
+	fluentcore.IdentityHolds(t, st)
 }

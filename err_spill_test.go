@@ -90,12 +90,12 @@ func (l *eventLog) of(kind EventKind) []Event {
 // sealed, and so sent, in the order they were logged (with several shards, entries logged
 // concurrently are ordered by batch, as always).
 func spillTestConfig(addr, dir string, fb io.Writer, ev *eventLog) Config {
-	return Config{
+	return fastRetry(Config{
 		Addr: addr, Tag: "shop", SpillDir: dir, SpillAfter: 20 * time.Millisecond,
 		MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 4 << 10},
 		FlushInterval: 2 * time.Millisecond, ErrMaxWait: 10 * time.Second, SyncTimeout: 20 * time.Second,
-		RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, ErrFallback: fb, OnEvent: ev.add,
-	}
+		RetryMax: 10 * time.Millisecond, ErrFallback: fb, OnEvent: ev.add,
+	})
 }
 
 // checkInOrder checks that entries are the err entries 0..n-1, in order.
@@ -116,7 +116,7 @@ func checkInOrder(t *testing.T, got []forwardtest.Entry, n int) {
 // segments are deleted; then err entries go straight from memory again.
 func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 	addr, dir := downAddr(t), t.TempDir()
-	var fb syncCounter
+	var fb testkit.Lines
 	var ev eventLog
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
 	cfg.RequireAck = true
@@ -172,8 +172,8 @@ func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = core.Stats().Err
-	if st.Delivered != 10 || st.Spilled != n || st.Replayed != n || fb.lines() != 0 {
-		t.Fatalf("delivered %d spilled %d replayed %d fallback lines %d", st.Delivered, st.Spilled, st.Replayed, fb.lines())
+	if st.Delivered != 10 || st.Spilled != n || st.Replayed != n || fb.Count() != 0 {
+		t.Fatalf("delivered %d spilled %d replayed %d fallback lines %d", st.Delivered, st.Spilled, st.Replayed, fb.Count())
 	}
 	if len(ev.of(EventSpillCorrupt))+len(ev.of(EventSpillFull))+len(ev.of(EventSpillFailed)) != 0 {
 		t.Fatalf("unexpected events %v", ev.events)
@@ -185,7 +185,7 @@ func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 // waits at most ErrMaxWait, nothing goes to ErrFallback, and everything arrives later.
 func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 	addr, dir := downAddr(t), t.TempDir()
-	var fb syncCounter
+	var fb testkit.Lines
 	var ev eventLog
 	const wait = 20 * time.Millisecond
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
@@ -219,8 +219,8 @@ func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := core.Stats().Err
-	if st.Spilled != goroutines*perG || st.DroppedTotal() != 0 || fb.lines() != 0 {
-		t.Fatalf("spilled %d of %d, dropped %v, fallback lines %d", st.Spilled, goroutines*perG, st.Dropped, fb.lines())
+	if st.Spilled != goroutines*perG || st.DroppedTotal() != 0 || fb.Count() != 0 {
+		t.Fatalf("spilled %d of %d, dropped %v, fallback lines %d", st.Spilled, goroutines*perG, st.Dropped, fb.Count())
 	}
 
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr(addr))
@@ -248,7 +248,7 @@ func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 // ErrFallback and reported by an event; what the spill did take is replayed.
 func TestSpillFullIsCountedAndReported(t *testing.T) {
 	addr, dir := downAddr(t), t.TempDir()
-	var fb syncCounter
+	var fb testkit.Lines
 	var ev eventLog
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
 	cfg.SpillMaxBytes = 16 << 10
@@ -266,8 +266,8 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 	if full == 0 || st.Spilled+full != n || st.DroppedTotal() != full {
 		t.Fatalf("spilled %d, dropped %v, of %d", st.Spilled, st.Dropped, n)
 	}
-	if uint64(fb.lines()) != full {
-		t.Fatalf("%d entries refused by the full spill, %d reported in ErrFallback", full, fb.lines())
+	if uint64(fb.Count()) != full {
+		t.Fatalf("%d entries refused by the full spill, %d reported in ErrFallback", full, fb.Count())
 	}
 	if st.SpillBytes > cfg.SpillMaxBytes || st.SpillBytes != filesSize(t, segmentFiles(t, dir)) {
 		t.Fatalf("SpillBytes %d (limit %d)", st.SpillBytes, cfg.SpillMaxBytes)
@@ -421,7 +421,7 @@ func TestSpillDirConflictsAreReported(t *testing.T) {
 	dir := t.TempDir()
 	var ev1, ev2 eventLog
 	first := New(spillTestConfig(r.Addr(), dir, io.Discard, &ev1))
-	var fb syncCounter
+	var fb testkit.Lines
 	cfg2 := spillTestConfig(downAddr(t), dir, &fb, &ev2)
 	cfg2.CloseTimeout = 50 * time.Millisecond
 	second := New(cfg2)
@@ -432,8 +432,8 @@ func TestSpillDirConflictsAreReported(t *testing.T) {
 	if evs := ev2.of(EventSpillDisabled); len(evs) != 1 || !strings.Contains(evs[0].Err.Error(), strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second core's events %v", ev2.events)
 	}
-	if st := second.Stats().Err; st.Spilled != 1 || fb.lines() != 1 {
-		t.Fatalf("second core: spilled %d, fallback lines %d", st.Spilled, fb.lines())
+	if st := second.Stats().Err; st.Spilled != 1 || fb.Count() != 1 {
+		t.Fatalf("second core: spilled %d, fallback lines %d", st.Spilled, fb.Count())
 	}
 	if err := first.Close(); err != nil {
 		t.Fatalf("first core: %v", err)
@@ -581,11 +581,11 @@ func TestSpillSurvivesKill9(t *testing.T) {
 // none waits in memory for the receiver. Once it is back, err entries are sent again.
 func TestErrGoesToFallbackAfterSpillAfterWithoutSpillDir(t *testing.T) {
 	addr := downAddr(t)
-	fb := newFallbackLog()
-	core := New(Config{
+	fb := new(fallbackLog)
+	core := New(fastRetry(Config{
 		Addr: addr, Tag: "shop", ErrFallback: fb, SpillAfter: 50 * time.Millisecond, FlushInterval: 10 * time.Millisecond,
-		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
-	})
+		RetryMax: 20 * time.Millisecond,
+	}))
 	defer core.Close()
 	logger := zap.New(core)
 	for i := range 20 {
@@ -631,13 +631,12 @@ func TestErrGoesToFallbackAfterSpillAfterWithoutSpillDir(t *testing.T) {
 // wait out ErrMaxWait: it has the sender move the queued batches to the spill at once
 // (SpillAfter is an hour here), and waits only for that.
 func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
-	var fb syncCounter
+	var fb testkit.Lines
 	const maxWait = 10 * time.Second
-	core := New(Config{
+	core := New(fastRetry(Config{
 		Addr: downAddr(t), ErrFallback: &fb, ErrMaxWait: maxWait, SpillAfter: time.Hour,
 		MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
-		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
-	})
+	}))
 	defer core.Close()
 	logger := zap.New(core)
 	logger.Error("first")
@@ -660,8 +659,8 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := core.Stats().Err
-	if int(st.Spilled) != fb.lines() || st.DroppedTotal() != 0 {
-		t.Errorf("spilled %d, fallback lines %d, dropped %v", st.Spilled, fb.lines(), st.Dropped)
+	if int(st.Spilled) != fb.Count() || st.DroppedTotal() != 0 {
+		t.Errorf("spilled %d, fallback lines %d, dropped %v", st.Spilled, fb.Count(), st.Dropped)
 	}
 }
 
@@ -670,13 +669,13 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 // not spilled is delivered.
 func TestErrWaitsBoundedThenSpills(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	var fb syncCounter
+	var fb testkit.Lines
 	const wait = 20 * time.Millisecond
-	core := New(Config{
+	core := New(fastRetry(Config{
 		Addr: r.Addr(), MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
 		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond, ErrMaxWait: wait,
-		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ErrFallback: &fb,
-	})
+		ErrFallback: &fb,
+	}))
 	logger := zap.New(core)
 	r.Stall()
 	var slowest time.Duration
@@ -701,8 +700,8 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := core.Stats()
-	if int(st.Err.Spilled) != fb.lines() || st.Err.DroppedTotal() != 0 {
-		t.Fatalf("spilled %d, fallback lines %d, dropped %v", st.Err.Spilled, fb.lines(), st.Err.Dropped)
+	if int(st.Err.Spilled) != fb.Count() || st.Err.DroppedTotal() != 0 {
+		t.Fatalf("spilled %d, fallback lines %d, dropped %v", st.Err.Spilled, fb.Count(), st.Err.Dropped)
 	}
 	identityHolds(t, st)
 }

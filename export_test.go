@@ -1,20 +1,43 @@
 package fluentcore
 
 import (
+	"testing"
+	"time"
+
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap/zapcore"
 )
 
 // Test helpers shared with the external test package (core_test.go): the conformance
-// normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way.
+// normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way,
+// and the accounting identity, so both check it one way.
 var (
-	NormMsgp   = normMsgp
-	NormJSON   = normJSON
-	DiffValues = diff
-	WaitUntil  = waitUntil
-	// IdentityHolds checks entries = delivered + spilled + dropped for both streams.
+	NormMsgp      = normMsgp
+	NormJSON      = normJSON
+	DiffValues    = diff
 	IdentityHolds = identityHolds
 )
+
+// identityHolds checks entries = delivered + spilled + dropped for both streams.
+func identityHolds(t *testing.T, st Stats) {
+	t.Helper()
+	for name, s := range map[string]StreamStats{"info": st.Info, "err": st.Err} {
+		if s.Entries != s.Delivered+s.Spilled+s.DroppedTotal() {
+			t.Errorf("%s: entries %d != delivered %d + spilled %d + dropped %d %v",
+				name, s.Entries, s.Delivered, s.Spilled, s.DroppedTotal(), s.Dropped)
+		}
+	}
+}
+
+// fastRetry returns cfg with the quick reconnects of the tests whose receiver is down,
+// stalled or restarting: RetryMin 1 ms and, unless cfg sets one, RetryMax 5 ms.
+func fastRetry(cfg Config) Config {
+	cfg.RetryMin = time.Millisecond
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = 5 * time.Millisecond
+	}
+	return cfg
+}
 
 // steadyAllocs is testkit.SteadyAllocs, under the name the tests of this package use.
 var steadyAllocs = testkit.SteadyAllocs

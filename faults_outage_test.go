@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	rtmetrics "runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -158,16 +158,8 @@ func (o *outageLog) measure(kind int, d time.Duration) {
 	}
 }
 
-// liveHeap is the heap the last garbage collection found live: read without forcing one,
-// which would stop the callers being measured.
-func liveHeap() uint64 {
-	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	rtmetrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
 func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
-	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: newFallbackLog(), ev: &eventLog{}, stop: make(chan struct{})}
+	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: new(fallbackLog), ev: &eventLog{}, stop: make(chan struct{})}
 	t.Cleanup(e.stopChaos)
 	e.startReceiver()
 	// The defaults, as a user who reads no docs has them.
@@ -187,7 +179,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	}
 	e.settle()
 	heldBefore := e.recv.Len()
-	before := heapAlloc()
+	before := testkit.LiveHeap()
 	var maxGrowth int64
 
 	down := func() { mustDo(t, e.recv.SetRefuse(true)); e.recv.CloseConnections() }
@@ -225,7 +217,8 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 				held += rc.Len()
 			}
 			// The receiver's entries are in the heap too; only the client's share is bounded.
-			maxGrowth = max(maxGrowth, int64(liveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry))
+			// LastLiveHeap forces no collection, which would stop the callers being measured.
+			maxGrowth = max(maxGrowth, int64(testkit.LastLiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -233,7 +226,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	for _, rc := range e.all {
 		held += rc.Len()
 	}
-	maxGrowth = max(maxGrowth, int64(heapAlloc())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry))
+	maxGrowth = max(maxGrowth, int64(testkit.LiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry))
 	if maxGrowth > int64(budget+faultHeapSlack) {
 		t.Errorf("the heap grew by %d bytes (the receiver's entries aside) during the outage; budget %d + slack %d", maxGrowth, budget, faultHeapSlack)
 	}
@@ -361,7 +354,7 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 		// some 70 s of them, so two minutes without SpillAfter would fill it.
 		errText = "payment gateway: read tcp 10.0.0.7:443: connection reset by peer"
 	)
-	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: newFallbackLog(), ev: &eventLog{}, stop: make(chan struct{})}
+	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: new(fallbackLog), ev: &eventLog{}, stop: make(chan struct{})}
 	t.Cleanup(e.stopChaos)
 	e.startReceiver()
 	e.cfg = Config{Addr: e.addr, Tag: "shop", ErrFallback: e.fb, Registerer: e.reg}

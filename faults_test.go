@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/guarantees"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -77,7 +77,7 @@ var (
 // small next to what is logged during the fault, quick retries, the durable spill, and
 // bounds short enough for a case to take about a second.
 func faultConfig(addr, dir string, ack bool, fb io.Writer, ev *eventLog) Config {
-	return Config{
+	return fastRetry(Config{
 		Addr: addr, Tag: "shop",
 		MaxBatchBytes: 4 << 10,
 		Info:          StreamConfig{BufferBytes: 256 << 10},
@@ -87,11 +87,11 @@ func faultConfig(addr, dir string, ack bool, fb io.Writer, ev *eventLog) Config 
 		DialTimeout: 500 * time.Millisecond, HandshakeTimeout: 500 * time.Millisecond,
 		WriteTimeout: 200 * time.Millisecond,
 		RequireAck:   ack, AckTimeout: 150 * time.Millisecond,
-		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
+		RetryMax: 20 * time.Millisecond,
 		SpillDir: dir, SpillAfter: 100 * time.Millisecond,
 		ErrFallback: fb, OnEvent: ev.add,
 		Degrade: DegradeConfig{DisconnectedAfter: 200 * time.Millisecond, Hold: 200 * time.Millisecond},
-	}
+	})
 }
 
 // faultID is the id of entry seq of goroutine g, logged in the record's "id" field.
@@ -183,61 +183,43 @@ func checkLatency(t *testing.T, slowest [3]time.Duration, cfg Config) {
 	}
 }
 
-// fallbackLog is an ErrFallback that keeps the ids of the err entries written to it, and
-// their order.
-type fallbackLog struct {
-	mu    sync.Mutex
-	part  []byte
-	ids   map[int64]int
-	order []int64
-	text  strings.Builder
-}
+// fallbackLog is an ErrFallback that keeps the lines written to it; its methods read the
+// ids of the err entries among them, in the order written.
+type fallbackLog struct{ testkit.Lines }
 
-func newFallbackLog() *fallbackLog { return &fallbackLog{ids: map[int64]int{}} }
-
-func (f *fallbackLog) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.text.Write(p)
-	f.part = append(f.part, p...)
-	for {
-		i := bytes.IndexByte(f.part, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
+// ids returns the ids of the err entries written, in order.
+func (f *fallbackLog) ids() []int64 {
+	var ids []int64
+	for _, l := range f.Lines.Lines() {
 		var line struct {
 			Record struct {
 				ID *int64 `json:"id"`
 			} `json:"record"`
 		}
-		if json.Unmarshal(f.part[:i], &line) == nil && line.Record.ID != nil {
-			f.ids[*line.Record.ID]++
-			f.order = append(f.order, *line.Record.ID)
+		if json.Unmarshal([]byte(l), &line) == nil && line.Record.ID != nil {
+			ids = append(ids, *line.Record.ID)
 		}
-		f.part = f.part[i+1:]
 	}
+	return ids
 }
 
+// idSet counts the err entries written, by id.
 func (f *fallbackLog) idSet() map[int64]int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return maps.Clone(f.ids)
+	set := map[int64]int{}
+	for _, id := range f.ids() {
+		set[id]++
+	}
+	return set
 }
 
 // count is how many err entries with an id were written to it.
-func (f *fallbackLog) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.order)
-}
+func (f *fallbackLog) count() int { return len(f.ids()) }
 
 // unordered returns the first id written after a larger one of the same goroutine (see
 // faultID), as "a after b", or "".
 func (f *fallbackLog) unordered() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	last := map[int64]int64{}
-	for _, id := range f.order {
+	for _, id := range f.ids() {
 		g := id >> 24
 		if prev, ok := last[g]; ok && id < prev {
 			return fmt.Sprintf("%#x after %#x", id, prev)
@@ -245,12 +227,6 @@ func (f *fallbackLog) unordered() string {
 		last[g] = id
 	}
 	return ""
-}
-
-func (f *fallbackLog) String() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.text.String()
 }
 
 // receivedIDs counts entries by stream and id, for receivers in other processes.
@@ -590,17 +566,10 @@ type faultResult struct {
 	errLost                         int
 }
 
-func heapAlloc() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // runFaultCase runs one case the standard way: start, phase A healthy, inject, phase B
 // under the fault, wait until it hit, heal, phase C, drain, Close, check.
 func runFaultCase(t *testing.T, c *faultCase) faultResult {
-	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: newFallbackLog(), ev: &eventLog{}, stop: make(chan struct{})}
+	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: new(fallbackLog), ev: &eventLog{}, stop: make(chan struct{})}
 	t.Cleanup(e.stopChaos)
 	if c.start != nil {
 		c.start(e)
@@ -614,7 +583,7 @@ func runFaultCase(t *testing.T, c *faultCase) faultResult {
 		c.mod(e, &e.cfg)
 	}
 	budget := uint64(e.cfg.Info.BufferBytes + e.cfg.Err.BufferBytes)
-	before := heapAlloc()
+	before := testkit.LiveHeap()
 	e.core = New(e.cfg)
 	t.Cleanup(func() { _ = e.core.Close() })
 	if c.attach != nil {
@@ -653,7 +622,7 @@ func runFaultCase(t *testing.T, c *faultCase) faultResult {
 	if d := time.Since(injected); c.within > 0 && d > c.within {
 		t.Errorf("the client took %v to notice the fault; each attempt is bounded, so %v is the most it may take", d, c.within)
 	}
-	growth := int64(heapAlloc()) - int64(before)
+	growth := int64(testkit.LiveHeap()) - int64(before)
 	held := 0
 	for _, r := range e.all {
 		held += r.Len()
@@ -1461,9 +1430,9 @@ type childReport struct {
 // receiver unreachable, waits until every err entry is spilled (fsynced), prints
 // "REPORT <json>" and waits to be killed.
 func childLogger(t *testing.T) {
-	fb := newFallbackLog()
+	fb := new(fallbackLog)
 	cfg := faultConfig(os.Getenv(faultsAddrEnv), os.Getenv(faultsDirEnv), true, fb, &eventLog{})
-	before := heapAlloc()
+	before := testkit.LiveHeap()
 	core := New(cfg)
 	w := newFaultWorkload(core)
 	w.phase(faultPhaseA, false)
@@ -1477,7 +1446,7 @@ func childLogger(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	rep := childReport{
-		Stats: core.Stats(), Slowest: w.slowest, HeapGrowth: int64(heapAlloc()) - int64(before),
+		Stats: core.Stats(), Slowest: w.slowest, HeapGrowth: int64(testkit.LiveHeap()) - int64(before),
 		Budget: int64(cfg.Info.BufferBytes + cfg.Err.BufferBytes), Fallback: len(fb.idSet()),
 	}
 	b, err := json.Marshal(rep)
@@ -1528,7 +1497,7 @@ func runLoggerKilled(t *testing.T, c *faultCase) faultResult {
 	// Info entries still in the child's memory died with it: info is not durable.
 	infoLost := int(cs.Info.Entries - cs.Info.DroppedTotal())
 
-	e := &faultEnv{t: t, c: c, fb: newFallbackLog(), ev: &eventLog{}, listen: addr, addr: addr}
+	e := &faultEnv{t: t, c: c, fb: new(fallbackLog), ev: &eventLog{}, listen: addr, addr: addr}
 	e.startReceiver()
 	e.cfg = faultConfig(addr, dir, true, e.fb, e.ev)
 	e.core = New(e.cfg)

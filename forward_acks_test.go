@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
 // Tests of the ack window (forward_acks.go) against forwardtest: acks and their faults,
@@ -20,7 +21,7 @@ func TestAckFaultsResendTheBatch(t *testing.T) {
 	for _, fault := range []forwardtest.AckFault{forwardtest.AckWithhold, forwardtest.AckWrongToken, forwardtest.AckMalformed} {
 		t.Run(fault.String(), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
-			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
 				c.RequireAck = true
 				c.AckTimeout = 100 * time.Millisecond
 			})
@@ -29,12 +30,12 @@ func TestAckFaultsResendTheBatch(t *testing.T) {
 			logErrs(core, 0, n)
 			// Two failed attempts: the frames were sent, and sent again after the failure.
 			// (Two faulted acks alone may be two frames in flight at once.)
-			fluentcore.WaitUntil(t, "two failed attempts", func() bool { return core.Stats().Err.SendErrors >= 2 })
+			testkit.WaitUntil(t, "two failed attempts", func() bool { return core.Stats().Err.SendErrors >= 2 })
 			if core.Stats().Err.Delivered != 0 {
 				t.Fatal("entries counted as delivered without their ack")
 			}
 			r.SetAckFault(forwardtest.AckOK)
-			fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+			testkit.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
 			st := core.Stats().Err
 			if st.Delivered != n || st.SendErrors < 2 || st.Reconnects < 2 {
 				t.Fatalf("delivered %d, send errors %d, reconnects %d", st.Delivered, st.SendErrors, st.Reconnects)
@@ -51,7 +52,7 @@ func TestAckFaultsResendTheBatch(t *testing.T) {
 func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
 	r.SetAckFault(forwardtest.AckWithhold)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.RequireAck = true
 		c.AckTimeout = 100 * time.Millisecond
 		c.SyncTimeout = 2 * time.Second
@@ -69,7 +70,7 @@ func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 // read before the close, so no acknowledged batch may be taken for lost and sent again.
 func TestAckThenCloseIsNotAResend(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.DenyKeepalive())
-	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) { c.RequireAck = true })
 	for i := 0; i < 30; i++ {
 		logErrs(core, i, 1)
 		if err := core.Sync(); err != nil { // one batch, one connection each

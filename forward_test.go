@@ -48,7 +48,7 @@ func indexes(r *forwardtest.Receiver) map[int64]int {
 // delivered entry is one written to the connection: the receiver may not have read it yet.)
 func checkAll(t *testing.T, n int, rs ...*forwardtest.Receiver) (duplicates int) {
 	t.Helper()
-	fluentcore.WaitUntil(t, "entries to arrive", func() bool {
+	testkit.WaitUntil(t, "entries to arrive", func() bool {
 		total := 0
 		for _, r := range rs {
 			total += r.Len()
@@ -72,42 +72,6 @@ func checkAll(t *testing.T, n int, rs ...*forwardtest.Receiver) (duplicates int)
 	return duplicates
 }
 
-// quietCore is a test core whose failures stay short and out of the test's output.
-func quietCore(t *testing.T, addr string, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
-	t.Helper()
-	var fallback syncBuffer
-	return newTestCoreAt(t, addr, reg, func(c *fluentcore.Config) {
-		c.SyncTimeout = 150 * time.Millisecond
-		c.CloseTimeout = 150 * time.Millisecond
-		c.ErrFallback = &fallback
-		if mod != nil {
-			mod(c)
-		}
-	})
-}
-
-// newTestCoreAt is newTestCore for an address (or, with addr "", Config.Servers).
-func newTestCoreAt(t *testing.T, addr string, reg prometheus.Registerer, mod func(*fluentcore.Config)) *fluentcore.Core {
-	t.Helper()
-	cfg := fluentcore.Config{
-		Addr:          addr,
-		Tag:           "shop",
-		FlushInterval: 10 * time.Millisecond,
-		RetryMin:      5 * time.Millisecond,
-		RetryMax:      50 * time.Millisecond,
-		Registerer:    reg,
-	}
-	if mod != nil {
-		mod(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	core := fluentcore.New(cfg)
-	t.Cleanup(func() { _ = core.Close() })
-	return core
-}
-
 func TestModesOnTheWire(t *testing.T) {
 	for _, tc := range []struct {
 		compression string
@@ -115,7 +79,7 @@ func TestModesOnTheWire(t *testing.T) {
 	}{{"", forwardtest.PackedForward}, {"gzip", forwardtest.CompressedPackedForward}} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
-			core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.Compression = tc.compression })
+			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Compression = tc.compression })
 			logger := zap.New(core)
 			for i := range 200 {
 				logger.Info("line", zap.Int("i", i), zap.String("pad", strings.Repeat("ab", i)))
@@ -145,7 +109,7 @@ func TestModesOnTheWire(t *testing.T) {
 
 func TestConnectionClosedMidFrameIsResent(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) { c.RequireAck = true })
 	r.SetCloseAfter(40) // inside the first frame
 	const n = 50
 	logErrs(core, 0, n)
@@ -153,7 +117,7 @@ func TestConnectionClosedMidFrameIsResent(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.SetCloseAfter(0)
-	fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
+	testkit.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == n })
 	if dup := checkAll(t, n, r); dup != 0 {
 		t.Errorf("%d duplicates: truncated frames are never stored", dup)
 	}
@@ -164,16 +128,16 @@ func TestRefusedConnectionsAreRetriedWithBackoff(t *testing.T) {
 	if err := r.SetRefuse(true); err != nil {
 		t.Fatal(err)
 	}
-	core := quietCore(t, r.Addr(), nil, nil)
+	core := newTestCore(t, r.Addr(), nil, quiet)
 	logErrs(core, 0, 10)
-	fluentcore.WaitUntil(t, "failed attempts", func() bool { return core.Stats().Err.SendErrors >= 3 })
+	testkit.WaitUntil(t, "failed attempts", func() bool { return core.Stats().Err.SendErrors >= 3 })
 	if err := core.Sync(); err == nil || !strings.Contains(err.Error(), "connect to") {
 		t.Fatalf("Sync while refused: %v, want the connect error", err)
 	}
 	if err := r.SetRefuse(false); err != nil {
 		t.Fatal(err)
 	}
-	fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 10 })
+	testkit.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 10 })
 	checkAll(t, 10, r)
 	if err := core.Sync(); err != nil {
 		t.Fatalf("Sync after recovery: %v", err)
@@ -182,7 +146,7 @@ func TestRefusedConnectionsAreRetriedWithBackoff(t *testing.T) {
 
 func TestReconnectAfterTheReceiverDropsConnections(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
 	logErrs(core, 0, 5)
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
@@ -215,7 +179,7 @@ func TestSharedKeyHandshake(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, tc.opts...)
-			core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 				c.SharedKey = "k3y"
 				c.SelfHostname = "client"
 				if tc.mod != nil {
@@ -242,7 +206,7 @@ func TestSharedKeyHandshake(t *testing.T) {
 // frame instead of writing into a connection the receiver is closing.
 func TestHELOKeepaliveFalse(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"), forwardtest.DenyKeepalive())
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.SharedKey = "k" })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.SharedKey = "k" })
 	for i := range 5 {
 		logErrs(core, i, 1)
 		if err := core.Sync(); err != nil {
@@ -285,14 +249,14 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 			r := forwardtest.NewReceiver(t, opts...)
 			r.SetPongFault(tc.fault)
 			reg := prometheus.NewRegistry()
-			core := quietCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
+			core := newTestCore(t, r.Addr(), reg, quiet, func(c *fluentcore.Config) {
 				c.SharedKey = key
 				if tc.mod != nil {
 					tc.mod(c)
 				}
 			})
 			logErrs(core, 0, 3)
-			fluentcore.WaitUntil(t, "retried handshakes", func() bool { return core.Stats().Err.HandshakeFailures >= 3 })
+			testkit.WaitUntil(t, "retried handshakes", func() bool { return core.Stats().Err.HandshakeFailures >= 3 })
 			err := core.Sync()
 			if !errors.Is(err, fluentcore.ErrHandshake) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Sync: %v; want ErrHandshake mentioning %q", err, tc.want)
@@ -310,7 +274,7 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 				return
 			}
 			r.SetPongFault(forwardtest.PongOK)
-			fluentcore.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 3 })
+			testkit.WaitUntil(t, "delivery after healing", func() bool { return core.Stats().Err.Delivered == 3 })
 			checkAll(t, 3, r)
 		})
 	}
@@ -324,13 +288,13 @@ func TestMissingSharedKeyIsReported(t *testing.T) {
 	for _, ack := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ack=%v", ack), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
-			var fallback syncBuffer
-			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+			var fallback testkit.Lines
+			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
 				c.RequireAck = ack
 				c.ErrFallback = &fallback
 			})
 			logErrs(core, 0, 5)
-			fluentcore.WaitUntil(t, "two handshake failures", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
+			testkit.WaitUntil(t, "two handshake failures", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
 			err := core.Sync()
 			if err == nil || !strings.Contains(err.Error(), "shared_key") || !errors.Is(err, fluentcore.ErrHandshake) {
 				t.Fatalf("Sync: %v, want an ErrHandshake hinting at the shared_key", err)
@@ -352,18 +316,18 @@ func TestMissingSharedKeyIsReported(t *testing.T) {
 func TestHandshakeTimeout(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
 	r.Stall()
-	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
 		c.SharedKey = "k"
 		c.HandshakeTimeout = 100 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
-	fluentcore.WaitUntil(t, "handshake timeouts", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
+	testkit.WaitUntil(t, "handshake timeouts", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
 	err := core.Sync()
 	if !errors.Is(err, fluentcore.ErrHandshake) || !strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("Sync: %v, want a handshake timeout", err)
 	}
 	r.Resume()
-	fluentcore.WaitUntil(t, "delivery after resume", func() bool { return core.Stats().Err.Delivered == 1 })
+	testkit.WaitUntil(t, "delivery after resume", func() bool { return core.Stats().Err.Delivered == 1 })
 }
 
 func TestTLS(t *testing.T) {
@@ -406,7 +370,7 @@ func TestTLS(t *testing.T) {
 			if !strings.HasPrefix(r.Addr(), "tls://") {
 				t.Fatalf("Addr %q", r.Addr())
 			}
-			core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
 				c.TLS = tc.client
 				c.SharedKey = tc.key
 				// A TLS 1.3 server rejects a missing client certificate after the
@@ -415,11 +379,11 @@ func TestTLS(t *testing.T) {
 			})
 			logErrs(core, 0, 3)
 			if tc.want == "" {
-				fluentcore.WaitUntil(t, "delivery", func() bool { return core.Stats().Err.Delivered == 3 })
+				testkit.WaitUntil(t, "delivery", func() bool { return core.Stats().Err.Delivered == 3 })
 				checkAll(t, 3, r)
 				return
 			}
-			fluentcore.WaitUntil(t, "a failed attempt", func() bool { return core.Stats().Err.SendErrors >= 1 })
+			testkit.WaitUntil(t, "a failed attempt", func() bool { return core.Stats().Err.SendErrors >= 1 })
 			err := core.Sync()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Sync: %v, want an error mentioning %q", err, tc.want)
@@ -439,12 +403,12 @@ func TestTLSHandshakeDeadline(t *testing.T) {
 	}
 	r := forwardtest.NewReceiver(t, forwardtest.WithTLS(cert.ServerConfig()))
 	r.Stall()
-	core := quietCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
 		c.TLS = cert.ClientConfig()
 		c.DialTimeout = 200 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
-	fluentcore.WaitUntil(t, "a TLS handshake timeout", func() bool {
+	testkit.WaitUntil(t, "a TLS handshake timeout", func() bool {
 		err := core.Sync()
 		return err != nil && strings.Contains(err.Error(), "TLS handshake") && errors.Is(err, context.DeadlineExceeded)
 	})
@@ -454,7 +418,7 @@ func TestTLSHandshakeDeadline(t *testing.T) {
 
 func TestUnixSocket(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
 	logErrs(core, 0, 3)
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
@@ -541,7 +505,7 @@ func oneShotReceivers(t *testing.T, n int) []*forwardtest.Receiver {
 
 func TestServersWeightedRoundRobin(t *testing.T) {
 	rs := oneShotReceivers(t, 2)
-	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
 		c.SharedKey = "k"
 		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr(), Weight: 40}, {Addr: rs[1].Addr(), Weight: 20}}
 	})
@@ -562,7 +526,7 @@ func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
 	if err := rs[0].SetRefuse(true); err != nil {
 		t.Fatal(err)
 	}
-	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
 		c.SharedKey = "k"
 		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr()}, {Addr: rs[1].Addr()}}
 	})
@@ -580,7 +544,7 @@ func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := 10
-	fluentcore.WaitUntil(t, "the healed server to take connections again", func() bool {
+	testkit.WaitUntil(t, "the healed server to take connections again", func() bool {
 		logErrs(core, i, 1)
 		i++
 		return core.Sync() == nil && rs[0].Len() > 0
@@ -591,7 +555,7 @@ func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
 func TestServersStandbyFailoverAndRecovery(t *testing.T) {
 	primary := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
 	standby := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
-	core := newTestCoreAt(t, "", nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
 		c.RequireAck = true
 		c.Servers = []fluentcore.Server{{Addr: standby.Addr(), Standby: true}, {Addr: primary.Addr()}}
 	})
@@ -622,7 +586,7 @@ func TestServersStandbyFailoverAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := 20
-	fluentcore.WaitUntil(t, "the primary to take over again", func() bool {
+	testkit.WaitUntil(t, "the primary to take over again", func() bool {
 		logErrs(core, i, 1)
 		i++
 		return core.Sync() == nil && primary.Len() > 10

@@ -306,15 +306,15 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 				}
 				addr = r.Addr()
 			}
-			fb := newFallbackLog()
+			fb := new(fallbackLog)
 			var ev eventLog
 			reg := prometheus.NewRegistry()
-			cfg := Config{
+			cfg := fastRetry(Config{
 				Addr: addr, SharedKey: key, SelfHostname: "client.test", Username: "alice", Password: password,
 				TLS: tc.tls, RequireAck: true, AckTimeout: 200 * time.Millisecond, Registerer: reg,
 				ErrFallback: fb, OnEvent: ev.add, SyncTimeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond,
-				RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond, DialTimeout: time.Second,
-			}
+				RetryMax: 20 * time.Millisecond, DialTimeout: time.Second,
+			})
 			if tc.name == "impostor PONG" {
 				cfg.SharedKey = "k2"
 			}

@@ -41,7 +41,7 @@ func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
-			core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 				c.RequireAck, c.MaxInflight = true, tc.maxInflight
 				c.MaxBatchBytes, c.Info.BufferBytes = batchBytes, tc.buffer
 				c.Degrade.Policy = fluentcore.DegradeOff
@@ -75,7 +75,7 @@ func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
 // chunk — on a new connection.
 func TestOverdueAckResendsOnlyTheFramesNotAcked(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.RequireAck, c.AckTimeout = true, 300*time.Millisecond
 	})
 	logger := zap.New(core)
@@ -120,7 +120,7 @@ func TestOverdueAckResendsOnlyTheFramesNotAcked(t *testing.T) {
 func TestDuplicateAckEndsTheConnection(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckTwice)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
 	logger := zap.New(core)
 	const n = 5
 	for i := range n {
@@ -169,7 +169,7 @@ func TestMaxInflightLimits(t *testing.T) {
 func TestAckFailureWaitsForTheBackoff(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckWrongToken)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.RequireAck = true
 		c.RetryMin, c.RetryMax = 100*time.Millisecond, 100*time.Millisecond
 		c.CloseTimeout, c.ErrFallback = 100*time.Millisecond, io.Discard
@@ -189,7 +189,7 @@ func TestAckFailureWaitsForTheBackoff(t *testing.T) {
 func TestUnackedErrFrameIsSpilledAfterSpillAfter(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckWithhold)
-	core := newTestCore(t, r, nil, func(c *fluentcore.Config) {
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.RequireAck, c.AckTimeout = true, 150*time.Millisecond
 		c.SpillDir, c.SpillAfter = t.TempDir(), 100*time.Millisecond
 		c.CloseTimeout, c.ErrFallback = 100*time.Millisecond, io.Discard

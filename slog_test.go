@@ -17,7 +17,7 @@ import (
 // WithAttrs arrive exactly as zap's JSON encoder would write them through the same handler.
 func TestSlogThroughZapslog(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r, nil, nil)
+	core := newTestCore(t, r.Addr(), nil)
 	var twinOut bytes.Buffer
 	tee := zapcore.NewTee(core, jsonTwin(&twinOut))
 

@@ -130,7 +130,7 @@ func TestSoak(t *testing.T) {
 	}
 	errRecv := startErr()
 
-	fb := newFallbackLog()
+	fb := new(fallbackLog)
 	cfg := Config{
 		Addr: infoRecv.Addr(), Tag: "soak", RequireAck: true, AckTimeout: 2 * time.Second,
 		SpillDir: t.TempDir(), SpillAfter: time.Second, ErrFallback: fb, OnEvent: (&eventLog{}).add,

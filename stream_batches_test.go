@@ -19,12 +19,12 @@ import (
 // resumed, every stream still has exactly its batches, none grown past the batch size.
 func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	core := New(Config{
+	core := New(fastRetry(Config{
 		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 8 << 10, MaxEntryBytes: 6 << 10,
 		Info: StreamConfig{BufferBytes: 64 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
 		FlushInterval: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
-		RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, ErrFallback: io.Discard,
-	})
+		RetryMax: 10 * time.Millisecond, ErrFallback: io.Discard,
+	}))
 	logger := zap.New(core)
 	for i := 0; i < 20_000; i++ {
 		if i == 5000 {

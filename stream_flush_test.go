@@ -23,12 +23,12 @@ func TestHeapStaysWithinBudgetWhileReceiverStalls(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	core := New(Config{
+	core := New(fastRetry(Config{
 		Addr: r.Addr(), MaxBatchBytes: 64 << 10,
 		Info: StreamConfig{BufferBytes: budget / 2}, Err: StreamConfig{BufferBytes: budget / 2},
 		WriteTimeout: 100 * time.Millisecond, ErrMaxWait: time.Millisecond, ErrFallback: io.Discard,
-		RetryMin: time.Millisecond, RetryMax: 20 * time.Millisecond,
-	})
+		RetryMax: 20 * time.Millisecond,
+	}))
 	logger := zap.New(core)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -73,15 +73,14 @@ func TestHeapStaysWithinBudgetWhileReceiverStalls(t *testing.T) {
 func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 	for _, id := range []streamID{errStream, infoStream} {
 		t.Run(id.String(), func(t *testing.T) {
-			var fb syncCounter
+			var fb testkit.Lines
 			reg := prometheus.NewRegistry()
-			core := New(Config{
+			core := New(fastRetry(Config{
 				Addr: "tcp://127.0.0.1:1", ErrFallback: &fb, MaxBatchBytes: 16 << 10, Registerer: reg,
 				Info: StreamConfig{BufferBytes: 256 << 10}, Err: StreamConfig{BufferBytes: 256 << 10},
-				FlushInterval: 2 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
-				ErrMaxWait: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
+				FlushInterval: 2 * time.Millisecond, ErrMaxWait: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
 				Degrade: DegradeConfig{Policy: DegradeOff},
-			})
+			}))
 			defer core.Close()
 			logger := zap.New(core)
 			pad := strings.Repeat("x", 600) // about 660 bytes an entry, as in the repro
@@ -130,7 +129,7 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 // the budget's bytes and Error() waits, then falls back.
 func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	var fb syncCounter
+	var fb testkit.Lines
 	core := New(Config{
 		Addr: r.Addr(), ErrFallback: &fb, RequireAck: true, AckTimeout: 10 * time.Second,
 		MaxBatchBytes: 4 << 10, Err: StreamConfig{BufferBytes: 64 << 10}, // 16 batches
@@ -150,8 +149,8 @@ func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 		logger.Error("stalled", zap.Int("i", i), zap.String("pad", strings.Repeat("x", 40)))
 		time.Sleep(300 * time.Microsecond)
 	}
-	if w := st.waits.Load(); w != 0 || fb.lines() != 0 {
+	if w := st.waits.Load(); w != 0 || fb.Count() != 0 {
 		t.Errorf("with %d of %d bytes buffered, %d Error() calls waited for a batch and %d went to the fallback",
-			st.buffered(), st.capacity(), w, fb.lines())
+			st.buffered(), st.capacity(), w, fb.Count())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -65,11 +66,11 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 // each once, and none went to the fallback while the budget had room.
 func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 	addr := downAddr(t)
-	var fb syncCounter
-	core := New(Config{
+	var fb testkit.Lines
+	core := New(fastRetry(Config{
 		Addr: addr, ErrFallback: &fb, MaxBatchBytes: 16 << 10, Err: StreamConfig{BufferBytes: 256 << 10},
-		FlushInterval: 2 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
-	})
+		FlushInterval: 2 * time.Millisecond,
+	}))
 	defer core.Close()
 	logger := zap.New(core)
 	pad := strings.Repeat("x", 600)
@@ -95,8 +96,8 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 			t.Fatalf("entry %d arrived %d times", i, seen[i])
 		}
 	}
-	if st := core.Stats().Err; fb.lines() != 0 || st.Spilled != 0 || st.Delivered != n {
-		t.Fatalf("fallback %d lines, stats %+v", fb.lines(), st)
+	if st := core.Stats().Err; fb.Count() != 0 || st.Spilled != 0 || st.Delivered != n {
+		t.Fatalf("fallback %d lines, stats %+v", fb.Count(), st)
 	}
 }
 
@@ -106,7 +107,7 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 // as soon as the clock is moved past SpillAfter, with no hour of real time passing.
 func TestSpillAfterIsReadOnTheInjectedClock(t *testing.T) {
 	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	fb := newFallbackLog()
+	fb := new(fallbackLog)
 	core := NewWithClock(Config{
 		Addr: downAddr(t), ErrFallback: fb, SpillAfter: time.Hour, CloseTimeout: 100 * time.Millisecond,
 		FlushInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,

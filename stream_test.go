@@ -11,33 +11,22 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
-
-// identityHolds checks entries = delivered + spilled + dropped for both streams.
-func identityHolds(t *testing.T, st Stats) {
-	t.Helper()
-	for name, s := range map[string]StreamStats{"info": st.Info, "err": st.Err} {
-		if s.Entries != s.Delivered+s.Spilled+s.DroppedTotal() {
-			t.Errorf("%s: entries %d != delivered %d + spilled %d + dropped %d %v",
-				name, s.Entries, s.Delivered, s.Spilled, s.DroppedTotal(), s.Dropped)
-		}
-	}
-}
 
 // Many goroutines, random levels and sizes, a receiver that stalls and resumes: after Close,
 // every entry is accounted for, and the receiver has exactly what was counted delivered.
 func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	var spilled syncCounter
-	core := New(Config{
+	var spilled testkit.Lines
+	core := New(fastRetry(Config{
 		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 16 << 10,
 		Info: StreamConfig{BufferBytes: 128 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
 		FlushInterval: 2 * time.Millisecond, WriteTimeout: 30 * time.Millisecond, ErrMaxWait: 2 * time.Millisecond,
-		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, ErrFallback: &spilled,
-		Degrade: DegradeConfig{Hold: 20 * time.Millisecond, DisconnectedAfter: 20 * time.Millisecond},
-	})
+		ErrFallback: &spilled, Degrade: DegradeConfig{Hold: 20 * time.Millisecond, DisconnectedAfter: 20 * time.Millisecond},
+	}))
 	logger := zap.New(core).With(zap.String("svc", "random"))
 	sugar := logger.Sugar()
 	var logged atomic.Int64
@@ -99,8 +88,8 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 	if st.Info.Entries+st.Err.Entries != 16*10_000 {
 		t.Fatalf("entries counted %d, logged %d", st.Info.Entries+st.Err.Entries, 16*10_000)
 	}
-	if int(st.Err.Spilled) != spilled.lines() {
-		t.Fatalf("spilled %d, fallback got %d lines", st.Err.Spilled, spilled.lines())
+	if int(st.Err.Spilled) != spilled.Count() {
+		t.Fatalf("spilled %d, fallback got %d lines", st.Err.Spilled, spilled.Count())
 	}
 	if err := r.WaitFor(func(s forwardtest.Stats) bool {
 		return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered)

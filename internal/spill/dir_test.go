@@ -1,7 +1,6 @@
 package spill
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,20 +10,15 @@ import (
 	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
-// lineCounter counts the lines written to it.
-type lineCounter struct{ bytes.Buffer }
-
-func (c *lineCounter) lines() int { return bytes.Count(c.Bytes(), []byte("\n")) }
-
 // A batch of several entries becomes one JSON line per entry in ErrFallback.
 func TestJSONFallbackWritesOneLinePerEntry(t *testing.T) {
-	var fb lineCounter
+	var fb testkit.Lines
 	j := NewJSONWriter(&fb)
 	if err := j.Append("shop.err", testkit.Entries(3, "m"), 3); err != nil {
 		t.Fatal(err)
 	}
-	if fb.lines() != 3 {
-		t.Fatalf("%d lines for 3 entries", fb.lines())
+	if fb.Count() != 3 {
+		t.Fatalf("%d lines for 3 entries", fb.Count())
 	}
 }
 

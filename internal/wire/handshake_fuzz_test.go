@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	rtmetrics "runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -55,18 +54,11 @@ func (c *scriptConn) SetDeadline(time.Time) error      { return nil }
 func (c *scriptConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
 
-// heapAllocated is the bytes allocated so far (coarse: counted per span, not per object).
-func heapAllocated() uint64 {
-	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	rtmetrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
 // checkAllocBound fails if more than 1 MiB (plus twice the input) was allocated since
 // start: a peer that claims a GiB must not get it.
 func checkAllocBound(t *testing.T, start uint64, input int) {
 	t.Helper()
-	if grown := heapAllocated() - start; grown > 1<<20+2*uint64(input) {
+	if grown := testkit.HeapAllocated() - start; grown > 1<<20+2*uint64(input) {
 		t.Fatalf("allocated %d bytes for %d input bytes", grown, input)
 	}
 }
@@ -98,7 +90,7 @@ func FuzzParseHELO(f *testing.F) {
 	f.Add([]byte{0xc1}, uint8(0))
 	f.Add([]byte{}, uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		start := heapAllocated()
+		start := testkit.HeapAllocated()
 		if h, err := decodeHELO(data); err == nil {
 			if len(h.nonce) == 0 || len(h.nonce)+len(h.auth) > len(data) {
 				t.Fatalf("accepted a HELO with nonce %q and auth %q from %d bytes", h.nonce, h.auth, len(data))
@@ -151,7 +143,7 @@ func FuzzParsePONG(f *testing.F) {
 	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, "", uint8(3))
 	f.Add([]byte{}, "\xff\xfe", uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, hostname string, chunk uint8) {
-		start := heapAllocated()
+		start := testkit.HeapAllocated()
 		// A receiver with a valid HELO that answers the PING with data: data cannot prove
 		// the key (it cannot know the salt), so the handshake fails, with an error.
 		c := &scriptConn{in: testkit.HELO(fuzzNonce, fuzzAuth, false, "keepalive", true), chunk: fuzzChunk(chunk),
@@ -211,7 +203,7 @@ func FuzzParseAck(f *testing.F) {
 				acks = append(acks, tok)
 			}
 		}
-		start := heapAllocated()
+		start := testkit.HeapAllocated()
 		if _, err := read(data); err == nil {
 			t.Fatal("the reader ended without saying why")
 		}

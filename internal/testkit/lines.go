@@ -1,0 +1,60 @@
+package testkit
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+)
+
+// Lines is an io.Writer that keeps what is written to it, for a test to read while another
+// goroutine writes: an ErrFallback, most often. Its zero value is ready to use. It is safe
+// for concurrent use.
+type Lines struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+	n  int // complete lines in b
+}
+
+// Write keeps p. It never fails. It is safe for concurrent use.
+func (l *Lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n += bytes.Count(p, []byte("\n"))
+	return l.b.Write(p)
+}
+
+// Count returns how many complete lines (each ended by '\n') have been written. It is safe
+// for concurrent use.
+func (l *Lines) Count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// Lines returns the complete lines written so far, in order, without their '\n'; an
+// unfinished last line is left out. It is safe for concurrent use.
+func (l *Lines) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	end := strings.LastIndexByte(s, '\n')
+	if end < 0 {
+		return nil
+	}
+	return strings.Split(s[:end], "\n")
+}
+
+// Len returns the bytes written so far. It is safe for concurrent use.
+func (l *Lines) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+// String returns all that has been written, unfinished last line included. It is safe for
+// concurrent use.
+func (l *Lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
