@@ -41,12 +41,20 @@ type sink struct {
 // clock. sendDuration receives each stream's send times.
 func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k := &sink{s: s, stopTick: make(chan struct{})}
-	k.info = newInfoPolicy(s.degrade)
+	k.info = newInfoPolicy(s.degrade, func(now time.Time, degraded bool) {
+		kind := EventRecovered
+		if degraded {
+			kind = EventDegraded
+		}
+		s.event(now, kind, nil)
+	})
 	info := newStream(infoStream, s.infoBufferBytes, s, k.info, newForwarders(s, s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		key := appendStr(nil, s.degrade.WeightKey)
+		rule := k.info.degrade.rule
 		for i := range info.shards {
-			info.shards[i].enc.weightKey, info.shards[i].enc.weigh = key, k.info.degrade.weight
+			enc := info.shards[i].enc
+			enc.weightKey, enc.weigh, enc.unweigh = key, rule.weight, rule.unweigh
 		}
 	}
 	k.err, k.spillErr = newErrPolicy(s)
@@ -91,24 +99,26 @@ func (k *sink) admit(ent *zapcore.Entry) bool {
 	return !k.info.degrade.checking.Load() || k.consult(ent)
 }
 
-// consult asks the info stream's policy about an entry (err entries always pass), steps
-// the adaptive shedder if a step is due, and counts the entry if it is shed.
+// consult asks the info stream's policy about an entry (err entries always pass), lets
+// the caller step the adaptive shedder if a step is due, and counts the entry if it is
+// shed, once the stream shows degraded.
 func (k *sink) consult(ent *zapcore.Entry) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
 		return true
 	}
 	st := k.streams[infoStream]
 	d := k.info.degrade
-	// The reserve matters to the adaptive policy only: the others need not look.
-	ok, reason := d.admit(ent, d.shed != nil && st.tight())
-	if d.stepDue(ent.Time.UnixNano()) {
-		if now := k.s.clock.Now(); d.beginStep(now) {
-			d.endStep(k.infoObservation(now))
+	at := ent.Time.UnixNano()
+	ok, reason := d.rule.admit(ent.Level, ent.Message, at)
+	if d.rule.stepDue(at) {
+		if now := k.s.clock.Now(); d.rule.beginStep(now) {
+			d.rule.endStep(k.infoObservation(now))
 		}
 	}
 	if !ok {
+		d.shed(k.s.clock.Now())
 		st.countDrop(reason)
-		if d.yields() {
+		if d.rule.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not
 			// take pays (see yields).
 			runtime.Gosched()
@@ -150,8 +160,8 @@ func (k *sink) clock() {
 				st.flushTick(now)
 			}
 		}
-		k.observeDegrade(k.s.clock.Now())
-		if f := k.info.degrade.fast(); f != fast {
+		k.info.degrade.observe(k.infoObservation(k.s.clock.Now()))
+		if f := k.info.degrade.rule.fast(); f != fast {
 			fast = f
 			if f {
 				observe.Reset(adaptiveStep)
@@ -169,24 +179,17 @@ const observeEvery = 100 * time.Millisecond
 func (k *sink) infoObservation(now time.Time) degradeObservation {
 	info := k.streams[infoStream]
 	delivered := info.delivered.Load()
-	entryBytes := 256.0 // until something is delivered: about an access log line
+	buffered, room := info.usage()
+	var entryBytes float64 // the size of an entry: of those delivered, else of those held
 	if delivered > 0 {
 		entryBytes = float64(info.sentBytes.Load()) / float64(delivered)
+	} else if held := info.written(); held > 0 {
+		entryBytes = float64(buffered) / float64(held)
 	}
 	return degradeObservation{
-		now: now, buffered: info.buffered(), limit: info.capacity(),
+		now: now, buffered: buffered, limit: info.capacity(), room: room,
 		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
-	}
-}
-
-func (k *sink) observeDegrade(now time.Time) {
-	changed, degraded := k.info.degrade.observe(k.infoObservation(now))
-	if changed {
-		kind := EventRecovered
-		if degraded {
-			kind = EventDegraded
-		}
-		k.s.event(now, kind, nil)
+		written: info.taken(),
 	}
 }
 

@@ -242,9 +242,11 @@ type Config struct {
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	ConstLabels prometheus.Labels `json:"const_labels,omitempty" yaml:"const_labels,omitempty"`
 	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
-	// (on the sink's own goroutine) and on spill events: EventSpillDisabled,
-	// EventSpillFull, EventSpillCorrupt, EventSpillFailed (on the goroutine that met the
-	// condition, which may be a logging one). It must not block or log through this core.
+	// and on spill events: EventSpillDisabled, EventSpillFull, EventSpillCorrupt,
+	// EventSpillFailed. It is called on the goroutine that met the condition: the sink's
+	// own, or a logging one (DegradeAdaptive enters the degraded state on the call whose
+	// entry it sheds first, before that entry is counted). It must not block or log
+	// through this core.
 	OnEvent func(Event) `json:"-" yaml:"-"`
 }
 

@@ -129,19 +129,19 @@ func TestAdmitByPolicy(t *testing.T) {
 		{DegradeKeepWarn, false, true, dropDegraded},
 	}
 	for _, c := range cases {
-		ctl := newDegradeControl(DegradeConfig{Policy: c.policy}.withDefaults())
-		if ok, r := ctl.admit(&info, false); ok != c.infoKept || (!ok && r != c.infoReason) {
+		ctl := newDegradeControl(DegradeConfig{Policy: c.policy}.withDefaults(), nil)
+		if ok, r := ctl.rule.admit(info.Level, info.Message, info.Time.UnixNano()); ok != c.infoKept || (!ok && r != c.infoReason) {
 			t.Errorf("%v: info admitted=%v reason=%v", c.policy, ok, r)
 		}
-		if ok, _ := ctl.admit(&warn, false); ok != c.warnKept {
+		if ok, _ := ctl.rule.admit(warn.Level, warn.Message, warn.Time.UnixNano()); ok != c.warnKept {
 			t.Errorf("%v: warn admitted=%v", c.policy, ok)
 		}
 	}
-	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000}.withDefaults())
-	if ok, _ := ctl.admit(&info, false); !ok {
+	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000}.withDefaults(), nil)
+	if ok, _ := ctl.rule.admit(info.Level, info.Message, info.Time.UnixNano()); !ok {
 		t.Fatal("sample policy dropped the first entry")
 	}
-	if ok, r := ctl.admit(&info, false); ok || r != dropSampled {
+	if ok, r := ctl.rule.admit(info.Level, info.Message, info.Time.UnixNano()); ok || r != dropSampled {
 		t.Fatalf("sample policy: second entry admitted=%v reason=%v", ok, r)
 	}
 }
@@ -150,20 +150,23 @@ func TestAdmitByPolicy(t *testing.T) {
 // is due: an entry's time may come from zap.WithClock, and a clock an hour ahead would
 // otherwise step it on every call and leave it an hour in the future for the sink's clock.
 func TestCallerStepsOnTheRealClock(t *testing.T) {
-	c := newDegradeControl(DegradeConfig{}.withDefaults())
+	r := newAdaptiveRule(DegradeConfig{}.withDefaults())
 	now := time.Now()
-	c.lastStep.Store(now.UnixNano())
-	if !c.stepDue(now.Add(time.Hour).UnixNano()) {
+	r.lastStep.Store(now.UnixNano())
+	if !r.stepDue(now.Add(time.Hour).UnixNano()) {
 		t.Fatal("an entry an hour ahead does not look due")
 	}
-	if c.beginStep(now.Add(time.Millisecond)) {
+	obs := func() degradeObservation {
+		return degradeObservation{now: now.Add(adaptiveStep), limit: 1 << 20, room: 1 << 20, entryBytes: 100}
+	}
+	if r.beginStep(now.Add(time.Millisecond)) {
 		t.Fatal("a step began 1 ms after the last one on the real clock")
 	}
-	if !c.beginStep(now.Add(adaptiveStep)) {
+	if !r.beginStep(now.Add(adaptiveStep)) {
 		t.Fatal("no step one adaptiveStep later")
 	}
-	c.endStep(degradeObservation{now: now.Add(adaptiveStep), limit: 1 << 20, entryBytes: 100})
-	if got := c.lastStep.Load(); got != now.Add(adaptiveStep).UnixNano() {
+	r.endStep(obs())
+	if got := r.lastStep.Load(); got != now.Add(adaptiveStep).UnixNano() {
 		t.Errorf("lastStep %d, want the step's time", got)
 	}
 }
@@ -225,9 +228,7 @@ func TestLoggingCallAllocatesNothing(t *testing.T) {
 			logger.Info("warm up", fields...)
 			logger.Error("warm up", fields...)
 			if n := steadyAllocs(100, func() {
-				if d.shed != nil {
-					d.wake() // keys counted, as under load
-				}
+				d.wake() // keys counted, as under load (the adaptive policy)
 				logger.Info("order placed", fields...)
 			}); n != 0 {
 				t.Errorf("an info call allocates %v times", n)
@@ -242,12 +243,12 @@ func TestLoggingCallAllocatesNothing(t *testing.T) {
 // Shed callers yield only while goroutines wait for a CPU: the step reads the scheduler's
 // runnable goroutines.
 func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
-	c := newDegradeControl(DegradeConfig{}.withDefaults())
+	c := newAdaptiveRule(DegradeConfig{}.withDefaults())
 	now := time.Now()
 	step := func() {
 		now = now.Add(adaptiveStep)
 		c.mu.Lock()
-		c.stepLocked(degradeObservation{now: now, limit: 1 << 20, entryBytes: 100})
+		c.stepLocked(degradeObservation{now: now, limit: 1 << 20, room: 1 << 20, entryBytes: 100})
 		c.mu.Unlock()
 	}
 	var stop atomic.Bool
@@ -456,11 +457,95 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	// those shed after the last kept entry wait for the next (residue): with them the sum
 	// misses only the kept entries dropped for want of room (queue_full, at most 1 % of
 	// what was offered, above), with what they carried.
-	residue := float64(core.sink.info.degrade.weight(zapcore.Entry{Level: zapcore.InfoLevel, Message: "hot"}) - 1)
+	residue := float64(core.sink.info.degrade.rule.weight(zapcore.InfoLevel, "hot") - 1)
 	if h := float64(hot.Load()); weighed+residue < 0.98*h || weighed+residue > h {
 		t.Errorf("the hot entries' weights add up to %.0f, and %.0f more were shed after the last kept one; %0.f were logged", weighed, residue, h)
 	} else {
 		t.Logf("the hot entries' weights add up to %.0f, with %.0f shed after the last kept one, of %.0f logged", weighed, residue, h)
 	}
 	identityHolds(t, core.Stats())
+}
+
+// Every shed entry is visible: by the time the first one is counted, the stream shows
+// degraded and OnEvent has had EventDegraded, whichever path shed it (a thinned key, the
+// spent allowance, a start-up flood before any capacity is measured). A flood from the
+// first call, into a small buffer and a slow receiver, sheds on each of those paths.
+func TestEveryShedIsVisible(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithReadRate(20_000))
+	var core atomic.Pointer[Core]
+	type seen struct {
+		sampled  uint64
+		degraded bool
+	}
+	first := make(chan seen, 1)
+	c := New(Config{
+		Addr: r.Addr(), MaxBatchBytes: 16 << 10, Info: StreamConfig{BufferBytes: 256 << 10},
+		OnEvent: func(e Event) {
+			if e.Kind != EventDegraded {
+				return
+			}
+			st := core.Load().Stats().Info
+			select {
+			case first <- seen{st.Dropped["sampled"], st.Degraded}:
+			default:
+			}
+		},
+	})
+	core.Store(c)
+	defer c.Close()
+	logger := zap.New(c)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				logger.Info("flood", zap.Int("g", g), zap.Int("i", i))
+			}
+		}()
+	}
+	testkit.WaitUntil(t, "entries shed", func() bool { return c.Stats().Info.Dropped["sampled"] > 1000 })
+	close(stop)
+	wg.Wait()
+	select {
+	case s := <-first:
+		if s.sampled != 0 || !s.degraded {
+			t.Fatalf("at EventDegraded: %d entries already counted as shed, degraded %v; want 0 and true", s.sampled, s.degraded)
+		}
+	default:
+		t.Fatal("entries were shed and OnEvent never had EventDegraded")
+	}
+}
+
+// The control's side of it, without a receiver: shedding an entry puts the adaptive
+// policy's stream in the degraded state, with its event, before shed returns; the switching
+// kinds enter only on their state machine.
+func TestShedEntersDegradedFirst(t *testing.T) {
+	var events []bool
+	c := newDegradeControl(DegradeConfig{}.withDefaults(), func(_ time.Time, degraded bool) { events = append(events, degraded) })
+	now := time.Unix(1_000, 0)
+	c.shed(now)
+	if !c.active.Load() || len(events) != 1 || !events[0] || c.transitions.Load() != 1 {
+		t.Fatalf("after a shed: active %v, events %v, transitions %d", c.active.Load(), events, c.transitions.Load())
+	}
+	c.shed(now.Add(time.Millisecond))
+	if len(events) != 1 {
+		t.Fatalf("a second shed fired again: %v", events)
+	}
+	// The clock leaves the state once nothing has been shed for adaptiveHold.
+	c.observe(degradeObservation{now: now.Add(2 * adaptiveHold), limit: 1 << 20, room: 1 << 20, entryBytes: 100})
+	if c.active.Load() || len(events) != 2 || events[1] {
+		t.Fatalf("after adaptiveHold without a shed: active %v, events %v", c.active.Load(), events)
+	}
+	s := newDegradeControl(DegradeConfig{Policy: DegradeKeepWarn}.withDefaults(), func(time.Time, bool) { t.Fatal("event") })
+	s.shed(now)
+	if s.active.Load() {
+		t.Fatal("a switching policy entered degraded outside its state machine")
+	}
 }

@@ -194,9 +194,12 @@ type msgpEncoder struct {
 	capOut   []byte    // and the cut entry
 
 	// The info stream's encoders with Degrade.WeightKey: the key, pre-encoded, and the
-	// weight of an entry, written after the entry's head.
+	// weight of an entry, written after the entry's head; unweigh gives a weight back, and
+	// weighed is the last entry's.
 	weightKey []byte
-	weigh     func(zapcore.Entry) uint32
+	weigh     func(level zapcore.Level, msg string) uint32
+	unweigh   func(level zapcore.Level, msg string, w uint32)
+	weighed   uint32
 }
 
 var (
@@ -206,6 +209,23 @@ var (
 
 func newMsgpEncoder(cfg *encoderConfig) *msgpEncoder {
 	return &msgpEncoder{cfg: cfg, stack: make([]container, 0, 16)}
+}
+
+// discard is called when the entry just encoded is not kept after all (it did not fit, or
+// failed to encode): the entries its weight stood for besides itself pass back to its key,
+// so that the next kept entry carries them and the weights still add up to what was logged.
+func (e *msgpEncoder) discard(ent *zapcore.Entry) {
+	if e.weighed > 1 {
+		e.unweigh(ent.Level, ent.Message, e.weighed-1)
+	}
+	e.weighed = 0
+}
+
+// lost counts an entry Check kept that the stream then dropped into its key's next weight.
+func (e *msgpEncoder) lost(ent *zapcore.Entry) {
+	if e.unweigh != nil {
+		e.unweigh(ent.Level, ent.Message, 1)
+	}
 }
 
 // eventTimeOf clamps t into what EventTime can carry.
@@ -233,9 +253,10 @@ func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 	e.appendEntryHead(ent)
 	if e.weigh != nil {
 		e.buf = append(e.buf, e.weightKey...)
-		// A copy: handing the pointer to a function value would move every entry to the
-		// heap (TestLoggingCallAllocatesNothing).
-		e.buf = msgp.AppendUint32(e.buf, e.weigh(*ent))
+		// The level and message, not the entry: handing its pointer to a function value
+		// would move every entry to the heap (TestLoggingCallAllocatesNothing).
+		e.weighed = e.weigh(ent.Level, ent.Message)
+		e.buf = msgp.AppendUint32(e.buf, e.weighed)
 		e.cur.n += 2
 	}
 	if ctx != nil {

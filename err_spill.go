@@ -66,6 +66,11 @@ func (p *errPolicy) written() {
 	}
 }
 
+// freed: the err stream has no admission to tell; and it waits for a free batch instead
+// (roomWait).
+func (*errPolicy) freed(int)          {}
+func (*errPolicy) roomAdmitted() bool { return false }
+
 func (p *errPolicy) roomWait() time.Duration { return p.maxWait }
 func (p *errPolicy) noRoom()                 { p.kickSpill() }
 func (p *errPolicy) cutsOversized() bool     { return true } // delivered truncated, marked

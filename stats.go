@@ -61,8 +61,8 @@ type StreamStats struct {
 	// ones waiting to be sent; CapacityBytes the stream's buffer budget.
 	BufferedBytes, CapacityBytes int64
 	// Degraded is true while the stream is degraded; DegradeTransitions counts changes.
-	// Under DegradeAdaptive the stream is degraded from the first thinned entry until it
-	// has thinned none for a second.
+	// Under DegradeAdaptive the stream is degraded before its first shed entry is counted
+	// (and OnEvent has had EventDegraded by then), until it has shed none for a second.
 	Degraded           bool
 	DegradeTransitions uint64
 	// KeepRatio is the share of the offered info entries DegradeAdaptive let through at

@@ -26,14 +26,20 @@ import (
 // entry at once. A policy is told what happened and answers; it never reaches back into the
 // stream.
 type streamPolicy interface {
-	// written is told of each entry put in a batch.
+	// written is told of each entry put in a batch, and freed of the entries of each batch
+	// that leaves the buffer (delivered, spilled or dropped).
 	written()
+	freed(entries int)
 	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
 	// all, the entry is lost (losesToSpill says where) at once.
 	roomWait() time.Duration
 	// noRoom is told that a writer found no free batch while every connection fails: the
 	// policy's sender may make room at once rather than wait out its backoff.
 	noRoom()
+	// roomAdmitted reports whether the entries the stream gets now were admitted against
+	// the room it has left: then a writer that finds no free batch waits for the other
+	// shards' locks rather than skip them (writeElsewhere).
+	roomAdmitted() bool
 	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
 	// than dropped (too_large).
 	cutsOversized() bool

@@ -52,25 +52,53 @@ func (s *stream) flush() {
 // batches, read under each shard's lock (so never from a goroutine that holds one). The
 // writers pay nothing for it; a scrape and the clock's observation pay a short wait.
 func (s *stream) buffered() int64 {
-	n := s.queuedBytes.Load()
+	n, _ := s.usage()
+	return n
+}
+
+// usage is buffered, and the room left: the bytes the free batches and the open batches
+// can still take before they are sealed (the rest of a batch is slack for the entry that
+// crosses the mark, not room). With the batches split over shards the stream is full before buffered
+// reaches capacity, and room says when.
+func (s *stream) usage() (buffered, room int64) {
+	buffered = s.queuedBytes.Load()
+	room = int64(len(s.free) * s.sealAt)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.lockForSink()
 		if sh.cur != nil {
-			n += int64(len(sh.cur.buf))
+			buffered += int64(len(sh.cur.buf))
+			room += int64(max(0, s.sealAt-len(sh.cur.buf)))
 		}
 		sh.unlockForSink()
+	}
+	return buffered, room
+}
+
+// taken is the number of entries the stream's writers have taken in (written, dropped or
+// spilled): all it counted, less what Check shed before the write (countDrop).
+func (s *stream) taken() uint64 {
+	var n uint64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		n += sh.entries.Load() - sh.dropped[dropSampled].Load() - sh.dropped[dropDegraded].Load()
 	}
 	return n
 }
 
-// tight reports whether the stream is down to its last eighth of free batches (4 of the
-// default 32; with fewer than 8, when none is free) while its sends succeed. The adaptive
-// policy sets its budget once a step, and a flood that grows within a step would take the
-// last of the buffer; the reserve keeps that room for rare messages (internal/shed). Not
-// during an outage: then the buffer holds what it can (the outage rows of the Guarantees
-// table). One channel length and one atomic load.
-func (s *stream) tight() bool { return len(s.free) <= s.nbatches/8 && !s.failing() }
+// written is the number of entries the stream has taken into its batches: those its
+// writers brought, less those dropped. Before anything is delivered, that is what it holds.
+func (s *stream) written() uint64 {
+	var n uint64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		n += sh.entries.Load()
+		for r := range sh.dropped {
+			n -= sh.dropped[r].Load()
+		}
+	}
+	return n
+}
 
 // capacity is the stream's buffer budget in bytes: all its batch buffers.
 func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
@@ -105,6 +133,7 @@ func (s *stream) finish(b *batch) {
 	s.queuedBytes.Add(-int64(len(b.buf)))
 	s.queuedBatches.Add(-1)
 	first, last := b.first, b.last
+	s.policy.freed(b.n)
 	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
 	s.free <- b
 	s.doneMu.Lock()

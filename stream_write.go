@@ -66,11 +66,10 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 	var deadline time.Time
 	for {
 		status := s.tryWriteLocked(sh, ctx, ent, fields)
-		if status == needBatch && s.failing() {
-			// No free batch during an outage: the budget is in open batches and the queue.
-			// Another shard's open batch may still have room, so what is buffered, not how it
-			// is split into batches, decides when the stream is full. (In a flood the
-			// receiver drains the queue; the rejected writer pays for no other shard's lock.)
+		if status == needBatch {
+			// No free batch: the rest of the budget is in the other shards' open batches, so
+			// what is buffered, not how it is split into batches, decides when the stream is
+			// full (the degrade policy's room counts on it).
 			status = s.writeElsewhere(i, ctx, ent, fields)
 		}
 		switch status {
@@ -123,6 +122,7 @@ func (s *stream) lose(sh *shard, why dropReason, ctx *encodedContext, ent *zapco
 		s.spillEntry(ctx, ent, fields)
 		return
 	}
+	sh.enc.lost(ent) // its weight passes to its key's next kept entry
 	sh.dropped[why].Add(1)
 }
 
@@ -173,21 +173,32 @@ func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent *zapcore.Ent
 	return s.appendLocked(sh, ctx, ent, fields, true)
 }
 
-// writeElsewhere tries the open batches of the shards other than shard i, skipping any
-// whose lock is taken: the slow path of a stream without a free batch, never a wait.
+// writeElsewhere tries the open batches of the shards other than shard i: the slow path of
+// a stream without a free batch. It skips a shard whose lock is taken, unless the policy
+// has admitted the entry against the room left (roomAdmitted): a shard's lock is held for
+// one entry's encoding, and such an entry is owed the room it was counted into.
 func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
-	for k := 1; k < len(s.shards); k++ {
-		o := &s.shards[(i+k)%len(s.shards)]
-		if !o.mu.TryLock() {
-			continue
+	wait := s.policy.roomAdmitted()
+	for pass := 0; pass < 2; pass++ {
+		for k := 1; k < len(s.shards); k++ {
+			o := &s.shards[(i+k)%len(s.shards)]
+			if pass == 0 && !o.mu.TryLock() {
+				continue
+			}
+			if pass == 1 {
+				o.mu.Lock()
+			}
+			status := needBatch
+			if o.cur != nil && !s.closed.Load() {
+				status = s.appendLocked(o, ctx, ent, fields, false)
+			}
+			o.mu.Unlock()
+			if status != needBatch {
+				return status
+			}
 		}
-		status := needBatch
-		if o.cur != nil && !s.closed.Load() {
-			status = s.appendLocked(o, ctx, ent, fields, false)
-		}
-		o.mu.Unlock()
-		if status != needBatch {
-			return status
+		if !wait {
+			break
 		}
 	}
 	return needBatch
@@ -203,12 +214,16 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 	out, ok := encodeSafely(sh.enc, b.buf, ctx, ent, fields)
 	if !ok {
 		b.buf = b.buf[:start]
+		sh.enc.discard(ent)
+		sh.enc.lost(ent)
 		sh.dropped[dropEncodeError].Add(1)
 		return written
 	}
 	if len(out)-start > s.entryCap {
 		b.buf = b.buf[:start]
 		if !s.policy.cutsOversized() {
+			sh.enc.discard(ent)
+			sh.enc.lost(ent)
 			sh.dropped[dropTooLarge].Add(1)
 			return written
 		}
@@ -224,6 +239,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		// The entry did not fit and append moved everything to a new array.
 		b.buf = b.buf[:start]
 		if !own {
+			sh.enc.discard(ent)
 			return needBatch
 		}
 		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
@@ -232,6 +248,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		s.seal(b)
 		nb := s.takeFree()
 		if nb == nil {
+			sh.enc.discard(ent)
 			return needBatch
 		}
 		nb.buf = append(nb.buf, out[start:]...)

@@ -195,6 +195,7 @@ func BenchmarkDegrade(b *testing.B) {
 type degradeRun struct {
 	core   *fluentcore.Core
 	logger *zap.Logger
+	call   func() // what each producer calls; nil: LogFields(logger)
 	recv   Counter
 	series []degradeSample
 	start  time.Time
@@ -245,7 +246,11 @@ func (r *degradeRun) drive(producers int, rate func(time.Duration) float64, leng
 	if rate == nil {
 		paced = nil
 	}
-	stop := startProducers(r.logger, producers, paced)
+	call := r.call
+	if call == nil {
+		call = func() { LogFields(r.logger) }
+	}
+	stop := startCallers(producers, paced, call)
 	r.start, r.length = time.Now(), length
 	last, lastAt := r.core.Stats().Info, time.Duration(0)
 	credit := 0.0
@@ -282,6 +287,11 @@ func (r *degradeRun) drive(producers int, rate func(time.Duration) float64, leng
 // startProducers starts goroutines that call LogFields until stop is called (stop waits
 // for them): flat out if tokens is nil, else each call taking one of tokens.
 func startProducers(logger *zap.Logger, goroutines int, tokens *atomic.Int64) (stop func()) {
+	return startCallers(goroutines, tokens, func() { LogFields(logger) })
+}
+
+// startCallers is startProducers with the call to make.
+func startCallers(goroutines int, tokens *atomic.Int64, call func()) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -299,7 +309,7 @@ func startProducers(logger *zap.Logger, goroutines int, tokens *atomic.Int64) (s
 					time.Sleep(200 * time.Microsecond)
 					continue
 				}
-				LogFields(logger)
+				call()
 			}
 		}()
 	}

@@ -5,8 +5,10 @@ import (
 	"testing"
 )
 
-// TestMain lets the test binary serve as the receiver process of StartRemote.
+// TestMain lets the test binary serve as the receiver process of StartRemote, or as the
+// CPU-bound neighbour of BenchmarkDegradeRule.
 func TestMain(m *testing.M) {
 	MaybeServe()
+	maybeNeighbour()
 	os.Exit(m.Run())
 }

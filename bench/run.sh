@@ -57,6 +57,8 @@ full)
 	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	# The degrade scenarios are timed by the clock (about 2 minutes a round): DEGRADE_COUNT rounds.
 	gotest -bench '^BenchmarkDegrade$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . -bench.degrade-series results/degrade-series.csv | tee /dev/stderr | keep >>"$raw"
+	# The degrade rule (issue 25): the default against DegradeOff, about 2 minutes a round.
+	gotest -bench '^BenchmarkDegradeRule$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . | tee /dev/stderr | keep >>"$raw"
 	# Scale-out and acks (issue 16): timed by the clock too, sixteen shapes of about 4 s a round.
 	gotest -bench '^BenchmarkScaleOut$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkMaxInflight$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
@@ -93,7 +95,7 @@ smoke)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	header 1 >"$tmp/raw.txt"
-	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.scaleout=300ms -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
+	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.scaleout=300ms -bench.rule-scale=0.1 -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
 	gotest -tags ibm -bench '^Benchmark(AddingFields|Outage)$/(mode=single|contender=ibm-fluent-forward-go)$' -benchtime 200x -count 1 . -bench.outage=500ms | keep >"$tmp/raw-ibm.txt"
 	$GO test -count 1 ./...
 	$GO run ./cmd/throughput -d 1s -g 64 >"$tmp/throughput.txt"

@@ -1,19 +1,17 @@
 // Package shed decides which entries a stream keeps when its callers offer more than its
-// sender can deliver: the adaptive degrade policy. It imports no other fluentcore package
-// (see ARCHITECTURE.md).
+// sender can deliver and its buffer can hold: the adaptive degrade policy. It imports no
+// other fluentcore package (see ARCHITECTURE.md).
 //
-// The controller is a budget refilled at the measured delivery rate, scaled by how full
-// the buffer is. While the buffer holds a backlog the sender is busy all the time, so what
-// it delivers is what the pipeline can carry; measured per delivery (over the span since
-// the one before) and smoothed, that is Capacity. Under the target fill everything is
-// admitted: the buffer is there to absorb the unevenness of delivery, and a load under
-// capacity never fills it that far. Over the target, each step's budget is Capacity ×
-// step × g(fill), with g 1 at the target and 0 at Full, and never more than the buffer has
-// room for: admission follows delivery, less the excess that pushed the fill up, so the
-// fill settles near the target, the sender never starves and the buffer does not
-// overflow. A proportional rule on the fill, on top of the measured rate, rather than
-// AIMD: the budget starts right, not after a sawtooth of losses, and the fill term only
-// corrects the error of the measurement (TestConvergesToACapacityStep).
+// The rule: an entry is shed only when, had it been admitted, it or a later entry would
+// have been dropped for lack of room, and then the shedding is fair. The buffer is a shock
+// absorber used to the end: each step's budget is what the sender delivers in a step
+// (Capacity × step) plus the room left up to Full (negative past it), and while the offered
+// load is within it everything is admitted, however full the buffer is; the excess is
+// shed, fairly. An allowance — the room, counted down by what is admitted and up by what
+// the sender frees — then stops exactly what would not fit, whatever the step's estimate
+// of the flood. Capacity, the delivery rate measured while the buffer held a backlog,
+// counts only once a step's flood is more than the room left: it decides how much to
+// thin, and until a first Capacity exists nothing is thinned by rate.
 //
 // The budget is shared out fairly (max-min, "water filling") over keys, a key being a
 // message at a level, counted per step in a fixed table: a rare key (seen once in the
@@ -21,21 +19,26 @@
 // offering less than an equal share are kept whole, and the rest are thinned to the same
 // number each, so the most frequent keys lose the most. Levels are served in order,
 // highest first: Warn is thinned only once Info and Debug have nothing left, and Info only
-// after Debug.
+// after Debug. The share of the buffer above Full is a margin that the rare keys' entries
+// find room in while the budget is being used to the end.
 // Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
-// fixed goal rate; here the goal is the measured capacity, moved every step, and a key's
-// rate follows it.
+// fixed goal rate; here the goal is the measured capacity plus the room left, moved every
+// step, and a key's rate follows it.
 //
 // Which entries of a thinned key are kept is systematic, not random: with keep ratio r
 // the n-th entry is kept when ⌊n·r⌋ moves, so exactly the ratio is kept, spread evenly,
 // with no random number on the caller's path. Keep is one atomic load while the buffer is
 // calm (under half the low mark, or under the low mark for Calm), and a hash of the
-// message, an atomic add and two loads otherwise.
+// message, two atomic adds and three loads otherwise.
 //
-// The budget is set once a step, and a flood that grows within a step can outrun it. So
-// the caller also says when its buffer is down to a last reserve (tight): then only a
-// key's first entry in the step is kept, and what room is left goes to rare keys, not to
-// the flood (TestReserveKeepsRareKeysWhenStepsLag).
+// The keep ratios are set once a step from the step before's counts, and a flood that
+// grows within a step, or a step that comes late, can outrun them. So the room is also an
+// allowance, counted down by what Keep admits and up by what the sender frees: once it is
+// down to the margin, the keys being thinned get nothing more, the others go on into it,
+// and past it only a key's first few entries since the step pass: the margin goes to the
+// keys kept whole and to rare keys, not to the flood
+// (TestReserveKeepsRareKeysWhenStepsLag, TestWarnKeptWholeUnderAnInfoFlood). It needs no
+// Capacity: at start-up it sheds just what the buffer could not have held.
 package shed
 
 import (
@@ -52,6 +55,11 @@ const Slots = 4096
 // one is a keep ratio of 1 in the table's fixed point.
 const one = 1 << 16
 
+// firstFew is how many entries of a key since the last step pass once the allowance is
+// spent: a few, not one, so that a rare key whose steps come late (a flood keeping the
+// clock and the callers that step off the CPU) still passes whole.
+const firstFew = 4
+
 // A key is rare in a step if it offered one entry, or no more than rareRate a second.
 const rareRate = 200
 
@@ -65,11 +73,11 @@ const (
 // Config sets the controller's marks, as shares of the buffer budget (0..1).
 type Config struct {
 	// Low is the fill under which the stream is calm: keys are counted from half of it
-	// on, and no longer once the fill has stayed at or under it for Calm.
-	Low    float64
-	Target float64 // everything is admitted up to it, and the fill is held near it; above Low, below Full
-	// Full is the fill at which the budget is 0: a stream's buffer is in batches, and
-	// the last one is rarely filled to the brim, so it is full before 1.
+	// on, and no longer once the fill has stayed at or under it for Calm. Capacity is
+	// measured only while the fill is above it (the sender then has a backlog).
+	Low float64
+	// Full is the fill up to which the budget admits the flood; the rest is the margin
+	// for rare keys. Above Low, at most 1.
 	Full float64
 	// Calm is how long the buffer must stay at or below Low, connected, before keys stop
 	// being counted (Keep is one atomic load again).
@@ -87,6 +95,8 @@ type Shedder struct {
 	capacity  atomic.Uint64 // float64 bits: entries/s
 	keepRatio atomic.Uint64 // float64 bits: kept/offered over the last step
 	shedding  atomic.Bool   // the last step thinned some key
+	left      atomic.Int64  // entries the buffer may still take (see Keep, Freed)
+	reserve   atomic.Int64  // of them, the entries kept for the keys kept whole (the margin)
 
 	// Step's own.
 	last          time.Time
@@ -94,16 +104,23 @@ type Shedder struct {
 	lastProgress  time.Time // the last step in which the sender delivered, or had no backlog
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
-	seen          [Slots]int64 // unix nanos of the last step each slot was offered anything
-	keys          []key        // scratch: the keys offered in the last step
+	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
+	seenDropped   [Slots]uint64 // each slot's dropped at the last step
+	lastWritten   uint64        // Observation.Written at the last step
+	pending       float64       // entries Keep kept that the stream has not taken in yet
+	peak          float64       // the most offered in a step, decaying by peakDecay a step
+	keys          []key         // scratch: the keys offered in the last step
 }
 
 type slot struct {
-	total atomic.Uint64 // entries offered, ever: the systematic sampler's phase
-	base  atomic.Uint64 // total at the last step
-	ratio atomic.Uint32 // keep ratio, one = keep all
-	level atomic.Int32  // the level of the key last counted here
-	shed  atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
+	total   atomic.Uint64 // entries offered, ever: the systematic sampler's phase
+	base    atomic.Uint64 // total at the last step
+	ratio   atomic.Uint32 // keep ratio, one = keep all
+	level   atomic.Int32  // the level of the key last counted here
+	shed    atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
+	dropped atomic.Uint64 // entries shed, ever
+	lease   atomic.Int64  // allowance the key has taken and not used yet (see take)
+	flood   atomic.Bool   // over its fair share of what the sender delivers: kept out of the margin
 }
 
 type key struct {
@@ -119,13 +136,19 @@ func New(cfg Config) *Shedder {
 		s.slots[i].ratio.Store(one)
 	}
 	s.keepRatio.Store(math.Float64bits(1))
+	s.left.Store(unbounded)
 	return s
 }
 
 // Keep reports whether an entry of msg at level is kept. Higher levels are kept first.
-// tight says the buffer is down to its reserve: then a key's second and later entries in
-// the step are not kept, whatever its keep ratio.
-func (s *Shedder) Keep(level int8, msg string, tight bool) bool {
+// Beyond its key's keep ratio, an entry passes while the allowance (the room the buffer had
+// at the last step, and what the sender has freed since) lasts: for a key the step thins or
+// one over its fair share of delivery, until only the margin past Full is left; for the
+// others, to the end; past
+// that only a key's first few entries since the step pass. So a flood that grows within a
+// step, or a step that comes late, leaves the margin to the keys the fair share keeps
+// whole, and to rare keys.
+func (s *Shedder) Keep(level int8, msg string) bool {
 	if !s.counting.Load() {
 		return true
 	}
@@ -134,22 +157,68 @@ func (s *Shedder) Keep(level int8, msg string, tight bool) bool {
 	if sl.level.Load() != int32(level) {
 		sl.level.Store(int32(level))
 	}
-	if tight && n-sl.base.Load() > 1 {
-		sl.shed.Add(1)
+	r := uint64(sl.ratio.Load())
+	if r < one && (n*r)>>16 == ((n-1)*r)>>16 {
+		sl.drop()
 		return false
 	}
-	r := uint64(sl.ratio.Load())
-	if r >= one || (n*r)>>16 != ((n-1)*r)>>16 {
+	// The room left decides: a key the step thins, or one over its fair share of what the
+	// sender delivers, stops short of the reserve; the others go on into it, and past it
+	// only their first few since the step pass.
+	left := s.left.Load()
+	if left >= unbounded/2 {
 		return true
 	}
-	sl.shed.Add(1)
+	var limit int64
+	if r < one || sl.flood.Load() {
+		limit = s.reserve.Load()
+	}
+	if s.take(sl, limit) || (limit == 0 && n-sl.base.Load() <= firstFew) {
+		return true
+	}
+	sl.drop()
 	return false
+}
+
+// leaseChunk is how much of the allowance a key takes at a time into its slot's lease: the
+// key's callers then count down their own slot's line, which they write anyway, rather than
+// all of them one shared line per entry.
+const leaseChunk = 32
+
+// take takes one entry's room for a key, down to limit: from the slot's lease, else a chunk
+// of the shared allowance, else a single entry of it. A caller that races past the limit
+// gives back what it took.
+func (s *Shedder) take(sl *slot, limit int64) bool {
+	if sl.lease.Add(-1) >= 0 {
+		return true
+	}
+	sl.lease.Add(1)
+	if s.left.Load() >= limit+leaseChunk {
+		if s.left.Add(-leaseChunk) >= limit {
+			sl.lease.Add(leaseChunk - 1)
+			return true
+		}
+		s.left.Add(leaseChunk)
+	}
+	if s.left.Load() > limit {
+		if s.left.Add(-1) >= limit {
+			return true
+		}
+		s.left.Add(1)
+	}
+	return false
+}
+
+// drop counts an entry Keep shed: for its key's next weight, and for the step.
+func (sl *slot) drop() {
+	sl.shed.Add(1)
+	sl.dropped.Add(1)
 }
 
 // Weight is how many entries of msg at level a kept entry stands for: itself, and the
 // entries of its key shed since the key's last weighed entry, which it takes over. So the
 // weights of what is kept add up to what was offered, whatever the keep ratio did between
-// two kept entries (a step's new ratio, a tight buffer's reserve); only the entries shed
+// two kept entries (a step's new ratio, a spent allowance); only the entries shed
 // after the last kept one are not counted yet. Keys that share a slot share that count.
 // Call it once per kept entry.
 func (s *Shedder) Weight(level int8, msg string) uint32 {
@@ -158,6 +227,32 @@ func (s *Shedder) Weight(level int8, msg string) uint32 {
 		return 1
 	}
 	return uint32(min(1+sl.shed.Swap(0), math.MaxUint32))
+}
+
+// roomySteps is how many steps of the flood as it is the room must hold for Keep to keep no
+// allowance: a flood that grows faster than that within a step outruns it.
+const roomySteps = 4
+
+// peakDecay is how fast the flood's peak per step is forgotten: by half in about 30 steps
+// (150 ms at the sink's 5 ms).
+const peakDecay = 0.98
+
+// unbounded is an allowance that no flood spends, and that Freed can add to.
+const unbounded = math.MaxInt64 / 2
+
+// Freed adds n entries that have left the buffer to the step's allowance (see Keep). Safe
+// for concurrent use.
+func (s *Shedder) Freed(n int) {
+	if s.left.Load() < unbounded/2 {
+		s.left.Add(int64(n))
+	}
+}
+
+// Unweigh gives back w entries of msg at level to its key: a weighed entry that was not
+// kept after all (the stream had no room for it), which the next weighed entry then carries.
+// Safe for concurrent use.
+func (s *Shedder) Unweigh(level int8, msg string, w uint32) {
+	s.slots[slotOf(level, msg)].shed.Add(uint64(w))
 }
 
 // CountsFrom is the fill from which keys are counted: half the low mark, so that the
@@ -193,7 +288,9 @@ const capacityTau = 500 * time.Millisecond
 type Observation struct {
 	Now       time.Time
 	Fill      float64 // share of the buffer budget in use
-	Room      float64 // entries the buffer can still take before Config.Full
+	Room      float64 // entries the buffer can still take before Config.Full; negative past it; math.MaxFloat64 if unknown
+	Margin    float64 // entries the buffer holds between Config.Full and its end
+	Written   uint64  // entries the stream has taken in so far (counted when its writers take them)
 	Delivered uint64  // entries the sender has delivered so far
 	Connected bool    // the sender is delivering: false while its sends fail (an outage)
 }
@@ -234,13 +331,36 @@ func (s *Shedder) Step(o Observation) {
 	}
 	s.hadBacklog = backlog
 
+	written := o.Written - s.lastWritten
+	s.lastWritten = o.Written
 	if !s.counting.Load() {
+		s.left.Store(unbounded)
+		s.pending, s.peak = 0, 0
 		if o.Fill > s.CountsFrom() {
 			s.startCounting()
 		}
 		return
 	}
-	offered := s.gather()
+	offered, kept := s.gather()
+	// What Keep let through that the stream has not taken in yet will take room that the
+	// step's Room does not show: many callers between Check and Write.
+	s.pending = max(0, s.pending+float64(kept)-float64(written))
+	// The flood's recent peak per step: a step's count alone can miss it while its callers
+	// are off the CPU.
+	s.peak = max(float64(offered), s.peak*peakDecay)
+	switch room := o.Room + o.Margin - s.pending; {
+	case !o.Connected || room-o.Margin >= roomySteps*max(s.peak, s.Capacity()*dt):
+		// An outage (see below), or room up to Full for several steps of the flood at its
+		// recent peak: no allowance, so that Keep writes nothing shared while there is no
+		// need.
+		s.left.Store(unbounded)
+	default:
+		// The allowance is the room the buffer has now, and Freed adds what the sender
+		// frees: it is what fits, however late the next step, and it needs no Capacity.
+		// The margin past Full is the reserve of the keys kept whole (see Keep).
+		s.left.Store(int64(min(max(0, room), unbounded)))
+		s.reserve.Store(int64(o.Margin))
+	}
 
 	switch {
 	case !backlog:
@@ -251,47 +371,46 @@ func (s *Shedder) Step(o Observation) {
 		}
 		if now.Sub(s.calmSince) >= s.cfg.Calm {
 			s.counting.Store(false)
+			s.left.Store(unbounded)
 		}
 		return
 	case !o.Connected:
 		// An outage: nothing drains, so a budget from the delivery rate would shed
-		// everything the buffer could still hold. Admit; what does not fit is counted
-		// where it is dropped.
+		// everything the buffer could still hold. Admit, with no allowance; what does not
+		// fit is counted where it is dropped.
 		s.admitAll()
 		s.calmSince = time.Time{}
 		return
 	}
 	s.calmSince = time.Time{}
-	if o.Fill <= s.cfg.Target {
-		// Under the target the buffer is doing its job, absorbing the unevenness of
-		// delivery (without acks a slow receiver takes whole socket buffers, then nothing
-		// for a while): a load under capacity is admitted whole, however it comes.
+	c := s.Capacity()
+	if c == 0 {
+		// Nothing measured yet (start-up, or the first batches still on their way): no
+		// thinning by rate; the allowance alone keeps what fits, and what the sender took
+		// in the step tells the flood from the rest (before it has taken anything, every
+		// key but the rare ones is the flood).
 		s.admitAll()
+		s.markFloods(offered, float64(got), dt)
 		return
 	}
-	var budget float64
-	if c := s.Capacity(); c > 0 {
-		// What the sender takes this step, scaled by the fill, and never more than the
-		// buffer can hold on top of that.
-		budget = min(c*dt*s.gain(o.Fill), c*dt+max(0, o.Room))
-	} else {
-		// Nothing measured yet (the connection is still being made, or its first batch is
-		// on its way): the room left up to Full, and no more.
-		budget = max(0, o.Room)
-	}
+	// What the sender takes in a step, and what the buffer can still hold up to Full:
+	// everything within it would have found room. Past Full the overshoot comes off, so
+	// that a capacity measured too high (the receiver just slowed down) is corrected by
+	// the fill within a step, in the margin, before the buffer overflows.
+	// What the sender took in the last step counts too when it is more than Capacity says:
+	// a socket that takes a burst at once frees the room at once, and the allowance, not
+	// the ratios, decides how much of it is used.
+	budget := max(0, max(c*dt, float64(got))+o.Room)
+	// The keys over their fair share of what the sender delivers are the flood, whether
+	// this step thins them or not: they may fill the room, never the margin (see Keep).
+	s.markFloods(offered, c*dt, dt)
 	if float64(offered) <= budget {
 		s.admitAll()
 		return
 	}
-	kept := s.share(budget, dt)
-	s.keepRatio.Store(math.Float64bits(kept / float64(offered)))
+	share := s.share(budget, dt, s.setRatio)
+	s.keepRatio.Store(math.Float64bits(share / float64(offered)))
 	s.shedding.Store(true)
-}
-
-// gain is g(fill) above the target: 1 there, 0 at Full, linear in between.
-func (s *Shedder) gain(fill float64) float64 {
-	t, full := s.cfg.Target, s.cfg.Full
-	return min(1, max(0, (full-fill)/(full-t)))
 }
 
 func (s *Shedder) startCounting() {
@@ -303,22 +422,32 @@ func (s *Shedder) startCounting() {
 // has just jumped, so that the step that sees it has counts to share the budget by. Safe
 // for concurrent use. (No snapshot is needed: while Keep does not count, the totals do not
 // move, so the next Step counts from the last one.)
-func (s *Shedder) Wake() { s.counting.Store(true) }
+func (s *Shedder) Wake() {
+	if !s.counting.Load() {
+		// The allowance of the last counting step is stale: none until the next step.
+		s.left.Store(unbounded)
+		s.counting.Store(true)
+	}
+}
 
 // gather collects the keys offered since the last step into s.keys and returns how many
-// entries they offered.
-func (s *Shedder) gather() uint64 {
+// entries they offered and how many of those Keep kept.
+func (s *Shedder) gather() (offered, kept uint64) {
 	s.keys = s.keys[:0]
-	var offered uint64
+	var dropped uint64
 	for i := range s.slots {
 		sl := &s.slots[i]
+		if sl.lease.Load() != 0 {
+			sl.lease.Store(0) // the step measures the room anew
+		}
 		t := sl.total.Load()
 		c := t - sl.base.Load()
 		if c == 0 {
 			// A key that has been quiet for a while comes back whole. Not after one quiet
 			// step: its callers may only have been off the CPU.
 			if sl.ratio.Load() != one && s.last.UnixNano()-s.seen[i] >= int64(quietAfter) {
-				sl.ratio.Store(one)
+				s.setRatio(i, one)
+				s.markFlood(i, one)
 			}
 			continue
 		}
@@ -326,23 +455,46 @@ func (s *Shedder) gather() uint64 {
 		s.seen[i] = s.last.UnixNano()
 		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c})
 		offered += c
+		d := sl.dropped.Load()
+		dropped += d - s.seenDropped[i]
+		s.seenDropped[i] = d
 	}
-	return offered
+	return offered, offered - min(dropped, offered)
+}
+
+func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
+
+// markFloods marks each offered key that a share of delivery (entries a step) alone would
+// thin, and unmarks the others.
+func (s *Shedder) markFloods(offered uint64, delivery, dt float64) {
+	if float64(offered) <= delivery {
+		for _, k := range s.keys {
+			s.markFlood(k.slot, one)
+		}
+		return
+	}
+	s.share(delivery, dt, s.markFlood)
+}
+
+func (s *Shedder) markFlood(slot int, r uint32) {
+	if f := r < one; s.slots[slot].flood.Load() != f {
+		s.slots[slot].flood.Store(f)
+	}
 }
 
 func (s *Shedder) admitAll() {
 	for _, k := range s.keys {
-		s.slots[k.slot].ratio.Store(one)
+		s.setRatio(k.slot, one)
 	}
 	s.keepRatio.Store(math.Float64bits(1))
 	s.shedding.Store(false)
 }
 
-// share sets each offered key's keep ratio so that the keys' kept entries add up to
-// budget: levels highest first, and within the level that runs out, max-min fair. It
+// share gives each offered key a keep ratio (to set) so that the keys' kept entries add up
+// to budget: levels highest first, and within the level that runs out, max-min fair. It
 // returns the entries kept.
-func (s *Shedder) share(budget, dt float64) float64 {
-	rare := func(k key) bool { return k.count == 1 || float64(k.count) <= rareRate*dt }
+func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float64 {
+	isRare := func(k key) bool { return k.count == 1 || float64(k.count) <= rareRate*dt }
 	slices.SortFunc(s.keys, func(a, b key) int {
 		if a.level != b.level {
 			return int(b.level - a.level) // higher levels first
@@ -360,7 +512,7 @@ func (s *Shedder) share(budget, dt float64) float64 {
 	// last entry would otherwise drop them whenever the buffer is near full.
 	left, kept := budget, 0.0
 	for _, k := range s.keys {
-		if rare(k) {
+		if isRare(k) {
 			left -= float64(k.count)
 			kept += float64(k.count)
 		}
@@ -374,14 +526,14 @@ func (s *Shedder) share(budget, dt float64) float64 {
 			end++
 		}
 		level := s.keys[start:end]
-		for len(level) > 0 && rare(level[0]) { // sorted by count: first
-			s.slots[level[0].slot].ratio.Store(one)
+		for len(level) > 0 && isRare(level[0]) { // sorted by count: first
+			set(level[0].slot, one)
 			sum -= level[0].count
 			level = level[1:]
 		}
 		if float64(sum) <= left {
 			for _, k := range level {
-				s.slots[k.slot].ratio.Store(one)
+				set(k.slot, one)
 			}
 			left -= float64(sum)
 			kept += float64(sum)
@@ -393,24 +545,24 @@ func (s *Shedder) share(budget, dt float64) float64 {
 		for i, k := range level {
 			rest := float64(len(level) - i)
 			if float64(k.count)*rest <= left {
-				s.slots[k.slot].ratio.Store(one)
+				set(k.slot, one)
 				left -= float64(k.count)
 				kept += float64(k.count)
 				continue
 			}
 			share := left / rest
 			for _, k := range level[i:] {
-				s.slots[k.slot].ratio.Store(ratioOf(share / float64(k.count)))
+				set(k.slot, ratioOf(share/float64(k.count)))
 				kept += share
 			}
 			break
 		}
 		for _, k := range s.keys[end:] {
 			r := uint32(0) // lower levels wait until this one is whole
-			if rare(k) {
+			if isRare(k) {
 				r = one
 			}
-			s.slots[k.slot].ratio.Store(r)
+			set(k.slot, r)
 		}
 		break
 	}

@@ -254,8 +254,71 @@ func (d *doc) targets() string {
 			"p99 "+ns(p99)+", p50 "+med(g, "p50-ns", ns)+", max "+med(g, "max-ns", ns), status(p99 <= 520e6)+" (≤ 520 ms)")
 	}
 	d.degradeTargets(t)
+	d.degradeRuleTargets(t)
 	d.scaleOutTargets(t)
 	return t.String()
+}
+
+// degradeRuleTargets adds the targets of issue 25 (BenchmarkDegradeRule: the default and
+// DegradeOff back to back in each round, their order alternating): what the default sheds
+// is only what would not have fitted.
+func (d *doc) degradeRuleTargets(t *table) {
+	rule := func(keys map[string]string) *group { return d.rs.find("main", "DegradeRule", keys) }
+	const pre = "Degrade rule (issue 25) "
+	if g := rule(map[string]string{"scenario": "burst80%"}); g != nil {
+		t.add(pre+"1. a burst of 80 % of the info budget, flat out, at a receiver reading 20 k/s: 0 dropped",
+			fmt.Sprintf("dropped %s in %s rounds (off: %s)", count(g.sum("adaptive-dropped")), count(float64(len(g.runs))), count(g.sum("off-dropped"))),
+			status(g.sum("adaptive-dropped") == 0))
+	}
+	for _, sc := range []struct{ name, what string }{
+		{"burst400%", "2. a burst of 4× the budget at the same receiver"},
+		{"eager-burst400%", "3. the same at a receiver that reads eagerly and processes at 20 k/s"},
+	} {
+		if g := rule(map[string]string{"scenario": sc.name}); g != nil {
+			x := medv(g, "delivered-ratio")
+			t.add(pre+sc.what+": delivered ≥ 0.98 × degrade off",
+				fmt.Sprintf("%s (median of %s rounds)", ratio(x), count(float64(len(g.runs)))), status(x >= 0.98))
+		}
+	}
+	for _, load := range []string{"alone", "neighbour"} {
+		for _, sc := range []string{"steady50%", "steady80%"} {
+			g := rule(map[string]string{"scenario": sc, "load": load})
+			if g == nil {
+				continue
+			}
+			t.add(pre+"4. "+strings.TrimPrefix(sc, "steady")+" of capacity, steady, "+load+": 0 dropped",
+				fmt.Sprintf("%s offered; dropped %s", med(g, "adaptive-offered/s", rate), count(g.sum("adaptive-dropped"))),
+				status(g.sum("adaptive-dropped") == 0))
+		}
+	}
+	if g := rule(map[string]string{"scenario": "startup5%"}); g != nil {
+		t.add(pre+"5. start-up, 5 % of capacity from the first call: 0 dropped",
+			fmt.Sprintf("dropped %s", count(g.sum("adaptive-dropped"))), status(g.sum("adaptive-dropped") == 0))
+	}
+	for _, n := range []string{"1", "16", "256", "1024"} {
+		g := rule(map[string]string{"scenario": "flat-out", "goroutines": n})
+		if g == nil {
+			continue
+		}
+		x, qf := medv(g, "delivered-ratio"), medv(g, "adaptive-queue-full-frac")
+		gs := " goroutines"
+		if n == "1" {
+			gs = " goroutine"
+		}
+		t.add(pre+"6. flat out, "+n+gs+": ≥ 0.95 × degrade off, queue_full ≤ 1 %",
+			fmt.Sprintf("%s; queue_full %s (medians)", ratio(x), pct(qf)), status(x >= 0.95 && qf <= 0.01))
+	}
+	if g := rule(map[string]string{"scenario": "skew-warn"}); g != nil {
+		t.add(pre+"7. skew, a hot Info message, 200 rare ones at 2/s and a Warn at 2 k/s: every rare and Warn entry delivered",
+			fmt.Sprintf("lost %s (off: %s)", count(g.sum("adaptive-rare-and-warn-lost")), count(g.sum("off-rare-and-warn-lost"))),
+			status(g.sum("adaptive-rare-and-warn-lost") == 0))
+	}
+	if g := rule(map[string]string{"scenario": "weights-10x"}); g != nil {
+		w, f := medv(g, "weights/logged"), medv(g, "weights/logged-first-100ms")
+		t.add(pre+"8. WeightKey over a sudden 10× burst: weights within 2 % of what was logged, first 100 ms too",
+			fmt.Sprintf("%s of logged (first 100 ms: %s); %s of the burst shed", ratio(w), ratio(f), pct(medv(g, "dropped/logged"))),
+			status(w >= 0.98 && w <= 1.02 && f >= 0.98 && f <= 1.02))
+	}
 }
 
 // scaleOutTargets adds the targets of issue 16 (several connections, pipelined acks), each
@@ -301,7 +364,7 @@ func (d *doc) scaleOutTargets(t *table) {
 	}
 	if on, off := inflight("adaptive", "on", ""), inflight("adaptive", "off", ""); on != nil && off != nil {
 		x := medv(on, "delivered/s") / medv(off, "delivered/s")
-		t.add(acksTarget+", DegradeAdaptive (the default policy, which holds the buffer half full)",
+		t.add(acksTarget+", DegradeAdaptive (the default policy)",
 			fmt.Sprintf("MaxInflight %s (the default): %s (%s vs %s)", def, ratio(x), med(on, "delivered/s", rate), med(off, "delivered/s", rate)),
 			status(x >= 0.9))
 	}
