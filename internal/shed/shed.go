@@ -29,7 +29,8 @@
 // the n-th entry is kept when ⌊n·r⌋ moves, so exactly the ratio is kept, spread evenly,
 // with no random number on the caller's path. Keep is one atomic load while the buffer is
 // calm (under half the low mark, or under the low mark for Calm), and a hash of the
-// message, two atomic adds and three loads otherwise.
+// message, an atomic add and three loads otherwise, and near a full buffer a count down of
+// the key's lease of the allowance.
 //
 // The keep ratios are set once a step from the step before's counts, and a flood that
 // grows within a step, or a step that comes late, can outrun them. So the room is also an
@@ -280,8 +281,8 @@ func (s *Shedder) KeepRatio() float64 { return math.Float64frombits(s.keepRatio.
 // against a slow receiver the socket buffers (megabytes on loopback) fill at once and then
 // take nothing until the receiver has freed half of them, for a second or more. Each
 // delivery is measured over the span since the one before, and the spans are averaged
-// with this time constant. A wrong estimate costs fill, not loss: the fill term of the
-// budget corrects it, and at a full buffer the budget is 0 whatever the estimate.
+// with this time constant. A wrong estimate costs little: the budget's room term corrects
+// it step by step, and the allowance stops what does not fit whatever the estimate.
 const capacityTau = 500 * time.Millisecond
 
 // Observation is what Step reads from the stream.
