@@ -116,7 +116,7 @@ func (k *sink) consult(ent *zapcore.Entry) bool {
 		}
 	}
 	if !ok {
-		d.shed(k.s.clock.Now())
+		d.shed(at, k.s.clock)
 		st.countDrop(reason)
 		if d.rule.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not

@@ -204,9 +204,9 @@ type shedRule interface {
 	stepDue(at int64) bool
 	beginStep(now time.Time) bool
 	endStep(o degradeObservation)
-	// shedAt notes an entry shed at now and reports whether the stream must then enter
-	// the degraded state before the entry is counted.
-	shedAt(now int64) bool
+	// shedAt notes an entry shed (logged at at, unix nanos) and reports whether the stream
+	// must then enter the degraded state before the entry is counted.
+	shedAt(at int64, clock zapcore.Clock) bool
 	// wake reports whether Check must consult admit at once: the fill reached kickAt.
 	wake() bool
 	kickAt() float64
@@ -297,11 +297,12 @@ func (c *degradeControl) setState(now time.Time, degraded bool) {
 	c.settled.Store(degraded)
 }
 
-// shed is called for an entry admit did not keep, before it is counted: the state the
-// metrics and OnEvent show is degraded by then, whichever path shed it.
-func (c *degradeControl) shed(now time.Time) {
-	if c.rule.shedAt(now.UnixNano()) && !c.settled.Load() {
-		c.setState(now, true)
+// shed is called for an entry admit did not keep (logged at at, unix nanos), before it is
+// counted: the state the metrics and OnEvent show is degraded by then, whichever path shed
+// it. The clock is read only when the state or its mark moves, not for every shed entry.
+func (c *degradeControl) shed(at int64, clock zapcore.Clock) {
+	if c.rule.shedAt(at, clock) && !c.settled.Load() {
+		c.setState(clock.Now(), true)
 	}
 }
 

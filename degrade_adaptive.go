@@ -19,10 +19,11 @@ import (
 // adaptiveRule is the shedRule of DegradeAdaptive. admit, weight and the gauges are safe
 // for concurrent use; steps are serialised by mu (the clock and a caller may both try).
 type adaptiveRule struct {
-	shed     *shed.Shedder
-	lastStep atomic.Int64 // unix nanos of the last step
-	lastShed atomic.Int64 // unix nanos of the last step that thinned a key, or entry shed
-	crowded  atomic.Bool  // at the last step, goroutines were waiting for a CPU
+	shed       *shed.Shedder
+	lastStep   atomic.Int64 // unix nanos of the last step
+	lastShed   atomic.Int64 // the clock's unix nanos when an entry was last marked shed
+	lastShedAt atomic.Int64 // that entry's own time (zap's), for the cheap test in shedAt
+	crowded    atomic.Bool  // at the last step, goroutines were waiting for a CPU
 
 	mu       sync.Mutex
 	runnable []rtmetrics.Sample // the scheduler's runnable goroutines, read each step
@@ -116,13 +117,15 @@ func (r *adaptiveRule) admit(level zapcore.Level, msg string, _ int64) (bool, dr
 	return false, dropSampled
 }
 
-// shedAt marks that an entry was shed at now (unix nanos), which keeps the stream degraded,
-// and says that the stream must be degraded before it is counted. The store is skipped
-// while the mark is fresh: many callers shedding at once would otherwise all write one
-// cache line.
-func (r *adaptiveRule) shedAt(now int64) (enters bool) {
-	if now-r.lastShed.Load() > int64(time.Millisecond) {
-		r.lastShed.Store(now)
+// shedAt marks that an entry logged at at (its time, unix nanos) was shed, which keeps the
+// stream degraded, and says that the stream must be degraded before it is counted. The
+// mark is the clock's time, read and stored only when the last one is a millisecond older
+// by the entries' times: many callers shedding at once would otherwise each read the clock
+// and write one cache line.
+func (r *adaptiveRule) shedAt(at int64, clock zapcore.Clock) (enters bool) {
+	if d := at - r.lastShedAt.Load(); d > int64(time.Millisecond) || d < 0 {
+		r.lastShedAt.Store(at)
+		r.lastShed.Store(clock.Now().UnixNano())
 	}
 	return true
 }

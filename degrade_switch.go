@@ -62,7 +62,7 @@ func (*switchRule) gauges() (keepRatio, capacity float64) { return 1, 0 }
 func (r *switchRule) kickAt() float64                     { return r.sm.cfg.HighWatermark }
 
 // shedAt: the state machine alone enters the degraded state, before Check consults it.
-func (*switchRule) shedAt(int64) bool { return false }
+func (*switchRule) shedAt(int64, zapcore.Clock) bool { return false }
 
 // degrader is the degrade state machine: pure logic, time passed in, not safe for
 // concurrent use (degradeControl serialises it).

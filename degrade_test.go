@@ -530,11 +530,13 @@ func TestShedEntersDegradedFirst(t *testing.T) {
 	var events []bool
 	c := newDegradeControl(DegradeConfig{}.withDefaults(), func(_ time.Time, degraded bool) { events = append(events, degraded) })
 	now := time.Unix(1_000, 0)
-	c.shed(now)
+	clock := &manualClock{now: now}
+	c.shed(now.UnixNano(), clock)
 	if !c.active.Load() || len(events) != 1 || !events[0] || c.transitions.Load() != 1 {
 		t.Fatalf("after a shed: active %v, events %v, transitions %d", c.active.Load(), events, c.transitions.Load())
 	}
-	c.shed(now.Add(time.Millisecond))
+	clock.add(time.Millisecond)
+	c.shed(now.Add(time.Millisecond).UnixNano(), clock)
 	if len(events) != 1 {
 		t.Fatalf("a second shed fired again: %v", events)
 	}
@@ -544,7 +546,7 @@ func TestShedEntersDegradedFirst(t *testing.T) {
 		t.Fatalf("after adaptiveHold without a shed: active %v, events %v", c.active.Load(), events)
 	}
 	s := newDegradeControl(DegradeConfig{Policy: DegradeKeepWarn}.withDefaults(), func(time.Time, bool) { t.Fatal("event") })
-	s.shed(now)
+	s.shed(now.UnixNano(), clock)
 	if s.active.Load() {
 		t.Fatal("a switching policy entered degraded outside its state machine")
 	}
