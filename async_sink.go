@@ -180,16 +180,17 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 	info := k.streams[infoStream]
 	delivered := info.delivered.Load()
 	buffered, room := info.usage()
+	taken, held := info.intake()
 	var entryBytes float64 // the size of an entry: of those delivered, else of those held
 	if delivered > 0 {
 		entryBytes = float64(info.sentBytes.Load()) / float64(delivered)
-	} else if held := info.written(); held > 0 {
+	} else if held > 0 {
 		entryBytes = float64(buffered) / float64(held)
 	}
 	return degradeObservation{
 		now: now, buffered: buffered, limit: info.capacity(), room: room,
 		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
-		written: info.taken(),
+		written: taken,
 	}
 }
 

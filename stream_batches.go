@@ -75,29 +75,22 @@ func (s *stream) usage() (buffered, room int64) {
 	return buffered, room
 }
 
-// taken is the number of entries the stream's writers have taken in (written, dropped or
-// spilled): all it counted, less what Check shed before the write (countDrop).
-func (s *stream) taken() uint64 {
-	var n uint64
+// intake counts the entries the stream's writers have taken in: taken, everything it
+// counted less what Check shed before the write (countDrop); and held, those less every
+// other drop too — before anything is delivered, what the batches hold.
+func (s *stream) intake() (taken, held uint64) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		n += sh.entries.Load() - sh.dropped[dropSampled].Load() - sh.dropped[dropDegraded].Load()
-	}
-	return n
-}
-
-// written is the number of entries the stream has taken into its batches: those its
-// writers brought, less those dropped. Before anything is delivered, that is what it holds.
-func (s *stream) written() uint64 {
-	var n uint64
-	for i := range s.shards {
-		sh := &s.shards[i]
-		n += sh.entries.Load()
+		checked := sh.dropped[dropSampled].Load() + sh.dropped[dropDegraded].Load()
+		var all uint64
 		for r := range sh.dropped {
-			n -= sh.dropped[r].Load()
+			all += sh.dropped[r].Load()
 		}
+		n := sh.entries.Load()
+		taken += n - checked
+		held += n - all
 	}
-	return n
+	return taken, held
 }
 
 // capacity is the stream's buffer budget in bytes: all its batch buffers.

@@ -95,7 +95,6 @@ type Shedder struct {
 	// Read concurrently, written by Step.
 	capacity  atomic.Uint64 // float64 bits: entries/s
 	keepRatio atomic.Uint64 // float64 bits: kept/offered over the last step
-	shedding  atomic.Bool   // the last step thinned some key
 	left      atomic.Int64  // entries the buffer may still take (see Keep, Freed)
 	reserve   atomic.Int64  // of them, the entries kept for the keys kept whole (the margin)
 
@@ -265,9 +264,6 @@ func (s *Shedder) CountsFrom() float64 { return s.cfg.Low / 2 }
 // recently): the caller then calls Keep; otherwise it may skip it.
 func (s *Shedder) Counting() bool { return s.counting.Load() }
 
-// Shedding reports whether the last step thinned any key.
-func (s *Shedder) Shedding() bool { return s.shedding.Load() }
-
 // Capacity is the delivery rate measured while the buffer held a backlog, in entries per
 // second, smoothed; 0 until measured.
 func (s *Shedder) Capacity() float64 { return math.Float64frombits(s.capacity.Load()) }
@@ -411,7 +407,6 @@ func (s *Shedder) Step(o Observation) {
 	}
 	share := s.share(budget, dt, s.setRatio)
 	s.keepRatio.Store(math.Float64bits(share / float64(offered)))
-	s.shedding.Store(true)
 }
 
 func (s *Shedder) startCounting() {
@@ -488,7 +483,6 @@ func (s *Shedder) admitAll() {
 		s.setRatio(k.slot, one)
 	}
 	s.keepRatio.Store(math.Float64bits(1))
-	s.shedding.Store(false)
 }
 
 // share gives each offered key a keep ratio (to set) so that the keys' kept entries add up

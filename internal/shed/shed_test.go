@@ -225,9 +225,9 @@ func TestNoThinningBeforeTheFirstMeasure(t *testing.T) {
 	p = newPipe(100_000, 40_000)
 	p.connected = false
 	p.run(time.Second, load{"flood", 0, 100_000})
-	if p.s.Capacity() != 0 || p.s.Shedding() || p.kept["flood"]+p.full["flood"] != p.offered["flood"] {
-		t.Fatalf("with no capacity measured: capacity %v, shedding %v, kept %d + full %d of %d",
-			p.s.Capacity(), p.s.Shedding(), p.kept["flood"], p.full["flood"], p.offered["flood"])
+	if p.s.Capacity() != 0 || p.s.KeepRatio() < 1 || p.kept["flood"]+p.full["flood"] != p.offered["flood"] {
+		t.Fatalf("with no capacity measured: capacity %v, keep ratio %v, kept %d + full %d of %d",
+			p.s.Capacity(), p.s.KeepRatio(), p.kept["flood"], p.full["flood"], p.offered["flood"])
 	}
 }
 
@@ -235,7 +235,7 @@ func TestNoThinningBeforeTheFirstMeasure(t *testing.T) {
 func TestRecoversWithinASecond(t *testing.T) {
 	p := newPipe(100_000, 40_000)
 	p.run(3*time.Second, load{"hot", 0, 300_000})
-	if !p.s.Shedding() {
+	if p.s.KeepRatio() >= 1 {
 		t.Fatal("not shedding at 3× capacity")
 	}
 	var recovered time.Duration
