@@ -46,9 +46,9 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		if degraded {
 			kind = EventDegraded
 		}
-		s.event(now, kind, nil)
+		s.onEvent.emit(now, kind, nil)
 	})
-	info := newStream(infoStream, s.infoBufferBytes, s, k.info, newForwarders(s, s.infoConnections)...)
+	info := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, k.info, newForwarders(s.conn, s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		key := appendStr(nil, s.degrade.WeightKey)
 		rule := k.info.degrade.rule
@@ -57,8 +57,8 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 			enc.weightKey, enc.weigh, enc.unweigh = key, rule.weight, rule.unweigh
 		}
 	}
-	k.err, k.spillErr = newErrPolicy(s)
-	errs := newStream(errStream, s.errBufferBytes, s, k.err, newForwarder(s))
+	k.err, k.spillErr = newErrPolicy(s.spill)
+	errs := newStream(errStream, s.tags[errStream], s.errBufferBytes, s.stream, k.err, newForwarder(s.conn))
 	errs.errSpill = k.err
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
 	for _, st := range k.streams {
@@ -71,7 +71,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		k.wg.Add(1)
 		go func() { // OnEvent is the user's: not on New's goroutine
 			defer k.wg.Done()
-			s.event(s.clock.Now(), EventSpillDisabled, k.spillErr)
+			s.onEvent.emit(s.clock.Now(), EventSpillDisabled, k.spillErr)
 		}()
 	}
 	for _, st := range k.streams {

@@ -92,7 +92,7 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 	if len(fields) == 0 {
 		return c
 	}
-	return &Core{shared: c.shared, ctx: c.s.enc.newContext(c.ctx, fields)}
+	return &Core{shared: c.shared, ctx: c.s.stream.enc.newContext(c.ctx, fields)}
 }
 
 // Check decides whether ent is logged. While the info stream is shedding, it applies the

@@ -32,21 +32,21 @@ type errPolicy struct {
 
 // newErrPolicy builds the err stream's policy. Without SpillDir, or when it cannot be used
 // (the error says why), entries that cannot be delivered go to ErrFallback.
-func newErrPolicy(s *settings) (*errPolicy, error) {
+func newErrPolicy(s spillSettings) (*errPolicy, error) {
 	fallback := spill.NewJSONWriter(s.errFallback)
-	p := &errPolicy{maxWait: s.errMaxWait, spillAfter: s.spillAfter, wake: make(chan struct{}, 1),
+	p := &errPolicy{maxWait: s.maxWait, spillAfter: s.after, wake: make(chan struct{}, 1),
 		evacuate: make(chan chan struct{}), spillKick: make(chan struct{}, 1),
 		spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}}
-	if s.spillDir == "" {
+	if s.dir == "" {
 		return p, nil
 	}
 	var report spill.Reporter
 	if s.onEvent != nil {
 		report = func(kind spill.EventKind, err error) {
-			s.event(s.clock.Now(), [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}[kind], err)
+			s.onEvent.emit(s.clock.Now(), [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}[kind], err)
 		}
 	}
-	disk, err := spill.Open(s.spillDir, s.spillMaxBytes, s.batchBytes, report)
+	disk, err := spill.Open(s.dir, s.maxBytes, s.batchBytes, report)
 	if err != nil {
 		return p, err
 	}

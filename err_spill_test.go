@@ -293,7 +293,7 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 
 // errEntryRange encodes err entries from..to-1 (field "i") as one batch.
 func errEntryRange(from, to int) []byte {
-	enc := newMsgpEncoder(settingsFor(Config{}).enc)
+	enc := newMsgpEncoder(settingsFor(Config{}).stream.enc)
 	var buf []byte
 	for i := from; i < to; i++ {
 		buf = enc.appendEntry(buf, nil, &zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},

@@ -54,7 +54,7 @@ func settingsFor(cfg Config) *settings {
 // c's tickers, so c.NewTicker must return one made by time.NewTicker.
 func NewWithClock(cfg Config, c zapcore.Clock) *Core {
 	s, err := resolve(cfg)
-	s.clock = c
+	s.setClock(c)
 	return newCore(cfg, s, err)
 }
 

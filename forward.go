@@ -24,10 +24,10 @@ var ErrHandshake = wire.ErrHandshake
 // forwarder is one connection of a stream to its receivers. Only the sender goroutine that
 // owns it calls send; close is called once that sender has stopped. The counters and
 // lastError may be read from any goroutine. It reads the time (failures, the servers'
-// health, the frames' ack deadlines) from settings.clock; its sockets' deadlines are set
+// health, the frames' ack deadlines) from connSettings.clock; its sockets' deadlines are set
 // on the runtime's time, which is what they are measured against.
 type forwarder struct {
-	s     *settings
+	s     connSettings
 	bal   *dial.Balancer
 	fr    *wire.Framer
 	conn  *fconn
@@ -53,13 +53,13 @@ type forwarder struct {
 }
 
 // newForwarder returns the forwarder of a stream's only connection.
-func newForwarder(s *settings) *forwarder { return newForwarders(s, 1)[0] }
+func newForwarder(s connSettings) *forwarder { return newForwarders(s, 1)[0] }
 
 // newForwarders returns a stream's n forwarders, one per connection. They share one view of
 // the servers' health (a server one connection finds down is left alone by all of them for
 // its backoff), and connection i starts its round robin i picks on, so that the
 // connections spread over the servers by weight from the start.
-func newForwarders(s *settings, n int) []*forwarder {
+func newForwarders(s connSettings, n int) []*forwarder {
 	h := dial.NewHealth(len(s.endpoints), s.newBackoff)
 	fs := make([]*forwarder, n)
 	for i := range fs {

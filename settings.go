@@ -29,38 +29,66 @@ func (cfg Config) Validate() error {
 	return err
 }
 
-// settings is a Config with every default applied, read by every part of the core. It is
-// built once, by resolve, and never changed.
+// settings is a Config with every default applied. It is built once, by resolve, and never
+// changed. resolve fills the parts' own settings (conn, stream, spill) and each part is handed
+// only its own: a forwarder sees where and how to connect, a stream how big its batches are,
+// the err policy where to spill; the rest is the sink's and the core's.
 type settings struct {
 	// clock is where the sink, its streams and their connections read the time and get the
 	// clock's tickers: zapcore.DefaultClock, or a test's. Not in Config: an entry's time is
 	// zap's (zap.WithClock), and Go's runtime still times the sockets' deadlines and the
-	// plain waits (timers).
+	// plain waits (timers). resolve copies it into the parts' settings.
+	clock                           zapcore.Clock
+	tags                            [numStreams]string
+	level                           zapcore.LevelEnabler
+	split                           levelSplit
+	infoBufferBytes, errBufferBytes int
+	infoConnections                 int // senders of the info stream; the err stream has one
+	flushInterval                   time.Duration
+	syncTimeout, closeTimeout       time.Duration
+	degrade                         DegradeConfig // every field set
+	onEvent                         eventFunc
+
+	conn   connSettings   // every forwarder's
+	stream streamSettings // both streams'
+	spill  spillSettings  // the err stream's policy's
+}
+
+// connSettings is what a forwarder needs: the servers, the credentials, the framing and the
+// waits of one connection, and its retry schedule.
+type connSettings struct {
 	clock                                 zapcore.Clock
-	tags                                  [numStreams]string
-	level                                 zapcore.LevelEnabler
-	split                                 levelSplit
-	enc                                   *encoderConfig
-	infoBufferBytes, errBufferBytes       int
-	infoConnections                       int // senders of the info stream; the err stream has one
-	maxInflight                           int // frames in flight per connection, before the stream's bound
-	batchBytes, entryBytes                int
-	flushInterval, errMaxWait             time.Duration
-	syncTimeout, closeTimeout             time.Duration
-	dialTimeout, writeTimeout, ackTimeout time.Duration
-	handshakeTimeout                      time.Duration
-	retryMin, retryMax                    time.Duration
-	requireAck                            bool
-	compression                           string            // "" or wire.Gzip
 	endpoints                             []dial.Endpoint   // Addr, or Servers; at least one
 	creds                                 *wire.Credentials // nil: no handshake
 	addrErr                               error             // a bad Addr or server: every send fails with it
-	degrade                               DegradeConfig     // every field set
-	errFallback                           io.Writer
-	spillDir                              string
-	spillAfter                            time.Duration
-	spillMaxBytes                         int64
-	onEvent                               func(Event)
+	compression                           string            // "" or wire.Gzip
+	requireAck                            bool
+	maxInflight                           int // frames in flight per connection, before the stream's bound
+	dialTimeout, writeTimeout, ackTimeout time.Duration
+	handshakeTimeout                      time.Duration
+	retryMin, retryMax                    time.Duration
+}
+
+// streamSettings is what a stream needs besides its tag, budget, policy and forwarders: the
+// size of its batches and entries, and how entries are encoded.
+type streamSettings struct {
+	clock                  zapcore.Clock
+	enc                    *encoderConfig
+	batchBytes, entryBytes int
+}
+
+// spillSettings is what the err stream's policy needs: how long a writer waits for room,
+// when and where failed batches spill, and whom to tell.
+type spillSettings struct {
+	clock       zapcore.Clock
+	enc         *encoderConfig // the spill's writers encode entries directly
+	batchBytes  int            // the spill's frames are batches
+	maxWait     time.Duration  // ErrMaxWait
+	after       time.Duration  // SpillAfter
+	dir         string         // SpillDir; "" for none
+	maxBytes    int64          // SpillMaxBytes
+	errFallback io.Writer
+	onEvent     eventFunc
 }
 
 func orDefault[T int | int64 | time.Duration](v, def T) T {
@@ -81,42 +109,44 @@ func resolve(cfg Config) (*settings, error) {
 		level:         cfg.Level,
 		split:         newLevelSplit(cfg.ErrLevel),
 		flushInterval: orDefault(cfg.FlushInterval, DefaultFlushInterval),
-		errMaxWait:    orDefault(cfg.ErrMaxWait, DefaultErrMaxWait),
 		syncTimeout:   orDefault(cfg.SyncTimeout, DefaultSyncTimeout),
 		closeTimeout:  orDefault(cfg.CloseTimeout, DefaultCloseTimeout),
-		dialTimeout:   orDefault(cfg.DialTimeout, DefaultDialTimeout),
-		writeTimeout:  orDefault(cfg.WriteTimeout, DefaultWriteTimeout),
-		ackTimeout:    orDefault(cfg.AckTimeout, DefaultAckTimeout),
-		retryMin:      orDefault(cfg.RetryMin, DefaultRetryMin),
-		retryMax:      orDefault(cfg.RetryMax, DefaultRetryMax),
-		requireAck:    cfg.RequireAck,
 		degrade:       cfg.Degrade.withDefaults(),
-		errFallback:   cfg.ErrFallback,
-		spillDir:      cfg.SpillDir,
-		spillAfter:    orDefault(cfg.SpillAfter, DefaultSpillAfter),
 		onEvent:       cfg.OnEvent,
-		clock:         zapcore.DefaultClock,
+		conn: connSettings{
+			dialTimeout:  orDefault(cfg.DialTimeout, DefaultDialTimeout),
+			writeTimeout: orDefault(cfg.WriteTimeout, DefaultWriteTimeout),
+			ackTimeout:   orDefault(cfg.AckTimeout, DefaultAckTimeout),
+			retryMin:     orDefault(cfg.RetryMin, DefaultRetryMin),
+			retryMax:     orDefault(cfg.RetryMax, DefaultRetryMax),
+			requireAck:   cfg.RequireAck,
+		},
+		spill: spillSettings{
+			maxWait:     orDefault(cfg.ErrMaxWait, DefaultErrMaxWait),
+			errFallback: cmp.Or[io.Writer](cfg.ErrFallback, os.Stderr),
+			dir:         cfg.SpillDir,
+			after:       orDefault(cfg.SpillAfter, DefaultSpillAfter),
+			onEvent:     cfg.OnEvent,
+		},
 	}
 	if s.level == nil {
 		s.level = zapcore.InfoLevel
 	}
-	if s.errFallback == nil {
-		s.errFallback = os.Stderr
-	}
+	c := &s.conn
 
-	s.resolveSecrets(&cfg, &errs)
-	s.resolveServers(cfg, &errs)
+	c.resolveSecrets(&cfg, &errs)
+	c.resolveServers(cfg, &errs)
 	switch cfg.Compression {
 	case "":
 	case wire.Gzip:
-		s.compression = wire.Gzip
+		c.compression = wire.Gzip
 	default:
 		bad("Compression %q: want \"\" or \"gzip\"", cfg.Compression)
 	}
 	if cfg.SharedKey != "" {
-		s.creds = &wire.Credentials{SharedKey: cfg.SharedKey, SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password}
-		if s.creds.SelfHostname == "" {
-			s.creds.SelfHostname = defaultHostname()
+		c.creds = &wire.Credentials{SharedKey: cfg.SharedKey, SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password}
+		if c.creds.SelfHostname == "" {
+			c.creds.SelfHostname = defaultHostname()
 		}
 	} else if cfg.Username != "" || cfg.Password != "" {
 		bad("Username and Password need a SharedKey")
@@ -126,34 +156,35 @@ func resolve(cfg Config) (*settings, error) {
 	// the batch size as configured and sized with the one in use (the default, if the
 	// configured one is out of range).
 	batch := orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
-	s.batchBytes = batch
+	b := &s.stream
+	b.batchBytes = batch
 	switch {
 	case cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit:
 		bad("MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
-		s.batchBytes = DefaultMaxBatchBytes
+		b.batchBytes = DefaultMaxBatchBytes
 	case cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch:
 		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
 	}
-	s.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, s.batchBytes)), s.batchBytes)
+	b.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
 	budget := func(name string, v, def int) int {
 		if v < 0 || (v > 0 && v < 2*batch) {
 			bad("%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*batch)
 		}
-		return max(orDefault(v, def), 2*s.batchBytes)
+		return max(orDefault(v, def), 2*b.batchBytes)
 	}
 	s.infoBufferBytes = budget("Info.BufferBytes", cfg.Info.BufferBytes, DefaultInfoBufferBytes)
 	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
-	s.spillMaxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(s.batchBytes))
+	s.spill.maxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(b.batchBytes))
 	// Each sender holds a batch while it sends: half the batches stay for the writers.
 	s.infoConnections = orDefault(cfg.Info.Connections, 1)
-	if most := max(min(MaxConnections, s.infoBufferBytes/s.batchBytes/2), 1); cfg.Info.Connections < 0 || s.infoConnections > most {
+	if most := max(min(MaxConnections, s.infoBufferBytes/b.batchBytes/2), 1); cfg.Info.Connections < 0 || s.infoConnections > most {
 		bad("Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
 		s.infoConnections = min(s.infoConnections, most) // orDefault made it at least 1
 	}
-	s.maxInflight = orDefault(cfg.MaxInflight, DefaultMaxInflight)
+	c.maxInflight = orDefault(cfg.MaxInflight, DefaultMaxInflight)
 	if cfg.MaxInflight < 0 || cfg.MaxInflight > MaxInflightLimit {
 		bad("MaxInflight %d is outside [0, %d]", cfg.MaxInflight, MaxInflightLimit)
-		s.maxInflight = min(max(s.maxInflight, DefaultMaxInflight), MaxInflightLimit)
+		c.maxInflight = min(max(c.maxInflight, DefaultMaxInflight), MaxInflightLimit)
 	}
 	if cfg.Err.Connections < 0 || cfg.Err.Connections > 1 {
 		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
@@ -173,8 +204,8 @@ func resolve(cfg Config) (*settings, error) {
 	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
 		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch)
 	}
-	s.handshakeTimeout = orDefault(cfg.HandshakeTimeout, s.dialTimeout)
-	s.retryMax = max(s.retryMax, s.retryMin)
+	c.handshakeTimeout = orDefault(cfg.HandshakeTimeout, c.dialTimeout)
+	c.retryMax = max(c.retryMax, c.retryMin)
 
 	if cfg.SpillDir != "" {
 		// A missing directory is fine: New creates it.
@@ -204,14 +235,21 @@ func resolve(cfg Config) (*settings, error) {
 		ec = zap.NewProductionEncoderConfig()
 		ec.TimeKey = ""
 	}
-	s.enc = newEncoderConfig(ec)
+	b.enc = newEncoderConfig(ec)
+	s.spill.enc, s.spill.batchBytes = b.enc, b.batchBytes
+	s.setClock(zapcore.DefaultClock)
 	return s, errors.Join(errs...)
+}
+
+// setClock makes clock the time of the sink and of every part.
+func (s *settings) setClock(clock zapcore.Clock) {
+	s.clock, s.conn.clock, s.stream.clock, s.spill.clock = clock, clock, clock, clock
 }
 
 // resolveSecrets reads SharedKeyFile, PasswordFile and TLSFiles into cfg. A problem is
 // added to errs and becomes addrErr: a core that cannot present its credentials must not
 // send without them.
-func (s *settings) resolveSecrets(cfg *Config, errs *[]error) {
+func (s *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 	fail := func(err error) {
 		*errs = append(*errs, err)
 		if s.addrErr == nil {
@@ -286,7 +324,7 @@ func (f TLSFiles) apply(base *tls.Config) (*tls.Config, error) {
 
 // resolveServers parses Addr or Servers into endpoints. Every problem is added to errs; the
 // first is also addrErr, which every send then reports.
-func (s *settings) resolveServers(cfg Config, errs *[]error) {
+func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 	servers := cfg.Servers
 	both := len(servers) > 0 && cfg.Addr != ""
 	if len(servers) == 0 {
@@ -333,17 +371,20 @@ func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {
 
 // newBackoff returns the retry schedule of one sender or server: exponential with jitter
 // from RetryMin to RetryMax, never giving up, reset after each delivered batch.
-func (s *settings) newBackoff() backoff.BackOff { return dial.NewBackOff(s.retryMin, s.retryMax) }
+func (s *connSettings) newBackoff() backoff.BackOff { return dial.NewBackOff(s.retryMin, s.retryMax) }
 
-// event reports kind to Config.OnEvent, if set. Degrade events are the info stream's,
+// eventFunc is Config.OnEvent; nil when unset.
+type eventFunc func(Event)
+
+// emit reports kind to the user's OnEvent, if set. Degrade events are the info stream's,
 // spill events the err stream's.
-func (s *settings) event(now time.Time, kind EventKind, err error) {
-	if s.onEvent == nil {
+func (f eventFunc) emit(now time.Time, kind EventKind, err error) {
+	if f == nil {
 		return
 	}
 	id := errStream
 	if kind == EventDegraded || kind == EventRecovered {
 		id = infoStream
 	}
-	s.onEvent(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
+	f(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
 }

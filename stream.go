@@ -81,7 +81,7 @@ type stream struct {
 	entryCap int // largest encoded entry accepted
 	closed   atomic.Bool
 	senders  []*sender     // one per connection; the err stream has one
-	clock    zapcore.Clock // settings.clock: the time of its attempts, waits and deadlines
+	clock    zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
 
 	policy streamPolicy
 	// errSpill is the err policy's spill, which only the paths its policy opens reach
@@ -114,12 +114,12 @@ type stream struct {
 	sendDuration                                   prometheus.Observer // this stream's histogram
 }
 
-func newStream(id streamID, budget int, s *settings, policy streamPolicy, fwds ...*forwarder) *stream {
+func newStream(id streamID, tag string, budget int, s streamSettings, policy streamPolicy, fwds ...*forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	st := &stream{
 		id:       id,
-		tag:      s.tags[id],
+		tag:      tag,
 		policy:   policy,
 		shards:   make([]shard, nshards),
 		free:     make(chan *batch, nb),
@@ -136,8 +136,8 @@ func newStream(id streamID, budget int, s *settings, policy streamPolicy, fwds .
 	for _, f := range fwds {
 		// The connections hold at most all but nshards of the batches in flight together:
 		// that many stay out of flight, for the writers to fill and the senders to take next.
-		f.setMaxInflight(min(s.maxInflight, (nb-nshards)/len(fwds)))
-		st.senders = append(st.senders, &sender{fwd: f, bo: s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
+		f.setMaxInflight(min(f.s.maxInflight, (nb-nshards)/len(fwds)))
+		st.senders = append(st.senders, &sender{fwd: f, bo: f.s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}
 	for i := range st.shards {
 		st.shards[i].enc = newMsgpEncoder(s.enc)

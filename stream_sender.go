@@ -4,7 +4,7 @@ package fluentcore
 // through its forwarder (forward.go) and finishes each once delivered (with RequireAck, when
 // its ack comes); after a failure it waits its backoff and sends the same batches again.
 // The time of their attempts and failures, and so SpillAfter's, is the stream's clock
-// (settings.clock); their waits are plain timers.
+// (streamSettings.clock); their waits are plain timers.
 
 import (
 	"cmp"
