@@ -62,7 +62,10 @@ func run(args []string, w io.Writer) error {
 	duration := fs.Duration("d", 5*time.Second, "how long to drive load")
 	workers := fs.Int("workers", 8, "concurrent HTTP clients")
 	stall := fs.Duration("stall", 0, "pause the embedded receiver for this long, a third of the way in")
-	if err := fs.Parse(args); err != nil {
+	fs.SetOutput(w) // -h prints its usage where the demo prints everything else
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // asked for, not a failure
+	} else if err != nil {
 		return err
 	}
 

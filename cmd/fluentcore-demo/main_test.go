@@ -50,3 +50,18 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
+
+// -h is a request, not a mistake: the demo prints its flags and succeeds (exit status 0).
+// A flag it does not know is still an error.
+func TestHelpSucceeds(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-h"}, &out); err != nil {
+		t.Fatalf("run -h: %v", err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("-fluent")) {
+		t.Errorf("run -h printed no usage:\n%s", out.String())
+	}
+	if err := run([]string{"-no-such-flag"}, &out); err == nil {
+		t.Error("run -no-such-flag: no error")
+	}
+}
