@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -266,22 +267,27 @@ func (k *sink) close(timeout time.Duration) error {
 		k.cancel()
 		close(k.stopTick)
 		k.wg.Wait()
+		var left [numStreams]int // entries abandoned, by stream
 		for _, st := range k.streams {
+			abandon := func(b *batch) {
+				left[st.id] += b.n
+				st.abandon(b)
+			}
 			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue
 				st.pollAcks(snd) // acks that came in before the senders stopped
 				st.requeue(snd)
 				for _, b := range snd.out {
-					st.abandon(b)
+					abandon(b)
 				}
 				snd.out = snd.out[:0]
 			}
 			for _, b := range st.held {
-				st.abandon(b)
+				abandon(b)
 			}
 			st.held = st.held[:0]
 			st.heldN.Store(0)
 			for len(st.queue) > 0 {
-				st.abandon(<-st.queue)
+				abandon(<-st.queue)
 			}
 			for _, snd := range st.senders {
 				snd.fwd.close()
@@ -289,9 +295,29 @@ func (k *sink) close(timeout time.Duration) error {
 		}
 		k.err.close() // releases SpillDir; later err entries go to ErrFallback
 		if err != nil {
-			err = errors.Join(err, fmt.Errorf("fluentcore: close: undelivered info entries were dropped and err entries spilled to the fallback"))
+			err = errors.Join(err, abandonedError(left, k.err.durable()))
 		}
 		k.closeErr = err
 	})
 	return k.closeErr
+}
+
+// abandonedError says what Close did with the entries it could not deliver in time: left,
+// by stream; durable, whether the err entries went to SpillDir. Nil if there were none.
+func abandonedError(left [numStreams]int, durable bool) error {
+	var parts []string
+	if n := left[infoStream]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d info entries were dropped (shutdown)", n))
+	}
+	if n := left[errStream]; n > 0 {
+		where := "ErrFallback"
+		if durable {
+			where = "SpillDir, for the next process to send (ErrFallback if it refused them)"
+		}
+		parts = append(parts, fmt.Sprintf("%d err entries were spilled to %s", n, where))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("fluentcore: close: not delivered in time: %s", strings.Join(parts, "; "))
 }

@@ -328,6 +328,45 @@ func TestBadAddressIsReportedAndErrIsNotLost(t *testing.T) {
 	fluentcore.IdentityHolds(t, st)
 }
 
+// Close's error says what it did with what it could not deliver, and only that: with no
+// err entry left, it says nothing of one.
+func TestCloseSaysWhatWasLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		logErr    bool
+		want, not []string
+	}{
+		{"info only", false, []string{"1 info entries were dropped (shutdown)"}, []string{"err entries"}},
+		{"info and err", true, []string{"1 info entries were dropped (shutdown)", "1 err entries were spilled to ErrFallback"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fallback testkit.Lines
+			cfg := fluentcore.Config{Addr: "ftp://somewhere:1", ErrFallback: &fallback,
+				CloseTimeout: 50 * time.Millisecond, SyncTimeout: 50 * time.Millisecond, RetryMin: time.Millisecond}
+			core := fluentcore.New(cfg)
+			logger := zap.New(core)
+			logger.Info("left behind")
+			if tc.logErr {
+				logger.Error("spilled")
+			}
+			err := core.Close()
+			if err == nil {
+				t.Fatal("Close: no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Close: %v; want it to say %q", err, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(err.Error(), n) {
+					t.Errorf("Close: %v; it should not say %q", err, n)
+				}
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		name string

@@ -121,6 +121,9 @@ func (p *errPolicy) close() {
 	}
 }
 
+// durable reports whether err entries spill to SpillDir (else to ErrFallback).
+func (p *errPolicy) durable() bool { return p.disk != nil }
+
 // replaying reports whether the durable spill holds frames: then it is the stream's queue.
 func (p *errPolicy) replaying() bool { return p.disk != nil && !p.disk.Empty() }
 
