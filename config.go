@@ -195,7 +195,9 @@ type Config struct {
 	// TLS configures "tls://" addresses: RootCAs, client Certificates for mutual TLS,
 	// ServerName, versions. Default: system roots, TLS 1.2 or later. A config without
 	// ServerName gets the host of each address. The receiver's certificate is verified
-	// unless InsecureSkipVerify is set.
+	// unless InsecureSkipVerify is set. With TLS or TLSFiles set, every address but unix://
+	// must be tls://: a plain one (host:port, tcp://) is an error from Validate, and every
+	// send to it fails with that error rather than going out in plain text.
 	TLS *tls.Config `json:"-" yaml:"-"`
 	// TLSFiles configures TLS from files, for configuration files and the environment
 	// (FLUENT_TLS_CA_FILE, ...): it is applied on top of TLS (or of the defaults). Read by

@@ -2,6 +2,7 @@ package fluentcore_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -367,6 +368,26 @@ func TestCloseSaysWhatWasLeft(t *testing.T) {
 	}
 }
 
+// TLS settings with a plain address never send in plain text: no connection reaches a plain
+// receiver, and the err entry is not lost (it goes to ErrFallback, as with any address
+// that cannot be used).
+func TestTLSSettingsNeverSendPlainText(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	var fallback testkit.Lines
+	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), TLS: &tls.Config{}, ErrFallback: &fallback,
+		CloseTimeout: 50 * time.Millisecond, SyncTimeout: 50 * time.Millisecond, RetryMin: time.Millisecond})
+	zap.New(core).Error("payment", zap.String("card", "4111111111111111"))
+	if err := core.Close(); err == nil || !strings.Contains(err.Error(), "plain TCP") {
+		t.Errorf("Close: %v; want the plain address named", err)
+	}
+	if st := r.Stats(); st.Connections != 0 || st.Entries != 0 {
+		t.Errorf("the plain receiver got %d connections and %d entries", st.Connections, st.Entries)
+	}
+	if !strings.Contains(fallback.String(), "4111111111111111") {
+		t.Errorf("the err entry is not in ErrFallback: %q", fallback.String())
+	}
+}
+
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		name string
@@ -377,6 +398,13 @@ func TestValidate(t *testing.T) {
 		{"host:port", fluentcore.Config{Addr: "fluentd:24224"}, ""},
 		{"unix", fluentcore.Config{Addr: "unix:///var/run/fluent.sock"}, ""},
 		{"tls", fluentcore.Config{Addr: "tls://logs.example.com:24224"}, ""},
+		{"TLS settings, tls address", fluentcore.Config{Addr: "tls://logs.example.com:24224", TLS: &tls.Config{ServerName: "logs"}}, ""},
+		{"TLS settings, bare address", fluentcore.Config{Addr: "logs.example.com:24224", TLS: &tls.Config{}}, "logs.example.com:24224 is plain TCP"},
+		{"TLS settings, tcp address", fluentcore.Config{Addr: "tcp://logs.example.com:24224", TLS: &tls.Config{}}, "is plain TCP"},
+		{"TLS settings, default address", fluentcore.Config{TLS: &tls.Config{}}, "is plain TCP"},
+		{"TLS settings, one plain server", fluentcore.Config{TLS: &tls.Config{}, Servers: []fluentcore.Server{{Addr: "tls://a:24224"}, {Addr: "b:24224"}}}, "b:24224 is plain TCP"},
+		{"TLSFiles, bare address", fluentcore.Config{Addr: "logs:24224", TLSFiles: fluentcore.TLSFiles{ServerName: "logs"}}, "is plain TCP"},
+		{"TLS settings, unix only", fluentcore.Config{Addr: "unix:///var/run/fluent.sock", TLS: &tls.Config{}}, "nothing would use it"},
 		{"no port", fluentcore.Config{Addr: "tcp://fluentd"}, "fluentd"},
 		{"empty unix path", fluentcore.Config{Addr: "unix://"}, "socket path"},
 		{"bad scheme", fluentcore.Config{Addr: "http://x:1"}, "scheme"},

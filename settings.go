@@ -333,10 +333,15 @@ func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 		s.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
 		*errs = append(*errs, s.addrErr)
 	}
+	tlsSet := cfg.TLS != nil || cfg.TLSFiles != (TLSFiles{})
 	anyTLS := false
+	var plain []string // with TLS settings: the addresses that would still be sent in plain text
 	for _, srv := range servers {
 		ep, err := dial.NewEndpoint(srv.Addr, cmp.Or(srv.Weight, DefaultServerWeight), srv.Standby, cfg.TLS)
 		anyTLS = anyTLS || ep.TLS != nil
+		if tlsSet && err == nil && ep.TLS == nil && ep.Network != "unix" {
+			plain = append(plain, srv.Addr)
+		}
 		if err != nil && s.addrErr == nil {
 			s.addrErr = err
 		}
@@ -345,8 +350,16 @@ func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 		}
 		s.endpoints = append(s.endpoints, ep)
 	}
-	if cfg.TLSFiles != (TLSFiles{}) && !anyTLS {
-		err := errors.New("fluentcore: TLSFiles is set but no address is tls://: nothing would use it")
+	var err error
+	switch {
+	case len(plain) > 0:
+		// TLS settings say the user wants TLS; sending these in plain text would be the
+		// one outcome they did not ask for. Refused, not upgraded: the address says how.
+		err = fmt.Errorf("fluentcore: TLS or TLSFiles is set, but %s is plain TCP: write tls://host:port, or leave TLS and TLSFiles unset", strings.Join(plain, ", "))
+	case tlsSet && !anyTLS:
+		err = errors.New("fluentcore: TLS or TLSFiles is set but no address is tls://: nothing would use it")
+	}
+	if err != nil {
 		*errs = append(*errs, err)
 		if s.addrErr == nil {
 			s.addrErr = err
