@@ -41,8 +41,12 @@ type helo struct {
 // ErrHandshake and names addr, never the shared key or the password.
 func Handshake(c net.Conn, cr *Credentials, addr string) (keepalive bool, err error) {
 	fail := func(format string, args ...any) (bool, error) {
-		msg := redact(fmt.Sprintf(format, args...), cr)
-		return false, fmt.Errorf("%w with %s: %s", ErrHandshake, addr, msg)
+		// The arguments carry what the receiver sent; the format is ours, and a short key
+		// that happens to be one of its words must not blot it out.
+		for i, a := range args {
+			args[i] = redact(fmt.Sprint(a), cr)
+		}
+		return false, fmt.Errorf("%w with %s: %s", ErrHandshake, addr, fmt.Sprintf(format, args...))
 	}
 
 	var buf [MaxHandshakeBytes]byte
@@ -80,7 +84,7 @@ func Handshake(c net.Conn, cr *Credentials, addr string) (keepalive bool, err er
 		return fail("malformed PONG (want [\"PONG\", bool, str, str, str])")
 	}
 	if !pong.AuthResult {
-		return fail("receiver rejected the credentials: %q", redact(pong.Reason, cr))
+		return fail("receiver rejected the credentials: %q", pong.Reason)
 	}
 	if pong.Hostname == cr.SelfHostname {
 		// The PONG digest would then equal our own PING digest: a peer that merely echoes it
@@ -209,13 +213,43 @@ func newSalt() string {
 	return hex.EncodeToString(b[:])
 }
 
-// redact removes the shared key and the password from a message built from what the
-// receiver sent: a hostile receiver could echo them back in its PONG reason.
+// redact replaces the shared key and the password in text the receiver sent (a hostile
+// receiver could echo them back in its PONG reason) with "[redacted]", where they stand
+// as a value of their own: not inside a longer word, so that a key such as "shared" leaves
+// fluentd's "shared_key mismatch" readable.
 func redact(msg string, cr *Credentials) string {
 	for _, secret := range []string{cr.SharedKey, cr.Password} {
-		if secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "[redacted]")
+		if secret == "" {
+			continue
 		}
+		var b strings.Builder
+		rest := msg
+		for {
+			i := strings.Index(rest, secret)
+			if i < 0 {
+				break
+			}
+			end := i + len(secret)
+			b.WriteString(rest[:i])
+			if wordByte(rest, i-1) || wordByte(rest, end) {
+				b.WriteString(secret) // part of a longer word: not the value
+			} else {
+				b.WriteString("[redacted]")
+			}
+			rest = rest[end:]
+		}
+		b.WriteString(rest)
+		msg = b.String()
 	}
 	return msg
+}
+
+// wordByte reports whether s[i] exists and continues a word: a letter, digit, '_' or '-',
+// or any byte of a multi-byte character.
+func wordByte(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return false
+	}
+	c := s[i]
+	return c >= 0x80 || c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }

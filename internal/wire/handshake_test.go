@@ -234,3 +234,38 @@ func TestHandshakeSendsNoDataBeforePONG(t *testing.T) {
 		t.Fatalf("client sent %d bytes before PONG", n)
 	}
 }
+
+// The secrets are redacted where they stand as values in what the receiver sent, not where
+// they are part of a longer word: a key "shared" leaves fluentd's "shared_key mismatch"
+// as it is.
+func TestRedactReplacesValuesNotSubstrings(t *testing.T) {
+	cr := &Credentials{SharedKey: "shared", Password: "pw"}
+	for in, want := range map[string]string{
+		"shared_key mismatch":            "shared_key mismatch",
+		"shared":                         "[redacted]",
+		"bad key shared or password pw.": "bad key [redacted] or password [redacted].",
+		"key=shared,password=pw":         "key=[redacted],password=[redacted]",
+		`"shared"`:                       `"[redacted]"`,
+		"unshared, pwned, shared-secret": "unshared, pwned, shared-secret",
+		"the shared key is shared":       "the [redacted] key is [redacted]",
+	} {
+		if got := redact(in, cr); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A rejection's message keeps its own words whatever the key: with the key "shared", the
+// reason fluentd gives and this package's own text read as written.
+func TestHandshakeErrorKeepsItsWords(t *testing.T) {
+	nonce := []byte("0123456789abcdef")
+	conn, _ := startFakeReceiver(t, testkit.HELO(nonce, nil, false), func(Ping) []byte {
+		return testkit.PONG(false, "shared_key mismatch", "", "")
+	})
+	cr := testCreds()
+	cr.SharedKey = "shared"
+	_, err := runHandshake(t, conn, cr)
+	if err == nil || !strings.Contains(err.Error(), `"shared_key mismatch"`) {
+		t.Fatalf("error %v, want fluentd's reason as it was sent", err)
+	}
+}
