@@ -189,7 +189,9 @@ type Config struct {
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
-	// send a frame. Defaults 100ms and 10s.
+	// send a frame. Defaults 100ms and 10s. RetryMax is a bound on each wait: the jitter
+	// spreads the waits below it, so after an outage ends the next attempt comes within
+	// RetryMax (plus that attempt's dial).
 	RetryMin time.Duration `json:"retry_min,omitempty" yaml:"retry_min,omitempty"`
 	RetryMax time.Duration `json:"retry_max,omitempty" yaml:"retry_max,omitempty"`
 	// TLS configures "tls://" addresses: RootCAs, client Certificates for mutual TLS,

@@ -9,14 +9,30 @@ import (
 )
 
 // NewBackOff returns a retry schedule: exponential from min to max, with jitter, never
-// giving up. Reset it after a success.
+// giving up. max is a bound: the jitter spreads a wait below it, never above (the
+// exponential schedule alone would wait up to half as long again). Reset it after a
+// success.
 func NewBackOff(min, max time.Duration) backoff.BackOff {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = min
 	b.MaxInterval = max
 	b.MaxElapsedTime = 0
 	b.Reset()
-	return b
+	return capped{b, max}
+}
+
+// capped is a BackOff whose waits never pass max.
+type capped struct {
+	backoff.BackOff
+	max time.Duration
+}
+
+func (c capped) NextBackOff() time.Duration {
+	d := c.BackOff.NextBackOff()
+	if d == backoff.Stop {
+		return d
+	}
+	return min(d, c.max)
 }
 
 // Health is what a stream's connections know about its servers: which are down and when

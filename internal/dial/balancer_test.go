@@ -215,3 +215,28 @@ func TestHealthIsSharedByAStreamsConnections(t *testing.T) {
 		t.Fatal("a delivery on a connection opened after a's failure did not bring a back up for the other")
 	}
 }
+
+// RetryMax is a bound: the jitter spreads the waits below max, never above it, and still
+// spreads them (some waits at the top are well under max, some near it).
+func TestBackOffNeverWaitsPastMax(t *testing.T) {
+	const lo, hi = 10 * time.Millisecond, time.Second
+	b := NewBackOff(lo, hi)
+	var nearMax, underHalf bool
+	for i := range 2000 {
+		d := b.NextBackOff()
+		if d > hi {
+			t.Fatalf("wait %d is %v, past max %v", i, d, hi)
+		}
+		if i > 50 { // at the top of the schedule
+			nearMax = nearMax || d > 9*hi/10
+			underHalf = underHalf || d < 7*hi/10
+		}
+	}
+	if !nearMax || !underHalf {
+		t.Errorf("no jitter at the top: a wait near max %v, one well under it %v", nearMax, underHalf)
+	}
+	b.Reset()
+	if d := b.NextBackOff(); d > 2*lo {
+		t.Errorf("after Reset the first wait is %v, want about %v", d, lo)
+	}
+}
