@@ -49,7 +49,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		}
 		s.onEvent.emit(now, kind, nil)
 	})
-	info := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, k.info, newForwarders(s.conn, s.infoConnections)...)
+	info := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, k.info, newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		key := appendStr(nil, s.degrade.WeightKey)
 		rule := k.info.degrade.rule
@@ -59,7 +59,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		}
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
-	errs := newStream(errStream, s.tags[errStream], s.errBufferBytes, s.stream, k.err, newForwarder(s.conn))
+	errs := newStream(errStream, s.tags[errStream], s.errBufferBytes, s.stream, k.err, newForwarder(s.connFor(errStream)))
 	errs.errSpill = k.err
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
 	for _, st := range k.streams {

@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"time"
 
@@ -63,7 +64,52 @@ type StreamConfig struct {
 	// and order need one sender, so Err.Connections other than 0 or 1 is a Validate error
 	// and means 1.
 	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
+	// Acks says whether the stream's frames ask the receiver to acknowledge them. Default
+	// (AcksDefault): the err stream does, so that an err entry counts as delivered only
+	// once the receiver has it and is resent otherwise; the info stream does with
+	// RequireAck. Set AcksOff for a receiver that never acks (fluentd's in_unix): against
+	// it, acks time out and the frame is sent again.
+	Acks Acks `json:"acks,omitempty" yaml:"acks,omitempty"`
 }
+
+// Acks says whether a stream asks for acks: AcksDefault, AcksOn or AcksOff. In files and
+// the environment it is "", "on" or "off".
+type Acks int
+
+const (
+	// AcksDefault is on for the err stream, and RequireAck's value for the info stream.
+	AcksDefault Acks = iota
+	// AcksOn asks the receiver to acknowledge every frame (at least once, duplicates
+	// possible; see RequireAck).
+	AcksOn
+	// AcksOff asks for no ack: a frame counts as delivered (written) once the connection
+	// has taken it, and is lost if the receiver dies before reading it.
+	AcksOff
+)
+
+var acksNames = [...]string{AcksDefault: "", AcksOn: "on", AcksOff: "off"}
+
+// String returns "", "on" or "off" ("unknown" for another value).
+func (a Acks) String() string {
+	if a < 0 || int(a) >= len(acksNames) {
+		return "unknown"
+	}
+	return acksNames[a]
+}
+
+// UnmarshalText reads "", "on" or "off"; anything else is an error.
+func (a *Acks) UnmarshalText(b []byte) error {
+	for i, n := range acksNames {
+		if n == string(b) {
+			*a = Acks(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown acks %q (want on or off)", b)
+}
+
+// MarshalText writes "", "on" or "off".
+func (a Acks) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
 // MaxInflightLimit is the most frames one connection keeps in flight (Config.MaxInflight).
 const MaxInflightLimit = 64
@@ -161,11 +207,13 @@ type Config struct {
 	HandshakeTimeout time.Duration `json:"handshake_timeout,omitempty" yaml:"handshake_timeout,omitempty"`
 	// WriteTimeout bounds writing one frame. Default 10s.
 	WriteTimeout time.Duration `json:"write_timeout,omitempty" yaml:"write_timeout,omitempty"`
-	// RequireAck asks the receiver to acknowledge every frame (at-least-once delivery:
-	// a frame whose ack is lost is sent again, so duplicates are possible). Default false
-	// (at-most-once, like fluentd's out_forward). Not for fluentd's unix socket input
-	// (in_unix): it never acks, so every frame would time out and be resent, and err
-	// entries would be spilled although delivered; the send error says so.
+	// RequireAck asks the receiver to acknowledge every frame of the info stream too
+	// (at-least-once delivery: a frame whose ack is lost is sent again, so duplicates are
+	// possible). The err stream asks for acks whatever it says, unless Err.Acks is AcksOff
+	// (see StreamConfig.Acks); Info.Acks overrides it for the info stream. Default false:
+	// info entries at most once, like fluentd's out_forward. Not for fluentd's unix socket
+	// input (in_unix): it never acks, so every frame would time out and be resent; the send
+	// error says so, and Err.Acks = AcksOff is the setting for it.
 	RequireAck bool `json:"require_ack,omitempty" yaml:"require_ack,omitempty"`
 	// AckTimeout bounds the wait for one frame's ack, from its write. Default 30s.
 	AckTimeout time.Duration `json:"ack_timeout,omitempty" yaml:"ack_timeout,omitempty"`

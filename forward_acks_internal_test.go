@@ -33,7 +33,7 @@ func TestResendReusesTheChunk(t *testing.T) {
 // acks, then closes): with both ready, awaitAck must report the frame acknowledged, every
 // time, not choose at random.
 func TestAwaitAckPrefersAQueuedAckOverTheClose(t *testing.T) {
-	f := newForwarder(settingsFor(Config{RequireAck: true}).conn)
+	f := newForwarder(settingsFor(Config{RequireAck: true}).connFor(infoStream))
 	f.ackT = time.NewTimer(time.Hour)
 	defer f.ackT.Stop()
 	for i := 0; i < 100; i++ {

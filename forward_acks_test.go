@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/testkit"
@@ -47,13 +49,13 @@ func TestAckFaultsResendTheBatch(t *testing.T) {
 	}
 }
 
-// fluentd's in_unix never acks. With RequireAck on a unix socket every frame times out; the
-// error says why instead of only that the ack is missing.
+// fluentd's in_unix never acks. With acks on a unix socket (the err stream's default) every
+// frame times out; the error says why, and what to set, instead of only that the ack is
+// missing.
 func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
 	r.SetAckFault(forwardtest.AckWithhold)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.RequireAck = true
 		c.AckTimeout = 100 * time.Millisecond
 		c.SyncTimeout = 2 * time.Second
 		c.CloseTimeout = 200 * time.Millisecond
@@ -61,8 +63,44 @@ func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	})
 	logErrs(core, 0, 1)
 	err := core.Sync()
-	if err == nil || !strings.Contains(err.Error(), "in_unix never sends acks") || !strings.Contains(err.Error(), "RequireAck") {
+	if err == nil || !strings.Contains(err.Error(), "in_unix never sends acks") || !strings.Contains(err.Error(), "Err.Acks to AcksOff") {
 		t.Fatalf("Sync: %v", err)
+	}
+}
+
+// The err stream asks for acks by default and the info stream does not; each stream's Acks
+// and RequireAck change that as documented. Read from the receiver's acks: it writes one
+// only for a frame that asked.
+func TestErrStreamAsksForAcksByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		cfg             func(*fluentcore.Config)
+		infoAck, errAck bool
+	}{
+		{"default", func(*fluentcore.Config) {}, false, true},
+		{"RequireAck", func(c *fluentcore.Config) { c.RequireAck = true }, true, true},
+		{"Err.Acks off", func(c *fluentcore.Config) { c.Err.Acks = fluentcore.AcksOff }, false, false},
+		{"RequireAck, Info.Acks off", func(c *fluentcore.Config) { c.RequireAck = true; c.Info.Acks = fluentcore.AcksOff }, false, true},
+		{"Info.Acks on", func(c *fluentcore.Config) { c.Info.Acks = fluentcore.AcksOn }, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := forwardtest.NewReceiver(t)
+			core := newTestCore(t, r.Addr(), nil, quiet, tc.cfg)
+			logger := zap.New(core)
+			logger.Info("info")
+			if err := core.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			afterInfo := r.Stats().Acks
+			logger.Error("err")
+			if err := core.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			infoAck, errAck := afterInfo > 0, r.Stats().Acks > afterInfo
+			if infoAck != tc.infoAck || errAck != tc.errAck {
+				t.Errorf("acks asked: info %v, err %v; want %v, %v", infoAck, errAck, tc.infoAck, tc.errAck)
+			}
+		})
 	}
 }
 

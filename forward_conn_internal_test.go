@@ -98,7 +98,7 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 			if tc.ack {
 				r.SetAckFault(forwardtest.AckWithhold)
 			}
-			f := newForwarder(settingsFor(Config{Addr: r.Addr(), TLS: cert.ClientConfig(), WriteTimeout: timeout, AckTimeout: timeout, RequireAck: tc.ack}).conn)
+			f := newForwarder(settingsFor(Config{Addr: r.Addr(), TLS: cert.ClientConfig(), WriteTimeout: timeout, AckTimeout: timeout, RequireAck: tc.ack}).connFor(infoStream))
 			var stalled atomic.Bool
 			f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
 				var d net.Dialer

@@ -22,7 +22,7 @@ import (
 func TestReconnectResolvesTheNameAgain(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
-	f := newForwarder(settingsFor(Config{Addr: "localhost:" + port, RequireAck: true}).conn)
+	f := newForwarder(settingsFor(Config{Addr: "localhost:" + port, RequireAck: true}).connFor(infoStream))
 	defer f.close()
 	var mu sync.Mutex
 	var dialed []string
@@ -59,7 +59,7 @@ func TestReconnectResolvesTheNameAgain(t *testing.T) {
 }
 
 func TestDialTimeout(t *testing.T) {
-	f := newForwarder(settingsFor(Config{Addr: "fluentd.invalid:24224", DialTimeout: 50 * time.Millisecond}).conn)
+	f := newForwarder(settingsFor(Config{Addr: "fluentd.invalid:24224", DialTimeout: 50 * time.Millisecond}).connFor(infoStream))
 	defer f.close()
 	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
 		<-ctx.Done() // a peer that never answers
@@ -82,7 +82,7 @@ func TestDialTimeout(t *testing.T) {
 // the next attempt goes through.
 func TestWriteTimeout(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	f := newForwarder(settingsFor(Config{Addr: r.Addr(), WriteTimeout: 50 * time.Millisecond}).conn)
+	f := newForwarder(settingsFor(Config{Addr: r.Addr(), WriteTimeout: 50 * time.Millisecond}).connFor(infoStream))
 	defer f.close()
 	entries := testkit.Entries(40_000, "fills the socket buffers quickly") // about 2 MB
 	r.Stall()
@@ -112,7 +112,7 @@ func TestWriteTimeout(t *testing.T) {
 func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
 	s := settingsFor(Config{Addr: r.Addr(), Compression: "gzip", MaxBatchBytes: maxBatchLimit, RequireAck: true})
-	f := newForwarder(s.conn)
+	f := newForwarder(s.connFor(infoStream))
 	defer f.close()
 
 	noise := make([]byte, maxBatchLimit-64)
@@ -149,7 +149,7 @@ func TestConnectionsShareTheServersHealth(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	up := strings.TrimPrefix(r.Addr(), "tcp://")
 	s := settingsFor(Config{Servers: []Server{{Addr: dead}, {Addr: up}}, RetryMin: time.Hour, RetryMax: time.Hour})
-	fs := newForwarders(s.conn, 3)
+	fs := newForwarders(s.connFor(infoStream), 3)
 	var mu sync.Mutex
 	dials := map[string]int{}
 	for _, f := range fs {
@@ -185,7 +185,7 @@ func TestWhenNoServerIsDueAnAttemptTriesOne(t *testing.T) {
 	for range 2 {
 		dead = append(dead, Server{Addr: freePort(t)}) // nothing listens there: dials are refused
 	}
-	fs := newForwarders(settingsFor(Config{Servers: dead, RetryMin: time.Hour, RetryMax: time.Hour}).conn, 2)
+	fs := newForwarders(settingsFor(Config{Servers: dead, RetryMin: time.Hour, RetryMax: time.Hour}).connFor(infoStream), 2)
 	dials := make([]int, len(fs))
 	for k, f := range fs {
 		defer f.close()

@@ -175,7 +175,7 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 			if tc.handshake {
 				cfg.SharedKey, cfg.SelfHostname = "k", "client.test"
 			}
-			f := newForwarder(settingsFor(cfg).conn)
+			f := newForwarder(settingsFor(cfg).connFor(infoStream))
 			defer f.close()
 			entries := testkit.Entries(1, "x")
 			var before, after runtime.MemStats
@@ -204,7 +204,7 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 // the client reads at most 512 bytes of it and never blocks on it.
 func TestUnaskedBytesEndTheConnection(t *testing.T) {
 	addr := hostileServer(t, func(c net.Conn) { flood(c, nil, 0) })
-	f := newForwarder(settingsFor(Config{Addr: addr, WriteTimeout: time.Second}).conn)
+	f := newForwarder(settingsFor(Config{Addr: addr, WriteTimeout: time.Second}).connFor(infoStream))
 	defer f.close()
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -47,6 +47,7 @@ type settings struct {
 	flushInterval                   time.Duration
 	syncTimeout, closeTimeout       time.Duration
 	degrade                         DegradeConfig // every field set
+	acks                            [numStreams]bool
 	onEvent                         eventFunc
 
 	conn   connSettings   // every forwarder's
@@ -119,7 +120,6 @@ func resolve(cfg Config) (*settings, error) {
 			ackTimeout:   orDefault(cfg.AckTimeout, DefaultAckTimeout),
 			retryMin:     orDefault(cfg.RetryMin, DefaultRetryMin),
 			retryMax:     orDefault(cfg.RetryMax, DefaultRetryMax),
-			requireAck:   cfg.RequireAck,
 		},
 		spill: spillSettings{
 			maxWait:     orDefault(cfg.ErrMaxWait, DefaultErrMaxWait),
@@ -131,6 +131,16 @@ func resolve(cfg Config) (*settings, error) {
 	}
 	if s.level == nil {
 		s.level = zapcore.InfoLevel
+	}
+	s.acks[infoStream] = cfg.Info.Acks == AcksOn || (cfg.Info.Acks == AcksDefault && cfg.RequireAck)
+	s.acks[errStream] = cfg.Err.Acks != AcksOff
+	for _, a := range []struct {
+		name string
+		v    Acks
+	}{{"Info.Acks", cfg.Info.Acks}, {"Err.Acks", cfg.Err.Acks}} {
+		if a.v < AcksDefault || a.v > AcksOff {
+			bad("unknown %s %d", a.name, a.v)
+		}
 	}
 	c := &s.conn
 
@@ -239,6 +249,14 @@ func resolve(cfg Config) (*settings, error) {
 	s.spill.enc, s.spill.batchBytes = b.enc, b.batchBytes
 	s.setClock(zapcore.DefaultClock)
 	return s, errors.Join(errs...)
+}
+
+// connFor returns the settings of stream id's connections: the shared ones, with the
+// stream's acks.
+func (s *settings) connFor(id streamID) connSettings {
+	c := s.conn
+	c.requireAck = s.acks[id]
+	return c
 }
 
 // setClock makes clock the time of the sink and of every part.

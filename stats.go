@@ -37,7 +37,8 @@ type StreamStats struct {
 	// Entries counts every entry at an enabled level that reached the core, including those
 	// dropped before encoding.
 	Entries uint64
-	// Delivered counts entries the receiver has: written (or acknowledged, with RequireAck).
+	// Delivered counts entries the receiver has: acknowledged, on a stream that asks for acks
+	// (the err stream by default; see StreamConfig.Acks), else written to the connection.
 	Delivered uint64
 	// Truncated counts err entries larger than MaxEntryBytes that were cut down to fit (their
 	// largest values shortened and marked); they are also counted where they went

@@ -102,7 +102,7 @@ func TestBufferedBytesCountsOpenBatches(t *testing.T) {
 // the chain carries the highest sequence number.
 func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.conn))
+	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 	defer st.senders[0].fwd.close()
 	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
 	var sizes []int
@@ -171,7 +171,7 @@ func offset(sizes []int, k int) int {
 // finished its positions would then also finish that one's. Sync waits for all of them.
 func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarders(s.conn, 2)...)
+	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarders(s.connFor(infoStream), 2)...)
 	defer st.senders[0].fwd.close()
 	defer st.senders[1].fwd.close()
 	for range 4 {
