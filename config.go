@@ -32,6 +32,13 @@ const (
 	DefaultSpillMaxBytes   = 256 << 20
 )
 
+// MinInterval is the shortest duration a Config takes: every duration field that is set
+// (not 0) must be at least 1ms. No flush, wait, timeout or backoff that short is meant; what
+// gives one is a number written without its unit (500 read as 500ns), and with it the flush
+// ticks or the retries would keep a core busy while nothing is logged. A shorter one is a
+// Validate error, and New uses the field's default instead.
+const MinInterval = time.Millisecond
+
 // maxBatchLimit keeps every frame under fluent-bit's 6144000-byte message limit
 // (wire.MaxFrameBytes), with room for the frame's header, option map and gzip's overhead.
 const maxBatchLimit = 6_000_000
@@ -155,14 +162,14 @@ type Config struct {
 	// once its batches go to the spill: with SpillDir at once, else after SpillAfter). Err
 	// entries do not wait for it: the err sender
 	// seals and sends them as soon as it is free (entries logged while it sends share the
-	// next frame). Default DefaultFlushInterval (500ms).
+	// next frame). Default DefaultFlushInterval (500ms); at least MinInterval.
 	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
 	// after it the entry goes to the spill (SpillDir) or ErrFallback. While every connection
 	// of the err stream fails, the entry waits only until the sender has moved the queued
 	// batches to the spill (at once, SpillAfter or not), and not at all while the sender is
 	// stuck in an attempt that has already lasted ErrMaxWait. Default DefaultErrMaxWait
-	// (50ms).
+	// (50ms); at least MinInterval.
 	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
 	// ErrFallback receives err entries that cannot be delivered — failed for SpillAfter,
 	// buffers full, larger than MaxEntryBytes even truncated, logged after Close, or undelivered when Close
@@ -187,7 +194,7 @@ type Config struct {
 	// sent again at each backoff step, so no err entry sits unseen in memory through a
 	// long outage. The err buffers filling up while sends fail moves them at once. Default
 	// DefaultSpillAfter (5s): longer than a receiver's restart takes (bench/README.md,
-	// "Err in an outage").
+	// "Err in an outage"); at least MinInterval.
 	SpillAfter time.Duration `json:"spill_after,omitempty" yaml:"spill_after,omitempty"`
 	// SpillMaxBytes bounds the spill's segment files; an err entry that does not fit is
 	// counted as dropped (spill_full) and written to ErrFallback. Default
@@ -195,17 +202,18 @@ type Config struct {
 	SpillMaxBytes int64 `json:"spill_max_bytes,omitempty" yaml:"spill_max_bytes,omitempty"`
 	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry (which, if
 	// delivery fails, moves the undelivered err entries to the spill within this bound).
-	// Default DefaultSyncTimeout (5s).
+	// Default DefaultSyncTimeout (5s); at least MinInterval.
 	SyncTimeout time.Duration `json:"sync_timeout,omitempty" yaml:"sync_timeout,omitempty"`
 	// CloseTimeout bounds how long Close tries to deliver what was logged.
-	// Default DefaultCloseTimeout (10s).
+	// Default DefaultCloseTimeout (10s); at least MinInterval.
 	CloseTimeout time.Duration `json:"close_timeout,omitempty" yaml:"close_timeout,omitempty"`
-	// DialTimeout bounds connecting, TLS handshake included. Default 5s.
+	// DialTimeout bounds connecting, TLS handshake included. Default 5s; at least
+	// MinInterval.
 	DialTimeout time.Duration `json:"dial_timeout,omitempty" yaml:"dial_timeout,omitempty"`
 	// HandshakeTimeout bounds the shared-key handshake (HELO, PING, PONG) of a new
-	// connection. Default: DialTimeout.
+	// connection. Default: DialTimeout; at least MinInterval.
 	HandshakeTimeout time.Duration `json:"handshake_timeout,omitempty" yaml:"handshake_timeout,omitempty"`
-	// WriteTimeout bounds writing one frame. Default 10s.
+	// WriteTimeout bounds writing one frame. Default 10s; at least MinInterval.
 	WriteTimeout time.Duration `json:"write_timeout,omitempty" yaml:"write_timeout,omitempty"`
 	// RequireAck asks the receiver to acknowledge every frame of the info stream too
 	// (at-least-once delivery: a frame whose ack is lost is sent again, so duplicates are
@@ -215,7 +223,8 @@ type Config struct {
 	// input (in_unix): it never acks, so every frame would time out and be resent; the send
 	// error says so, and Err.Acks = AcksOff is the setting for it.
 	RequireAck bool `json:"require_ack,omitempty" yaml:"require_ack,omitempty"`
-	// AckTimeout bounds the wait for one frame's ack, from its write. Default 30s.
+	// AckTimeout bounds the wait for one frame's ack, from its write. Default 30s; at least
+	// MinInterval.
 	AckTimeout time.Duration `json:"ack_timeout,omitempty" yaml:"ack_timeout,omitempty"`
 	// MaxInflight is how many frames one connection sends ahead, with RequireAck, while their
 	// acks are on the way: an acked stream then moves MaxInflight batches per round trip,
@@ -237,9 +246,9 @@ type Config struct {
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
-	// send a frame. Defaults 100ms and 10s. RetryMax is a bound on each wait: the jitter
-	// spreads the waits below it, so after an outage ends the next attempt comes within
-	// RetryMax (plus that attempt's dial).
+	// send a frame. Defaults 100ms and 10s; each at least MinInterval. RetryMax is a bound
+	// on each wait: the jitter spreads the waits below it, so after an outage ends the next
+	// attempt comes within RetryMax (plus that attempt's dial).
 	RetryMin time.Duration `json:"retry_min,omitempty" yaml:"retry_min,omitempty"`
 	RetryMax time.Duration `json:"retry_max,omitempty" yaml:"retry_max,omitempty"`
 	// TLS configures "tls://" addresses: RootCAs, client Certificates for mutual TLS,
@@ -265,10 +274,11 @@ type Config struct {
 	// with backoff.
 	SharedKey string `json:"shared_key,omitempty" yaml:"shared_key,omitempty"`
 	// SharedKeyFile and PasswordFile name files holding SharedKey and Password, read by New
-	// (as Kubernetes mounts secrets; one trailing newline is dropped), so the secrets stay
-	// out of configuration files and the environment. Set a secret or its file, not both. A
-	// file that cannot be read is a Validate error and makes every send fail with it.
-	// Default "" (none).
+	// (as Kubernetes mounts secrets), so the secrets stay out of configuration files and the
+	// environment. A leading UTF-8 byte-order mark and every trailing space, tab, CR and LF
+	// are dropped (what editors and echo add); spaces before or inside the secret are kept.
+	// Set a secret or its file, not both. A file that cannot be read, or that holds nothing
+	// else, is a Validate error and makes every send fail with it. Default "" (none).
 	SharedKeyFile string `json:"shared_key_file,omitempty" yaml:"shared_key_file,omitempty"`
 	PasswordFile  string `json:"password_file,omitempty" yaml:"password_file,omitempty"`
 	// SelfHostname is the client's name in the handshake. It must differ from the

@@ -24,11 +24,66 @@ const EnvPrefix = "FLUENT_"
 // followed by ";weight=N" and ";standby"; FLUENT_CONST_LABELS is "k=v,k2=v2". Unset
 // variables leave a field at its zero value, which New reads as the default. A FLUENT_
 // variable that is not one of these but within two letters of one (FLUENT_FLUSH_INTERVALL)
-// is a typo and an error; others are left alone, since fluent-bit's images and other tools
-// use the prefix too. The error names every variable it could not parse or place; the
-// Config returned with an error holds what could be read. Safe for concurrent use.
+// is a typo and an error. Other variables that look meant for it but are not read —
+// another FLUENT_ name (FLUENT_HOST, FLUENT_PORT), another case (fluent_addr), the FLUENTD_
+// prefix (FLUENTD_ADDR) — are not an error, since fluent-bit's images and other tools use
+// such names too: ConfigFromEnv names them on one line written to os.Stderr, each with the
+// variable it probably means. The error names every variable it could not parse or place;
+// the Config returned with an error holds what could be read. Safe for concurrent use.
 func ConfigFromEnv() (Config, error) {
-	return configFromEnv(os.Environ())
+	environ := os.Environ()
+	if hints := envHints(environ); len(hints) > 0 {
+		fmt.Fprintf(os.Stderr, "fluentcore: environment: %s\n", strings.Join(hints, "; "))
+	}
+	return configFromEnv(environ)
+}
+
+// envAddrNames are the names other clients read the receiver's host or port from; fluentcore
+// reads both from FLUENT_ADDR.
+var envAddrNames = map[string]bool{"FLUENT_HOST": true, "FLUENT_PORT": true, "FLUENT_ADDRESS": true}
+
+// envHints says, for each variable of environ that looks meant for fluentcore but is not
+// read by it, that it is not read and, where it can tell, which variable it is probably
+// meant as; sorted by name. The typos configFromEnv reports as errors are left to it.
+func envHints(environ []string) []string {
+	known := map[string]bool{}
+	for _, name := range envNames() {
+		known[name] = true
+	}
+	var hints []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if known[name] || (strings.HasPrefix(name, EnvPrefix) && nearEnvName(name) != "") {
+			continue
+		}
+		switch meant := envMeant(name, known); {
+		case meant != "":
+			hints = append(hints, fmt.Sprintf("%s is not read: did you mean %s?", name, meant))
+		case strings.HasPrefix(name, EnvPrefix):
+			hints = append(hints, name+" is not read")
+		}
+	}
+	slices.Sort(hints)
+	return hints
+}
+
+// envMeant returns the variable ConfigFromEnv reads that name (one it does not read)
+// probably means, or "": the same name in upper case or with FLUENT_ for FLUENTD_, then
+// FLUENT_ADDR for a host or port, then a known name within two letters.
+func envMeant(name string, known map[string]bool) string {
+	u := strings.ToUpper(name)
+	if rest, ok := strings.CutPrefix(u, "FLUENTD_"); ok {
+		u = EnvPrefix + rest
+	}
+	switch {
+	case !strings.HasPrefix(u, EnvPrefix):
+		return ""
+	case known[u]:
+		return u
+	case envAddrNames[u]:
+		return EnvPrefix + "ADDR (host:port in one)"
+	}
+	return nearEnvName(u)
 }
 
 // configFromEnv reads a Config from environ, in os.Environ's "KEY=value" form.

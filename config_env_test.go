@@ -52,3 +52,52 @@ func TestReadmeListsEveryEnvVariable(t *testing.T) {
 		}
 	}
 }
+
+// A variable that looks meant for fluentcore but is not one it reads (another library's
+// name, another case, an unknown FLUENT_ name) was ignored without a word. ConfigFromEnv
+// now names each on one line on stderr, with the variable it probably means, and still
+// reads the rest without an error: such a variable may be another tool's.
+func TestEnvNamesNotReadAreNamedOnce(t *testing.T) {
+	meant := map[string]string{ // variable: the one it probably means
+		"FLUENT_HOST": "FLUENT_ADDR", "FLUENT_PORT": "FLUENT_ADDR", "FLUENTD_ADDR": "FLUENT_ADDR",
+		"FLUENTD_HOST": "FLUENT_ADDR", "fluent_addr": "FLUENT_ADDR", "Fluent_Shared_Key": "FLUENT_SHARED_KEY",
+		"FLUENTD_REQUIRE_ACK": "FLUENT_REQUIRE_ACK",
+	}
+	for k := range meant {
+		t.Setenv(k, "fluentd:24224")
+	}
+	t.Setenv("FLUENT_BATCH_SIZE", "100") // a FLUENT_ name fluentcore has nothing like
+	t.Setenv("FLUENT_TAG", "shop")
+	t.Setenv("FLUENTD_CONF", "fluent.conf") // another prefix, nothing like ours: not named
+
+	out, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = out
+	cfg, err := ConfigFromEnv()
+	os.Stderr = stderr
+	if err != nil || cfg.Tag != "shop" {
+		t.Fatalf("ConfigFromEnv() = %+v, %v: want the Tag read and no error", cfg, err)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "fluentcore: environment: ") {
+		t.Fatalf("stderr %q: want one line from fluentcore", b)
+	}
+	for name, want := range meant {
+		if !strings.Contains(lines[0], name+" is not read: did you mean "+want) {
+			t.Errorf("the notice does not point %s to %s: %s", name, want, lines[0])
+		}
+	}
+	if !strings.Contains(lines[0], "FLUENT_BATCH_SIZE is not read") {
+		t.Errorf("the notice does not name FLUENT_BATCH_SIZE: %s", lines[0])
+	}
+	if strings.Contains(lines[0], "FLUENTD_CONF") || strings.Contains(lines[0], "FLUENT_TAG") {
+		t.Errorf("the notice names a variable it should leave alone: %s", lines[0])
+	}
+}

@@ -22,8 +22,9 @@ var (
 )
 
 // UnmarshalJSON reads a Config from JSON. Keys are the snake_case names of the struct tags
-// ("addr", "flush_interval", "info": {"buffer_bytes": ...}); durations are strings such as
-// "500ms" or "2s" (or integer nanoseconds); "level" and "err_level" are zap level names
+// ("addr", "flush_interval", "info": {"buffer_bytes": ...}); durations are strings with a
+// unit, such as "500ms" or "2s" (a bare number, 500 or "500", is an error naming the key,
+// since its unit would be a guess; 0 needs none); "level" and "err_level" are zap level names
 // ("debug", "error"); "degrade": {"policy": ...} is "adaptive", "sample", "keep_warn",
 // "drop_all" or "off". An unknown key or a value of the wrong type is an error that names
 // the key. Fields that cannot come from a file (EncoderConfig, ErrFallback, TLS,
@@ -89,12 +90,13 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 	case t == durationType || t == levelEnablerType || reflect.PointerTo(t).Implements(textUnmarshaler):
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			if t == durationType { // integer nanoseconds are accepted too
-				var n int64
-				if json.Unmarshal(raw, &n) == nil {
-					v.SetInt(n)
+			var n json.Number
+			if t == durationType && json.Unmarshal(raw, &n) == nil {
+				if f, err := n.Float64(); err == nil && f == 0 { // zero needs no unit
+					v.SetInt(0)
 					return nil
 				}
+				return bad(bareDuration(string(n)))
 			}
 			return bad(fmt.Errorf("want a string, got %s", raw))
 		}
@@ -155,12 +157,21 @@ func checkZero(key string, v reflect.Value) error {
 	return nil
 }
 
+// bareDuration is the error for a duration written as a number without a unit. The unit is
+// not guessed: Go's would be nanoseconds, fluentd's seconds, and a reader's milliseconds.
+func bareDuration(n string) error {
+	return fmt.Errorf("%s has no unit: write a duration with one, such as \"500ms\" or \"2s\"", n)
+}
+
 // setText sets a duration, a level or a TextUnmarshaler from its text form.
 func setText(v reflect.Value, s string) error {
 	switch v.Type() {
 	case durationType:
 		d, err := time.ParseDuration(s)
 		if err != nil {
+			if s != "" && strings.Trim(s, "+-.0123456789") == "" {
+				return bareDuration(s)
+			}
 			return err
 		}
 		v.SetInt(int64(d))

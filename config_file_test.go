@@ -30,7 +30,7 @@ func TestConfigFromJSON(t *testing.T) {
 	src := `{
 		"addr": "tls://logs.internal:24224", "tag": "shop", "level": "debug", "err_level": "warn",
 		"info": {"tag": "shop.access", "buffer_bytes": 16777216}, "err": {"buffer_bytes": 2097152},
-		"flush_interval": "250ms", "err_max_wait": 20000000, "spill_dir": "/var/spool/fluentcore",
+		"flush_interval": "250ms", "err_max_wait": "20ms", "spill_dir": "/var/spool/fluentcore",
 		"spill_after": "3s", "spill_max_bytes": 1073741824, "require_ack": true, "ack_timeout": "1m",
 		"compression": "gzip", "shared_key": "s3cret", "username": "app", "password": "pw",
 		"servers": [{"addr": "a:24224", "weight": 30}, {"addr": "b:24224", "standby": true}],
@@ -110,5 +110,43 @@ func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 	}
 	if cfg.Tag != "shop" {
 		t.Fatalf("the variables next to the typo were not read: %+v", cfg)
+	}
+}
+
+// A duration is text with a unit. A bare number was read as nanoseconds ("flush_interval":
+// 500 became 500ns, and the idle core ticked without pause); it is refused wherever a
+// Config is read from text, with an error that names the key and shows the form to write.
+func TestBareNumberDurationsAreRefused(t *testing.T) {
+	for _, c := range []struct{ src, key string }{
+		{`{"flush_interval": 500}`, "flush_interval"},
+		{`{"err_max_wait": 20000000}`, "err_max_wait"},
+		{`{"retry_min": 1.5}`, "retry_min"},
+		{`{"degrade": {"hold": 10}}`, "degrade.hold"},
+	} {
+		var cfg Config
+		err := json.Unmarshal([]byte(c.src), &cfg)
+		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), `"500ms"`) {
+			t.Errorf("JSON %s: error %v, want one naming %s and showing \"500ms\"", c.src, err, c.key)
+		}
+	}
+	for _, c := range []struct{ src, key string }{
+		{"flush_interval: 500\n", "flush_interval"},
+		{"degrade: {policy: keep_warn, hold: 10}\n", "degrade.hold"},
+	} {
+		var cfg Config
+		err := yaml.Unmarshal([]byte(c.src), &cfg)
+		if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), `"500ms"`) {
+			t.Errorf("YAML %q: error %v, want one naming %s and showing \"500ms\"", c.src, err, c.key)
+		}
+	}
+	_, err := configFromEnv([]string{"FLUENT_FLUSH_INTERVAL=500"})
+	if err == nil || !strings.Contains(err.Error(), "FLUENT_FLUSH_INTERVAL") || !strings.Contains(err.Error(), `"500ms"`) {
+		t.Errorf("environment: error %v, want one naming FLUENT_FLUSH_INTERVAL and showing \"500ms\"", err)
+	}
+	// Durations with a unit, and zero (no unit needed), read as before.
+	var cfg Config
+	if err := json.Unmarshal([]byte(`{"flush_interval": "500ms", "degrade": {"hold": "10s"}, "retry_min": "0"}`), &cfg); err != nil ||
+		cfg.FlushInterval != 500*time.Millisecond || cfg.Degrade.Hold != 10*time.Second {
+		t.Errorf("durations with units: %v, %+v", err, cfg)
 	}
 }

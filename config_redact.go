@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 )
@@ -53,11 +55,17 @@ func (cfg Config) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, fmt.FormatString(f, verb), cfg.redacted())
 }
 
-// MarshalJSON writes cfg in the form UnmarshalJSON reads (durations in nanoseconds), with
-// SharedKey and Password as "[redacted]" (reading it back gives that text, not the
-// secrets). Fields that UnmarshalJSON does not read are left out. The error is
-// encoding/json's.
-func (cfg Config) MarshalJSON() ([]byte, error) { return json.Marshal(cfg.redacted()) }
+// MarshalJSON writes cfg in the form UnmarshalJSON reads (durations as text such as
+// "1.5s", keys in sorted order), with SharedKey and Password as "[redacted]" (reading it
+// back gives that text, not the secrets). Fields that UnmarshalJSON does not read are left
+// out. The error is encoding/json's.
+func (cfg Config) MarshalJSON() ([]byte, error) {
+	m, err := cfg.fieldMap()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
 
 // MarshalYAML is MarshalJSON for YAML (yaml.v2, yaml.v3 and go.yaml.in/yaml call it).
 func (cfg Config) MarshalYAML() (any, error) { return cfg.fieldMap() }
@@ -77,9 +85,11 @@ func (cfg Config) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	return nil
 }
 
-// fieldMap is MarshalJSON's output as a map, whole numbers (durations, sizes) as int64.
+// fieldMap is cfg, secrets redacted, as the map that every rendering but fmt's writes:
+// whole numbers (sizes) as int64, durations as their text, which is the form the readers
+// take (a bare number is not a duration to them).
 func (cfg Config) fieldMap() (map[string]any, error) {
-	b, err := cfg.MarshalJSON()
+	b, err := json.Marshal(cfg.redacted())
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +99,40 @@ func (cfg Config) fieldMap() (map[string]any, error) {
 	if err := d.Decode(&m); err != nil {
 		return nil, err
 	}
-	return wholeNumbers(m).(map[string]any), nil
+	m = wholeNumbers(m).(map[string]any)
+	durationsAsText(reflect.TypeFor[Config](), m)
+	return m, nil
+}
+
+// durationsAsText replaces, in m (the JSON form of a struct of type t), every duration
+// field's nanoseconds by its text ("1.5s"), in nested structs and lists of them too.
+func durationsAsText(t reflect.Type, m map[string]any) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		key := fieldKey(f)
+		v, ok := m[key]
+		if key == "" || !ok {
+			continue
+		}
+		switch x := v.(type) {
+		case int64:
+			if f.Type == durationType {
+				m[key] = time.Duration(x).String()
+			}
+		case map[string]any:
+			if f.Type.Kind() == reflect.Struct {
+				durationsAsText(f.Type, x)
+			}
+		case []any:
+			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+				for _, e := range x {
+					if em, ok := e.(map[string]any); ok {
+						durationsAsText(f.Type.Elem(), em)
+					}
+				}
+			}
+		}
+	}
 }
 
 // wholeNumbers replaces the json.Numbers in v by int64 where they are whole, float64 else.

@@ -91,14 +91,16 @@ type DegradeConfig struct {
 	HighWatermark float64 `json:"high_watermark,omitempty" yaml:"high_watermark,omitempty"`
 	// LowWatermark is the fill share [0..HighWatermark) to get back under. Default 0.25.
 	LowWatermark float64 `json:"low_watermark,omitempty" yaml:"low_watermark,omitempty"`
-	// Hold is how long the stream must stay calm before leaving degraded. Default 5s.
+	// Hold is how long the stream must stay calm before leaving degraded. Default 5s; at
+	// least MinInterval.
 	Hold time.Duration `json:"hold,omitempty" yaml:"hold,omitempty"`
 	// DisconnectedAfter, if set, is how long the sender may be disconnected before the
 	// stream degrades, whatever its buffer holds (the switching policies). Default 0: off,
-	// so that an outage alone sheds nothing the budget can still hold.
+	// so that an outage alone sheds nothing the budget can still hold. If set, at least
+	// MinInterval.
 	DisconnectedAfter time.Duration `json:"disconnected_after,omitempty" yaml:"disconnected_after,omitempty"`
 	// SampleInterval, SampleFirst and SampleThereafter tune DegradeSample.
-	// Defaults 1s, 10 and 100.
+	// Defaults 1s, 10 and 100; SampleInterval at least MinInterval.
 	SampleInterval   time.Duration `json:"sample_interval,omitempty" yaml:"sample_interval,omitempty"`
 	SampleFirst      int           `json:"sample_first,omitempty" yaml:"sample_first,omitempty"`
 	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`

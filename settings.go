@@ -20,7 +20,8 @@ import (
 )
 
 // Validate reports every problem that keeps cfg from working as written: a malformed
-// address, a negative or inconsistent size or duration, joined into one error. It is for
+// address, a negative or inconsistent size or duration, a duration under MinInterval, a
+// secret file that cannot be read or holds nothing, joined into one error. It is for
 // callers who want to fail fast; New accepts any Config and reports the same error from
 // Sync and Close. Safe for concurrent use: it changes nothing, and looks no further than cfg,
 // SpillDir's status and the host name.
@@ -107,25 +108,13 @@ func resolve(cfg Config) (*settings, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("fluentcore: "+format, args...)) }
 	s := &settings{
-		level:         cfg.Level,
-		split:         newLevelSplit(cfg.ErrLevel),
-		flushInterval: orDefault(cfg.FlushInterval, DefaultFlushInterval),
-		syncTimeout:   orDefault(cfg.SyncTimeout, DefaultSyncTimeout),
-		closeTimeout:  orDefault(cfg.CloseTimeout, DefaultCloseTimeout),
-		degrade:       cfg.Degrade.withDefaults(),
-		onEvent:       cfg.OnEvent,
-		conn: connSettings{
-			dialTimeout:  orDefault(cfg.DialTimeout, DefaultDialTimeout),
-			writeTimeout: orDefault(cfg.WriteTimeout, DefaultWriteTimeout),
-			ackTimeout:   orDefault(cfg.AckTimeout, DefaultAckTimeout),
-			retryMin:     orDefault(cfg.RetryMin, DefaultRetryMin),
-			retryMax:     orDefault(cfg.RetryMax, DefaultRetryMax),
-		},
+		level:   cfg.Level,
+		split:   newLevelSplit(cfg.ErrLevel),
+		degrade: cfg.Degrade.withDefaults(),
+		onEvent: cfg.OnEvent,
 		spill: spillSettings{
-			maxWait:     orDefault(cfg.ErrMaxWait, DefaultErrMaxWait),
 			errFallback: cmp.Or[io.Writer](cfg.ErrFallback, os.Stderr),
 			dir:         cfg.SpillDir,
-			after:       orDefault(cfg.SpillAfter, DefaultSpillAfter),
 			onEvent:     cfg.OnEvent,
 		},
 	}
@@ -200,22 +189,36 @@ func resolve(cfg Config) (*settings, error) {
 		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
 	}
 
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"FlushInterval", cfg.FlushInterval}, {"ErrMaxWait", cfg.ErrMaxWait}, {"SyncTimeout", cfg.SyncTimeout},
-		{"CloseTimeout", cfg.CloseTimeout}, {"DialTimeout", cfg.DialTimeout}, {"HandshakeTimeout", cfg.HandshakeTimeout}, {"WriteTimeout", cfg.WriteTimeout},
-		{"AckTimeout", cfg.AckTimeout}, {"RetryMin", cfg.RetryMin}, {"RetryMax", cfg.RetryMax},
-		{"SpillAfter", cfg.SpillAfter}} {
-		if d.v < 0 {
-			bad("%s is negative (%v)", d.name, d.v)
+	// Durations: a negative one, or one under MinInterval, is reported and means the default.
+	interval := func(name string, v, def time.Duration) time.Duration {
+		switch {
+		case v < 0:
+			bad("%s is negative (%v)", name, v)
+		case v > 0 && v < MinInterval:
+			bad("%s %v is under the minimum of %v (MinInterval): a duration is written with its unit, such as 500ms", name, v, MinInterval)
+		default:
+			return orDefault(v, def)
 		}
+		return def
 	}
+	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval)
+	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait)
+	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout)
+	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout)
+	c.dialTimeout = interval("DialTimeout", cfg.DialTimeout, DefaultDialTimeout)
+	c.handshakeTimeout = interval("HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout)
+	c.writeTimeout = interval("WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout)
+	c.ackTimeout = interval("AckTimeout", cfg.AckTimeout, DefaultAckTimeout)
+	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin)
+	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax), c.retryMin)
+	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter)
+	dg, def := &s.degrade, DegradeConfig{}.withDefaults()
+	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold)
+	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval)
+	dg.DisconnectedAfter = interval("Degrade.DisconnectedAfter", cfg.Degrade.DisconnectedAfter, 0)
 	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
 		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch)
 	}
-	c.handshakeTimeout = orDefault(cfg.HandshakeTimeout, c.dialTimeout)
-	c.retryMax = max(c.retryMax, c.retryMin)
 
 	if cfg.SpillDir != "" {
 		// A missing directory is fine: New creates it.
@@ -225,8 +228,7 @@ func resolve(cfg Config) (*settings, error) {
 			bad("SpillDir: %w", err)
 		}
 	}
-	if dg := cfg.Degrade; dg.SampleFirst < 0 || dg.SampleThereafter < 0 || dg.SampleInterval < 0 || dg.Hold < 0 ||
-		dg.DisconnectedAfter < 0 || dg.HighWatermark < 0 || dg.LowWatermark < 0 {
+	if dg := cfg.Degrade; dg.SampleFirst < 0 || dg.SampleThereafter < 0 || dg.HighWatermark < 0 || dg.LowWatermark < 0 {
 		bad("Degrade has a negative value (0 means the default): %+v", dg)
 	}
 	if dg := s.degrade; dg.HighWatermark > 1 || dg.LowWatermark >= dg.HighWatermark {
@@ -290,9 +292,9 @@ func (s *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 			fail(fmt.Errorf("fluentcore: %sFile: %w", f.name, err))
 			continue
 		}
-		*f.secret = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		*f.secret = secretFromFile(b)
 		if *f.secret == "" { // an empty key would silently turn the handshake off
-			fail(fmt.Errorf("fluentcore: %sFile %s is empty", f.name, f.file))
+			fail(fmt.Errorf("fluentcore: %sFile %s is empty (a byte-order mark and trailing white space are not part of the secret)", f.name, f.file))
 		}
 	}
 	if cfg.TLSFiles != (TLSFiles{}) {
@@ -303,6 +305,15 @@ func (s *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 		}
 		cfg.TLS = tc
 	}
+}
+
+// secretFromFile is the secret a file holds: its text without a leading UTF-8 byte-order
+// mark and without trailing spaces, tabs, CRs and LFs. Editors, echo and Windows tools add
+// those unseen, and a key that differs by them fails the handshake with nothing to tell
+// why; a secret that really ends in white space has to be set in SharedKey or Password.
+// Leading spaces are kept: they are in the text, where no tool puts them by itself.
+func secretFromFile(b []byte) string {
+	return strings.TrimRight(strings.TrimPrefix(string(b), "\ufeff"), " \t\r\n\v\f")
 }
 
 // apply returns base (nil: the defaults) with the files' settings on top, in a new config.
