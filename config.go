@@ -299,9 +299,21 @@ type Config struct {
 	// Degrade tunes the info stream's degrade state machine.
 	Degrade DegradeConfig `json:"degrade,omitempty" yaml:"degrade,omitempty"`
 	// Registerer receives the core's Prometheus metrics. Default nil: none registered
-	// (Core.Stats still reports them).
+	// (Core.Stats still reports them). Cores on one Registerer with equal ConstLabels share
+	// one set of series, so that a config reload may make the new core before it closes the
+	// old one, without an error and without a gap in the series: each counter is the sum
+	// over the cores that have shared it (a closed core's counts as they were at its
+	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
+	// degraded (1 if any is) and keep_ratio (the lowest). The series are unregistered when
+	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
+	// their own. If the Registerer refuses the metrics (another collector has their names),
+	// the core works without them, and Sync and Close report it.
 	Registerer prometheus.Registerer `json:"-" yaml:"-"`
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
+	// Default nil. A name must be a classic Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
+	// not starting with "__") other than the metrics' own stream, reason, server and le, and
+	// a value valid UTF-8; otherwise Validate says which label is wrong, and New registers
+	// no metrics (Sync and Close report the same error).
 	ConstLabels prometheus.Labels `json:"const_labels,omitempty" yaml:"const_labels,omitempty"`
 	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
 	// and on spill events: EventSpillDisabled, EventSpillFull, EventSpillCorrupt,

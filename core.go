@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -45,40 +44,38 @@ type Core struct {
 
 // shared is what every Core made from one New has in common.
 type shared struct {
-	s          *settings
-	sink       *sink // used only through entrySink's methods
-	metrics    prometheus.Collector
-	registerer prometheus.Registerer // where metrics are registered; nil if not (or it failed)
-	unregister sync.Once
-	err        error // what New found wrong (config, spill, registration): Sync and Close report it
+	s       *settings
+	sink    *sink          // used only through entrySink's methods
+	metrics *metrics       // the collector it is counted in, shared on a Registerer (metrics.go)
+	member  *metricsMember // its place in metrics, left by Close
+	leave   sync.Once
+	err     error // what New found wrong (config, spill, registration): Sync and Close report it
 }
 
 // New returns a Core for cfg. It never fails and never blocks on the network: it allocates
 // the buffers and starts the senders, which connect in the background and retry with
 // backoff. A Config that Validate rejects still gives a working Core: bad sizes fall back
-// to their defaults, a bad address makes every send fail, and Sync and Close return the
-// problem (so does a failed metrics registration).
+// to their defaults, a bad address makes every send fail, bad ConstLabels leave the metrics
+// unregistered, and Sync and Close return the problem (so does a Registerer's refusal of
+// the metrics). On a Registerer that has the metrics of a live core with the same
+// ConstLabels, the new core shares their series instead of registering its own (see
+// Config.Registerer): the usual config reload, the new core made before the old is closed.
+// Safe for concurrent use.
 func New(cfg Config) *Core {
 	s, err := resolve(cfg)
-	return newCore(cfg, s, err)
+	return newCore(s, err)
 }
 
-// newCore is New with cfg resolved: s its settings, err what resolve found wrong.
-func newCore(cfg Config, s *settings, err error) *Core {
-	sendDuration := newSendDuration(cfg.ConstLabels)
-	k := newSink(s, sendDuration)
-	m := newMetrics(k.stats, sendDuration, cfg.ConstLabels)
+// newCore is New with its Config resolved: s its settings, err what resolve found wrong.
+func newCore(s *settings, err error) *Core {
+	m, member, rerr := joinMetrics(s.registerer, s.constLabels)
+	k := newSink(s, m.sendDuration)
+	m.start(member, k.stats)
 	err = errors.Join(err, k.spillErr)
-	sh := &shared{s: s, sink: k, metrics: m}
-	if cfg.Registerer != nil {
-		if rerr := cfg.Registerer.Register(m); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
-		} else {
-			sh.registerer = cfg.Registerer
-		}
+	if rerr != nil {
+		err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
 	}
-	sh.err = err
-	return &Core{shared: sh}
+	return &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
 }
 
 // Enabled reports whether entries at level l are logged.
@@ -132,17 +129,15 @@ func (c *Core) Sync() error {
 // senders. What is still undelivered then is accounted for: info entries are counted as
 // dropped (reason shutdown), err entries are spilled (to SpillDir, for the next process to
 // replay, or to ErrFallback). Close does not wait for the spill to be replayed; it releases
-// SpillDir, and unregisters the metrics from Config.Registerer (so a new Core, after a
-// config reload, can register on the same one; Stats still works). Close is idempotent and
-// safe to call while other goroutines log: later entries are counted as dropped (reason
-// closed) or, for err, written to ErrFallback. It returns what went wrong, if anything.
+// SpillDir, and takes the core out of its metrics on Config.Registerer: the series stay
+// while another core shares them (a reload's new core, made before this Close; they keep
+// this core's counts as they are now), and are unregistered otherwise, so that a core made
+// later registers anew; Stats still works. Close is idempotent and safe to call while other
+// goroutines log: later entries are counted as dropped (reason closed) or, for err, written
+// to ErrFallback. It returns what went wrong, if anything.
 func (c *Core) Close() error {
 	err := c.sink.close(c.s.closeTimeout)
-	c.unregister.Do(func() {
-		if c.registerer != nil {
-			c.registerer.Unregister(c.metrics)
-		}
-	})
+	c.leave.Do(func() { c.metrics.leave(c.member) })
 	return errors.Join(c.err, err)
 }
 

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -488,13 +490,16 @@ func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
 	if err != nil || n != 2*(7+3) {
 		t.Fatalf("dropped series: %d, %v", n, err)
 	}
-	dup := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: reg, ConstLabels: prometheus.Labels{"core": "a"}})
-	if err := dup.Close(); err == nil || !strings.Contains(err.Error(), "register") {
-		t.Fatalf("duplicate registration not reported: %v", err)
+	// A core whose metrics the Registerer refuses (another collector has their names)
+	// reports it from Close, and its Close leaves the registered cores' series alone.
+	other := prometheus.NewRegistry()
+	other.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "fluentcore_entries_total", Help: "not ours"}))
+	refused := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: other})
+	if err := refused.Close(); err == nil || !strings.Contains(err.Error(), "register metrics") {
+		t.Fatalf("refused registration not reported: %v", err)
 	}
-	// Closing the core whose registration failed leaves the registered one's metrics alone.
-	if n, err := testutil.GatherAndCount(reg, "fluentcore_dropped_entries_total"); err != nil || n != 2*(7+3) {
-		t.Fatalf("dropped series after the duplicate's Close: %d, %v", n, err)
+	if n, err := testutil.GatherAndCount(other, "fluentcore_entries_total"); err != nil || n != 1 {
+		t.Fatalf("the other collector's series after the refused core's Close: %d, %v", n, err)
 	}
 }
 
@@ -518,6 +523,180 @@ func TestCloseUnregistersMetricsForAReload(t *testing.T) {
 		if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
 			t.Fatalf("round %d: %d series left after Close, %v", round, n, err)
 		}
+	}
+}
+
+// A config reload that swaps cores: the new core is made on the same Registerer, with the
+// same ConstLabels, before the old one is closed. Both come up without an error, the two
+// share the series (counters summed over both, gauges over the live one), and a scraper
+// gathering all through the swap always finds them and never sees a counter go backwards.
+func TestReloadSwapKeepsTheSeriesExported(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewRegistry()
+	labels := prometheus.Labels{"app": "shop"}
+	makeCore := func() *fluentcore.Core {
+		return newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.ConstLabels = labels })
+	}
+	info := map[string]string{"stream": "info"}
+	delivered := func() float64 { return testkit.Metric(t, reg, "fluentcore_delivered_entries_total", info) }
+	budget := func() float64 { return testkit.Metric(t, reg, "fluentcore_buffer_capacity_bytes", info) }
+
+	old := makeCore()
+	for i := range 3 {
+		zap.New(old).Info("before the reload", zap.Int("i", i))
+	}
+	if err := old.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	one := budget()
+
+	// The scraper: every gather must have the series, each no lower than the one before.
+	var scrapes atomic.Int64
+	stop, scraped := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(time.Millisecond) // a scraper's pace, not a wait for a result
+		defer tick.Stop()
+		last := 0.0
+		for {
+			select {
+			case <-stop:
+				scraped <- nil
+				return
+			case <-tick.C:
+			}
+			mfs, err := reg.Gather()
+			if err != nil {
+				scraped <- err
+				return
+			}
+			v, found := -1.0, false
+			for _, mf := range mfs {
+				if mf.GetName() != "fluentcore_delivered_entries_total" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					for _, lp := range m.GetLabel() {
+						if lp.GetName() == "stream" && lp.GetValue() == "info" {
+							v, found = m.GetCounter().GetValue(), true
+						}
+					}
+				}
+			}
+			switch {
+			case !found:
+				scraped <- fmt.Errorf("scrape %d: no delivered series", scrapes.Load())
+				return
+			case v < last:
+				scraped <- fmt.Errorf("scrape %d: delivered went back from %v to %v", scrapes.Load(), last, v)
+				return
+			}
+			last = v
+			scrapes.Add(1)
+		}
+	}()
+
+	cur := makeCore()
+	if err := cur.Sync(); err != nil {
+		t.Fatalf("the new core, made before the old one is closed: %v", err)
+	}
+	for i := range 2 {
+		zap.New(cur).Info("after the reload", zap.Int("i", i))
+	}
+	if err := cur.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := delivered(); got != 5 {
+		t.Fatalf("delivered %v while both cores live, want 3 + 2", got)
+	}
+	if got := budget(); got != 2*one {
+		t.Fatalf("buffer budget %v while both cores live, want the two budgets' sum %v", got, 2*one)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatalf("closing the old core: %v", err)
+	}
+	if got := delivered(); got != 5 {
+		t.Fatalf("delivered %v after the old core closed, want still 5", got)
+	}
+	if got := budget(); got != one {
+		t.Fatalf("buffer budget %v after the old core closed, want the new core's %v", got, one)
+	}
+	// A few scrapes after the old core's Close, then the scraper's verdict.
+	after := scrapes.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	for scrapes.Load() < after+3 && time.Now().Before(deadline) {
+		select {
+		case err := <-scraped:
+			t.Fatal(err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(stop)
+	if err := <-scraped; err != nil {
+		t.Fatal(err)
+	}
+	if n := scrapes.Load(); n < after+3 {
+		t.Fatalf("the scraper gathered only %d times", n)
+	}
+	if err := cur.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("%d series left once the last core closed, %v", n, err)
+	}
+}
+
+// ConstLabels that could not be registered are a Validate error, named: a built-in label
+// (the series' own "stream", "reason", "server", and the histogram's "le"), a name that is
+// not a Prometheus label name, or a value that is not UTF-8. New with them still gives a
+// working core (it does not panic); it registers no metrics, and Sync reports the same
+// problem.
+func TestValidateRejectsBadConstLabels(t *testing.T) {
+	cases := []struct {
+		labels prometheus.Labels
+		want   string // "" means valid
+	}{
+		{prometheus.Labels{"core": "a", "team": "shop"}, ""},
+		{prometheus.Labels{"stream": "x"}, `"stream"`},
+		{prometheus.Labels{"reason": "x"}, `"reason"`},
+		{prometheus.Labels{"server": "x"}, `"server"`},
+		{prometheus.Labels{"le": "x"}, `"le"`},
+		{prometheus.Labels{"bad-label": "x"}, `"bad-label"`},
+		{prometheus.Labels{"1st": "x"}, `"1st"`},
+		{prometheus.Labels{"__meta": "x"}, `"__meta"`},
+		{prometheus.Labels{"": "x"}, `""`},
+		{prometheus.Labels{"core": "\xff"}, `"core"`},
+	}
+	for _, c := range cases {
+		cfg := fluentcore.Config{Addr: "127.0.0.1:1", ConstLabels: c.labels}
+		err := cfg.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: unexpected error %v", c.labels, err)
+			continue
+		case c.want == "":
+			continue
+		case err == nil || !strings.Contains(err.Error(), "ConstLabels") || !strings.Contains(err.Error(), c.want):
+			t.Errorf("%v: Validate() = %v, want an error naming ConstLabels and %s", c.labels, err, c.want)
+			continue
+		}
+		reg := prometheus.NewRegistry()
+		cfg.Registerer = reg
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%v: New panicked: %v", c.labels, p)
+				}
+			}()
+			core := fluentcore.New(cfg)
+			defer core.Close()
+			if serr := core.Sync(); serr == nil || serr.Error() != err.Error() {
+				t.Errorf("%v: Sync() = %v, want Validate's %v", c.labels, serr, err)
+			}
+			if n, gerr := testutil.GatherAndCount(reg); gerr != nil || n != 0 {
+				t.Errorf("%v: %d series registered, %v", c.labels, n, gerr)
+			}
+		}()
 	}
 }
 

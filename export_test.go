@@ -55,7 +55,7 @@ func settingsFor(cfg Config) *settings {
 func NewWithClock(cfg Config, c zapcore.Clock) *Core {
 	s, err := resolve(cfg)
 	s.setClock(c)
-	return newCore(cfg, s, err)
+	return newCore(s, err)
 }
 
 // sinkOf returns the sink behind a Core made by New.

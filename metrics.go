@@ -1,17 +1,31 @@
 package fluentcore
 
 import (
+	"errors"
+	"slices"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics is the Prometheus collector of one Core: it reads the core's Stats at scrape
-// time, so the hot path pays for no metric of its own. Its descriptors are built once, in
-// newMetrics. The one metric the sink feeds itself is the send-duration histogram (a
-// distribution cannot be read back from counters); newSendDuration makes it, New hands it
-// to both.
+// metrics is the Prometheus collector of the cores on one Registerer that have the same
+// ConstLabels: one core, or two while a config reload swaps cores (the new one made before
+// the old one is closed). It reads its cores' Stats at scrape time, so the hot path pays for
+// no metric of its own; its descriptors are built once, in newMetrics. The one metric the
+// sinks feed themselves is the send-duration histogram (a distribution cannot be read back
+// from counters), which its cores share.
+//
+// What it exports, so that a scraper sees neither a gap nor a counter going backwards when
+// the cores are swapped: each counter is the sum over every core that has been in it (the
+// live ones as they are now, those that left as they were when they left); each gauge is
+// the sum over the live cores, what they hold now, except degraded (1 if any live core is)
+// and keep_ratio (the lowest). The last core to leave unregisters it; a core made after
+// that registers a new one, from zero, as a new process would.
+//
+// A collector that is not registered (no Registerer, or the Registerer refused it) has its
+// one core, which never leaves, so its numbers stay readable after Close. Its methods are
+// safe for concurrent use.
 type metrics struct {
-	stats func() Stats
-
 	entries, delivered, spilled, dropped, truncated   *prometheus.Desc
 	replayed, spillBytes, spillCorrupt                *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
@@ -20,29 +34,199 @@ type metrics struct {
 	handshakeFailures                                 *prometheus.Desc
 	serverConns, serverInFlight, serverDelivered      *prometheus.Desc
 	sendDuration                                      *prometheus.HistogramVec
+
+	// reg is where it is registered, nil if nowhere; set before Register publishes it and
+	// not changed after.
+	reg  prometheus.Registerer
+	gone chan struct{} // closed once the last core has left and it is unregistered
+
+	mu      sync.Mutex
+	members []*metricsMember
+	retired Stats // the counters of the cores that left, summed; its gauges stay zero
+	leaving bool  // the last core has left: a core that finds it waits for gone
 }
 
-// newSendDuration returns fluentcore_send_duration_seconds, by stream.
-func newSendDuration(constLabels prometheus.Labels) *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:        "fluentcore_send_duration_seconds",
-		Help:        "Time to write one frame and, with acks, receive its ack.",
-		Buckets:     prometheus.ExponentialBuckets(0.0001, 4, 10),
-		ConstLabels: constLabels,
-	}, []string{"stream"})
+// metricsMember is one core's place in a metrics collector. stats is nil until the core's
+// sink exists; metrics.mu guards it.
+type metricsMember struct{ stats func() Stats }
+
+// joinMetrics returns the collector a new core is counted in, and the core's place in it.
+// With reg nil it is a collector of the core's own, not registered. Otherwise it is the one
+// already registered on reg with the same labels, or a new one registered there. The error
+// is reg's refusal of a new one (another collector has the same names); the core then has a
+// collector of its own, not registered.
+func joinMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) (*metrics, *metricsMember, error) {
+	for {
+		m := newMetrics(constLabels)
+		mem, _ := m.join()
+		if reg == nil {
+			return m, mem, nil
+		}
+		m.reg = reg
+		err := reg.Register(m)
+		if err == nil {
+			return m, mem, nil
+		}
+		m.reg = nil // never published: a refused collector is nobody else's
+		var dup prometheus.AlreadyRegisteredError
+		if !errors.As(err, &dup) {
+			return m, mem, err
+		}
+		old, ok := dup.ExistingCollector.(*metrics)
+		if !ok {
+			return m, mem, err
+		}
+		if mem, ok := old.join(); ok {
+			return old, mem, nil
+		}
+		<-old.gone // its last core has left: register anew once it is unregistered
+	}
 }
 
-func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, constLabels prometheus.Labels) *metrics {
+// join adds a core, whose numbers start once start gives them. It reports false if the
+// collector's last core has already left.
+func (m *metrics) join() (*metricsMember, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.leaving {
+		return nil, false
+	}
+	mem := &metricsMember{}
+	m.members = append(m.members, mem)
+	return mem, true
+}
+
+// start makes stats the numbers of the core at mem.
+func (m *metrics) start(mem *metricsMember, stats func() Stats) {
+	m.mu.Lock()
+	mem.stats = stats
+	m.mu.Unlock()
+}
+
+// leave takes the core at mem out of the live cores, keeping its counters as they are
+// now; the last core to leave unregisters the collector. A collector that is not
+// registered keeps its core. Called once per core, by Close.
+func (m *metrics) leave(mem *metricsMember) {
+	if m.reg == nil {
+		return
+	}
+	m.mu.Lock()
+	i := slices.Index(m.members, mem)
+	if i < 0 {
+		m.mu.Unlock()
+		return
+	}
+	if mem.stats != nil {
+		st := mem.stats()
+		m.retired.Info.addCounters(&st.Info)
+		m.retired.Err.addCounters(&st.Err)
+	}
+	m.members = slices.Delete(m.members, i, i+1)
+	m.leaving = len(m.members) == 0
+	last := m.leaving
+	m.mu.Unlock()
+	if last { // outside mu: a Registerer may collect while it unregisters
+		m.reg.Unregister(m)
+		close(m.gone)
+	}
+}
+
+// total returns what the collector exports: the counters of every core it has had, the
+// gauges of the live ones. The live cores are read outside mu; a core that leaves
+// meanwhile is counted once, by this read, and its counters are no lower at its leaving.
+func (m *metrics) total() Stats {
+	var t Stats
+	m.mu.Lock()
+	t.Info.addCounters(&m.retired.Info)
+	t.Err.addCounters(&m.retired.Err)
+	live := make([]func() Stats, 0, len(m.members))
+	for _, mem := range m.members {
+		if mem.stats != nil {
+			live = append(live, mem.stats)
+		}
+	}
+	m.mu.Unlock()
+	t.Info.KeepRatio, t.Err.KeepRatio = 1, 1 // the lowest over the live cores; 1 with none
+	for _, stats := range live {
+		st := stats()
+		t.Info.addCounters(&st.Info)
+		t.Info.addGauges(&st.Info)
+		t.Err.addCounters(&st.Err)
+		t.Err.addGauges(&st.Err)
+	}
+	return t
+}
+
+// addCounters adds o's counters to s's, the servers' matched by address.
+func (s *StreamStats) addCounters(o *StreamStats) {
+	s.Entries += o.Entries
+	s.Delivered += o.Delivered
+	s.Truncated += o.Truncated
+	s.Spilled += o.Spilled
+	s.Replayed += o.Replayed
+	s.SpillCorruptSegments += o.SpillCorruptSegments
+	s.DegradeTransitions += o.DegradeTransitions
+	s.SentBatches += o.SentBatches
+	s.SentBytes += o.SentBytes
+	s.SendErrors += o.SendErrors
+	s.Reconnects += o.Reconnects
+	s.HandshakeFailures += o.HandshakeFailures
+	if s.Dropped == nil {
+		s.Dropped = make(map[string]uint64, len(o.Dropped))
+	}
+	for r, v := range o.Dropped {
+		s.Dropped[r] += v
+	}
+	for _, sv := range o.Servers {
+		s.server(sv.Addr).Delivered += sv.Delivered
+	}
+}
+
+// addGauges adds o's gauges to s's: amounts are summed, Degraded is either's, KeepRatio the
+// lower.
+func (s *StreamStats) addGauges(o *StreamStats) {
+	s.SpillBytes += o.SpillBytes
+	s.BufferedBytes += o.BufferedBytes
+	s.CapacityBytes += o.CapacityBytes
+	s.Capacity += o.Capacity
+	s.Degraded = s.Degraded || o.Degraded
+	s.KeepRatio = min(s.KeepRatio, o.KeepRatio)
+	for _, sv := range o.Servers {
+		p := s.server(sv.Addr)
+		p.Connections += sv.Connections
+		p.FramesInFlight += sv.FramesInFlight
+	}
+}
+
+// server returns s's row for addr, adding it if there is none.
+func (s *StreamStats) server(addr string) *ServerStats {
+	for i := range s.Servers {
+		if s.Servers[i].Addr == addr {
+			return &s.Servers[i]
+		}
+	}
+	s.Servers = append(s.Servers, ServerStats{Addr: addr})
+	return &s.Servers[len(s.Servers)-1]
+}
+
+// newMetrics returns a collector with no core, under constLabels, and its send-duration
+// histogram (fluentcore_send_duration_seconds, by stream).
+func newMetrics(constLabels prometheus.Labels) *metrics {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("fluentcore_"+name, help, append([]string{"stream"}, labels...), constLabels)
+		return prometheus.NewDesc("fluentcore_"+name, help, append([]string{labelStream}, labels...), constLabels)
 	}
 	return &metrics{
-		stats:         stats,
-		sendDuration:  sendDuration,
+		gone: make(chan struct{}),
+		sendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:        "fluentcore_send_duration_seconds",
+			Help:        "Time to write one frame and, with acks, receive its ack.",
+			Buckets:     prometheus.ExponentialBuckets(0.0001, 4, 10),
+			ConstLabels: constLabels,
+		}, []string{labelStream}),
 		entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
 		delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
 		spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback."),
-		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", "reason"),
+		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", labelReason),
 		truncated:     d("truncated_entries_total", "Err entries larger than MaxEntryBytes cut down to fit (and still delivered or spilled)."),
 		replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
 		spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
@@ -59,10 +243,10 @@ func newMetrics(stats func() Stats, sendDuration *prometheus.HistogramVec, const
 		reconnects:    d("reconnects_total", "Connections opened after the first one."),
 		handshakeFailures: d("handshake_failures_total",
 			"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
-		serverConns:    d("server_connections", "The stream's connections open to the server now.", "server"),
-		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", "server"),
+		serverConns:    d("server_connections", "The stream's connections open to the server now.", labelServer),
+		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", labelServer),
 		serverDelivered: d("server_delivered_entries_total",
-			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", "server"),
+			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
 	}
 }
 
@@ -78,7 +262,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	all := m.stats()
+	all := m.total()
 	for id, st := range [numStreams]StreamStats{infoStream: all.Info, errStream: all.Err} {
 		name := streamID(id).String()
 		counter := func(d *prometheus.Desc, v uint64, labels ...string) {
@@ -89,16 +273,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(m.entries, st.Entries)
 		counter(m.delivered, st.Delivered)
-		counter(m.spilled, st.Spilled)
 		for _, r := range streamDropReasons[id] {
 			counter(m.dropped, st.Dropped[r.String()], r.String())
 		}
-		if streamID(id) == errStream { // the info stream drops what is too large
+		// Only the err stream spills, and cuts what is too large (the info stream drops it):
+		// the info stream has none of these series, rather than zeros that read as "none yet".
+		if streamID(id) == errStream {
+			counter(m.spilled, st.Spilled)
+			counter(m.replayed, st.Replayed)
+			gauge(m.spillBytes, float64(st.SpillBytes))
+			counter(m.spillCorrupt, st.SpillCorruptSegments)
 			counter(m.truncated, st.Truncated)
 		}
-		counter(m.replayed, st.Replayed)
-		gauge(m.spillBytes, float64(st.SpillBytes))
-		counter(m.spillCorrupt, st.SpillCorruptSegments)
 		gauge(m.bufferBytes, float64(st.BufferedBytes))
 		gauge(m.capacityBytes, float64(st.CapacityBytes))
 		deg := 0.0

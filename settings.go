@@ -8,22 +8,28 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/dial"
 	"github.com/fluentcore/fluentcore/internal/wire"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 // Validate reports every problem that keeps cfg from working as written: a malformed
 // address, a negative or inconsistent size or duration, a duration under MinInterval, a
-// secret file that cannot be read or holds nothing, joined into one error. It is for
-// callers who want to fail fast; New accepts any Config and reports the same error from
-// Sync and Close. Safe for concurrent use: it changes nothing, and looks no further than cfg,
+// secret file that cannot be read or holds nothing, ConstLabels the metrics cannot carry,
+// joined into one error. It is for callers who want to fail fast; New accepts any Config
+// and reports the same error from Sync and Close. Safe for concurrent use: it changes
+// nothing, and looks no further than cfg,
 // SpillDir's status and the host name.
 func (cfg Config) Validate() error {
 	_, err := resolve(cfg)
@@ -50,6 +56,10 @@ type settings struct {
 	degrade                         DegradeConfig // every field set
 	acks                            [numStreams]bool
 	onEvent                         eventFunc
+	// registerer and constLabels are where and under what the core's metrics are
+	// registered: Config's, the labels copied; both nil when the labels are refused.
+	registerer  prometheus.Registerer
+	constLabels prometheus.Labels
 
 	conn   connSettings   // every forwarder's
 	stream streamSettings // both streams'
@@ -102,8 +112,9 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 
 // resolve applies the defaults and checks cfg. It is the one place that does either:
 // Validate returns its error, New uses its settings. A value the error reports is replaced
-// by its default, except the address, whose error every send reports, and the degrade
-// watermarks and policy, which are kept as given.
+// by its default, except the address, whose error every send reports, the degrade
+// watermarks and policy, which are kept as given, and ConstLabels, which leave the metrics
+// unregistered (without them, cores told apart by them would share their series).
 func resolve(cfg Config) (*settings, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("fluentcore: "+format, args...)) }
@@ -236,6 +247,12 @@ func resolve(cfg Config) (*settings, error) {
 	}
 	if p := s.degrade.Policy; p < DegradeAdaptive || p > DegradeOff {
 		bad("unknown Degrade.Policy %d", p)
+	}
+
+	s.registerer, s.constLabels = cfg.Registerer, maps.Clone(cfg.ConstLabels)
+	if lerrs := checkConstLabels(cfg.ConstLabels); lerrs != nil {
+		errs = append(errs, lerrs...)
+		s.registerer, s.constLabels = nil, nil
 	}
 
 	if cfg.Tag == "" {
@@ -394,6 +411,30 @@ func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 			s.addrErr = err
 		}
 	}
+}
+
+// checkConstLabels returns a problem for each label that the metrics cannot carry: a
+// name the metrics set themselves (it would clash with theirs), a name outside Prometheus'
+// classic rule ([a-zA-Z_][a-zA-Z0-9_]*: client_golang takes any UTF-8 name, but a scraper
+// that asks for the classic format gets such a name escaped, under another name than the
+// one configured), a name starting with "__" (Prometheus' own), a value that is not UTF-8.
+// In the names' order, so the error reads the same each time.
+func checkConstLabels(labels prometheus.Labels) []error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(labels)) {
+		bad := func(why string) { errs = append(errs, fmt.Errorf("fluentcore: ConstLabels %q: %s", name, why)) }
+		switch {
+		case name == labelStream || name == labelReason || name == labelServer || name == labelBucket:
+			bad("the metrics set this label themselves")
+		case !model.LegacyValidation.IsValidLabelName(name):
+			bad("not a Prometheus label name (letters, digits and _, not starting with a digit)")
+		case strings.HasPrefix(name, "__"):
+			bad(`names starting with "__" are Prometheus' own`)
+		case !utf8.ValidString(labels[name]):
+			bad("the value is not valid UTF-8")
+		}
+	}
+	return errs
 }
 
 // defaultHostname is SelfHostname's default.
