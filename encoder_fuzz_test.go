@@ -17,7 +17,12 @@ import (
 )
 
 // fuzzInput hands out the fuzzer's bytes as values; past the end everything is zero.
-type fuzzInput struct{ b []byte }
+type fuzzInput struct {
+	b []byte
+	// namespaces counts the namespaces built so far: they nest without a limit of their own,
+	// and the records must stay within maxDepth, where they match zap's JSON.
+	namespaces int
+}
 
 func (in *fuzzInput) more() bool { return len(in.b) > 0 }
 
@@ -108,7 +113,10 @@ func fuzzFields(in *fuzzInput, depth int) []zapcore.Field {
 		case 10:
 			fs = append(fs, zap.Time(k, time.Unix(0, int64(in.u64())).In(time.FixedZone("z", int(int8(in.byte()))*900))))
 		case 11:
-			fs = append(fs, zap.Namespace(k))
+			if in.namespaces < maxDepth/2 { // the rest of the cap covers objects, arrays and reflected values
+				in.namespaces++
+				fs = append(fs, zap.Namespace(k))
+			}
 		case 12:
 			if depth < 4 {
 				fs = append(fs, zap.Object(k, fieldsObj(fuzzFields(in, depth+1)...)))
@@ -363,9 +371,15 @@ func FuzzAppendJSON(f *testing.F) {
 	}
 	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
 	f.Fuzz(func(t *testing.T, js []byte) {
-		out, err := enc.appendJSON([]byte{0xc0}, js)
+		out, err := enc.appendJSON([]byte{0xc0}, js, 0)
 		var compacted bytes.Buffer
 		jerr := json.Compact(&compacted, js)
+		if errors.Is(err, errTooDeep) && jerr == nil { // valid, but past the cap: refused
+			if len(out) != 1 || jsonNesting(js) <= maxDepth {
+				t.Fatalf("refused as too deep (%d bytes left), nesting %d", len(out), jsonNesting(js))
+			}
+			return
+		}
 		if (err == nil) != (jerr == nil) {
 			t.Fatalf("ours: %v, encoding/json: %v", err, jerr)
 		}
@@ -390,6 +404,25 @@ func FuzzAppendJSON(f *testing.F) {
 			t.Fatal(d)
 		}
 	})
+}
+
+// jsonNesting is how deep the objects and arrays of js, valid JSON, nest.
+func jsonNesting(js []byte) int {
+	depth, deepest := 0, 0
+	dec := json.NewDecoder(bytes.NewReader(js))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
 }
 
 // TestFuzzHelpers keeps the fuzz builders honest: the seeds reach every field kind.

@@ -17,21 +17,20 @@ import (
 // converted to msgpack here (a small parser, no allocation), and the ",string" struct tag
 // option needs encoding/json's own text for strings and floats.
 
-// maxJSONDepth is encoding/json's nesting limit.
-const maxJSONDepth = 10000
-
 var errJSONSyntax = errors.New("fluentcore: invalid JSON")
 
 // appendJSON converts js, one JSON value with optional whitespace around it, to msgpack.
 // Object keys keep their order; numbers become int64 or uint64 when they are integers that
 // fit, else float64 (a number beyond float64 keeps its text, as a str); strings are
 // unescaped, with invalid UTF-8 and lone surrogates replaced by U+FFFD as encoding/json
-// decodes them. On error dst is returned as it was, with encoding/json's syntax error.
-func (e *msgpEncoder) appendJSON(dst, js []byte) ([]byte, error) {
+// decodes them. The value starts inside depth maps and arrays, and objects and arrays that
+// would nest past maxDepth are refused (errTooDeep). On error dst is returned as it was,
+// with encoding/json's syntax error when js is not valid JSON.
+func (e *msgpEncoder) appendJSON(dst, js []byte, depth int) ([]byte, error) {
 	mark := len(dst)
 	p := jsonParser{src: js, str: e.jsonStr[:0]}
 	p.space()
-	dst, err := p.value(dst, 0)
+	dst, err := p.value(dst, depth)
 	if err == nil {
 		if p.space(); p.i < len(js) {
 			err = errJSONSyntax
@@ -45,7 +44,8 @@ func (e *msgpEncoder) appendJSON(dst, js []byte) ([]byte, error) {
 }
 
 // jsonSyntaxError returns encoding/json's description of what is wrong with js (the slow
-// path: only for invalid input), or err if encoding/json finds nothing wrong.
+// path: only once the conversion has failed), or err if encoding/json finds nothing wrong,
+// as when js nests past the cap.
 func jsonSyntaxError(js []byte, err error) error {
 	var buf bytes.Buffer
 	if cerr := json.Compact(&buf, js); cerr != nil {
@@ -84,8 +84,8 @@ func (p *jsonParser) next() byte {
 func (p *jsonParser) value(dst []byte, depth int) ([]byte, error) {
 	switch c := p.next(); {
 	case c == '{' || c == '[':
-		if depth++; depth > maxJSONDepth {
-			return dst, errJSONSyntax
+		if depth++; depth > maxDepth {
+			return dst, errTooDeep
 		}
 		return p.container(dst, c == '{', depth)
 	case c == '"':

@@ -25,11 +25,37 @@ import (
 // back-patched when they close. Every value is counted in the innermost open container,
 // so whatever a marshaler does (fails midway, opens namespaces, uses an
 // ObjectEncoder as an ArrayEncoder) the output stays exactly one valid msgpack value.
+//
+// A record nests at most maxDepth maps and arrays below its own map, however they come:
+// ObjectMarshaler, ArrayMarshaler, namespaces (those of Core.With included), reflected
+// values and the JSON or msgp output of their marshalers all count towards the same depth.
+// A marshaler's map or array that would go deeper is not opened: its place holds the string
+// tooDeepMarker, and AddObject, AddArray, AppendObject or AppendArray returns errTooDeep, so
+// a marshaler that passes its children's errors on gives the field a "<key>Error" too, as
+// zap does for any marshaler error. A namespace that would go deeper is not opened either
+// (see OpenNamespace). A reflected value that would go deeper is an error, as any
+// reflection error is (see encoder_reflect.go). Everything else in the entry is kept, and a
+// marshaler that holds itself stops at the cap.
 
 const (
 	// maxEventSec is the largest EventTime second we send: fluent-bit reserves
 	// 0xFFFFFFFF and 0xFFFFFFFE as group markers.
 	maxEventSec = 0xFFFFFFFD
+
+	// maxDepth is how many maps and arrays a record may nest below its own map. Receivers
+	// stop decoding at a fixed number of open containers, the entry's array and its record
+	// map included, and an entry they cannot decode can take the rest of its frame with it:
+	// fluent-bit at 64 (its msgpack-c build, MSGPACK_EMBED_STACK_SIZE), fluentd at 128
+	// (msgpack-ruby's unpacker stack). The cap is half the smaller, so the levels a pipeline
+	// adds on the way (a record wrapped by a filter, Forward mode between relays) still fit.
+	maxDepth = 32
+)
+
+var (
+	// tooDeepMarker stands where a map or array would have nested past maxDepth.
+	tooDeepMarker = fmt.Sprintf("<nested deeper than %d levels>", maxDepth)
+	// errTooDeep is the error of a value cut at maxDepth.
+	errTooDeep = fmt.Errorf("fluentcore: value nested deeper than %d levels (a cycle?)", maxDepth)
 )
 
 // encoderConfig is a zapcore.EncoderConfig resolved once: the record keys are
@@ -134,6 +160,12 @@ type container struct {
 	off  int // offset of the header in buf; -1 for a context's headerless root
 	n    int // msgpack values written directly inside it
 	kind containerKind
+	// depth is how many maps and arrays below the record's map enclose the values written
+	// here, this one included: 0 in the record itself; a slot or raw container has its
+	// parent's.
+	depth int32
+	// nsCut is set once a namespace opened here was cut at the cap (OpenNamespace).
+	nsCut bool
 }
 
 // encodedContext holds fields added with Core.With, encoded once; immutable after
@@ -390,18 +422,30 @@ func (e *msgpEncoder) appendContext(c *encodedContext) {
 }
 
 // open starts a container of kind k inside cur (already counted) and returns the depth
-// to pass to closeTo.
+// to pass to closeTo. Callers opening a map or an array check the cap first (tooDeep).
 func (e *msgpEncoder) open(k containerKind) int {
 	d := len(e.stack)
 	e.stack = append(e.stack, e.cur)
-	e.cur = container{off: len(e.buf), kind: k}
+	e.cur = container{off: len(e.buf), kind: k, depth: e.cur.depth}
 	switch k {
 	case kindMap:
 		e.buf = append(e.buf, wire.Map32, 0, 0, 0, 0)
+		e.cur.depth++
 	case kindArray:
 		e.buf = append(e.buf, wire.Array32, 0, 0, 0, 0)
+		e.cur.depth++
 	}
 	return d
+}
+
+// tooDeep reports whether a map or array opened in cur would nest past maxDepth, and if so
+// writes the marker in its place (the value position is already counted).
+func (e *msgpEncoder) tooDeep() bool {
+	if e.cur.depth < maxDepth {
+		return false
+	}
+	e.buf = appendStr(e.buf, tooDeepMarker)
+	return true
 }
 
 // closeTo closes containers until the one that was current at depth d is current again.
@@ -532,17 +576,24 @@ func (e *msgpEncoder) appendDuration(d time.Duration) {
 	e.buf = msgp.AppendInt64(e.buf, int64(d))
 }
 
-// appendObject writes obj as a map; namespaces it opens end with it, as in zap. A marshaler
+// appendObject writes obj as a map; namespaces it opens end with it, as in zap. Past
+// maxDepth it writes the marker instead and returns errTooDeep without calling obj. A marshaler
 // that panics is an error ("PANIC=..."), as a panicking Stringer is in zap: the field gets a
 // "<key>Error" and the entry is kept. What it wrote before the panic stays, closed.
 func (e *msgpEncoder) appendObject(obj zapcore.ObjectMarshaler) (err error) {
+	if e.tooDeep() {
+		return errTooDeep
+	}
 	d := e.open(kindMap)
 	defer e.closeAfterPanic(d, &err)
 	return obj.MarshalLogObject(e)
 }
 
-// appendArray writes arr as an array; a panic is handled as in appendObject.
+// appendArray writes arr as an array; a panic and the cap are handled as in appendObject.
 func (e *msgpEncoder) appendArray(arr zapcore.ArrayMarshaler) (err error) {
+	if e.tooDeep() {
+		return errTooDeep
+	}
 	d := e.open(kindArray)
 	defer e.closeAfterPanic(d, &err)
 	return arr.MarshalLogArray(e)
@@ -660,10 +711,20 @@ func (e *msgpEncoder) AddReflected(k string, v any) error {
 }
 
 // OpenNamespace starts a map that stays open until the enclosing object (or the entry)
-// ends.
+// ends. Past maxDepth no map is opened, as it cannot report an error: the first namespace
+// cut in a map is its key and the marker, later ones there write nothing (a loop of them
+// would fill the entry with markers), and the fields after them stay in that map.
 func (e *msgpEncoder) OpenNamespace(k string) {
-	e.key(k)
-	e.open(kindMap)
+	if e.cur.depth < maxDepth {
+		e.key(k)
+		e.open(kindMap)
+		return
+	}
+	if !e.cur.nsCut {
+		e.cur.nsCut = true
+		e.key(k)
+		e.tooDeep()
+	}
 }
 
 func (e *msgpEncoder) AddInt(k string, v int)         { e.AddInt64(k, int64(v)) }

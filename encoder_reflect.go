@@ -40,18 +40,20 @@ import (
 //     "<key>Error" where zap's JSON encoder would write it.
 //
 // Methods with pointer receivers are used where encoding/json uses them (addressable
-// values); msgp.Marshaler's also on a copy of a value that isn't addressable. Nesting
-// deeper than maxReflectedDepth is refused, which stops cycles. A panic in a user method
-// becomes an error ("PANIC=..."), so the entry keeps a "<key>Error" instead of being lost.
+// values); msgp.Marshaler's also on a copy of a value that isn't addressable. A value is
+// refused (errTooDeep) when its maps, arrays, structs and pointers, counted on from the
+// depth where it starts, would pass maxDepth (encoder_msgp.go); pointers count so that a
+// cycle through pointers alone stops too. The JSON of a json.Marshaler or ReflectedEncoder
+// and the zap marshalers inside a value count on the same way; a msgp.Marshaler's output
+// that would pass the cap is not used, and the value is reflected instead. A panic in a
+// user method becomes an error ("PANIC=..."), so the entry keeps a "<key>Error" instead of
+// being lost.
 // This path may allocate (maps, marshalers); plain structs, slices and map[string]any don't.
 //
 // With EncoderConfig.NewReflectedEncoder set, values with none of zap's or msgp's
 // marshalers go through it instead, and its JSON output is converted to msgpack.
 
-var (
-	errReflectedEmpty = errors.New("fluentcore: reflected encoder wrote no value")
-	errReflectedDepth = fmt.Errorf("fluentcore: reflected value nests deeper than %d levels (a cycle?)", reflectplan.MaxDepth)
-)
+var errReflectedEmpty = errors.New("fluentcore: reflected encoder wrote no value")
 
 // appendReflected appends obj to e.buf as exactly one extension-free msgpack value, or
 // returns an error with e.buf and the open containers as they were.
@@ -64,7 +66,7 @@ func (e *msgpEncoder) appendReflected(obj any) (err error) {
 	// Values written here are counted by the caller, not in a container; a raw container keeps
 	// what user encoders (EncodeTime, MarshalLogObject) write from leaking into cur.
 	e.stack = append(e.stack, e.cur)
-	e.cur = container{off: mark, kind: kindRaw}
+	e.cur = container{off: mark, kind: kindRaw, depth: saved.depth}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("PANIC=%v", r)
@@ -77,9 +79,9 @@ func (e *msgpEncoder) appendReflected(obj any) (err error) {
 	v := reflect.ValueOf(obj)
 	p := reflectplan.For(v.Type())
 	if e.cfg.zc.NewReflectedEncoder != nil && !zapOrMsgpPlan(p) {
-		return e.appendCustomReflected(obj)
+		return e.appendCustomReflected(obj, int(saved.depth))
 	}
-	return e.reflectValue(p, v, 0)
+	return e.reflectValue(p, v, int(saved.depth))
 }
 
 // zapOrMsgpPlan reports whether p writes the value through zap's or msgp's marshalers,
@@ -92,9 +94,9 @@ func zapOrMsgpPlan(p *reflectplan.Plan) bool {
 	return p.Addr != nil && p.Box
 }
 
-// appendCustomReflected encodes obj with the configured ReflectedEncoder, whose output is
-// JSON as zap's JSON encoder expects it, and converts that to msgpack.
-func (e *msgpEncoder) appendCustomReflected(obj any) error {
+// appendCustomReflected encodes obj, at depth, with the configured ReflectedEncoder, whose
+// output is JSON as zap's JSON encoder expects it, and converts that to msgpack.
+func (e *msgpEncoder) appendCustomReflected(obj any, depth int) error {
 	if e.reflectEnc == nil {
 		e.reflectEnc = e.cfg.zc.NewReflectedEncoder(&e.reflectBuf)
 	}
@@ -107,11 +109,12 @@ func (e *msgpEncoder) appendCustomReflected(obj any) error {
 		return errReflectedEmpty
 	}
 	var err error
-	e.buf, err = e.appendJSON(e.buf, js)
+	e.buf, err = e.appendJSON(e.buf, js, depth)
 	return err
 }
 
-// reflectValue appends v, whose plan is p.
+// reflectValue appends v, whose plan is p, inside depth maps and arrays (and, within the
+// value, pointers).
 func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth int) error {
 	if p.Addr != nil {
 		// The addr plan always calls a method; errors name v's type, as encoding/json's do.
@@ -170,8 +173,8 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		if depth++; depth > reflectplan.MaxDepth {
-			return errReflectedDepth
+		if depth++; depth > maxDepth {
+			return errTooDeep
 		}
 		switch {
 		case p.AnyMap:
@@ -188,8 +191,8 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		if depth++; depth > reflectplan.MaxDepth {
-			return errReflectedDepth
+		if depth++; depth > maxDepth {
+			return errTooDeep
 		}
 		return e.reflectValue(p.Elem, v.Elem(), depth)
 	case reflectplan.OpInterface:
@@ -200,8 +203,8 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 		v = v.Elem()
 		return e.reflectValue(reflectplan.For(v.Type()), v, depth)
 	case reflectplan.OpStruct:
-		if depth++; depth > reflectplan.MaxDepth {
-			return errReflectedDepth
+		if depth++; depth > maxDepth {
+			return errTooDeep
 		}
 		return e.reflectStruct(p, v, depth)
 	case reflectplan.OpTime:
@@ -225,19 +228,27 @@ func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth 
 		return nil
 	}
 	switch p.Op {
-	case reflectplan.OpObject:
-		m, _ := reflect.TypeAssert[zapcore.ObjectMarshaler](v)
-		return e.appendObject(m)
-	case reflectplan.OpLogArray:
-		m, _ := reflect.TypeAssert[zapcore.ArrayMarshaler](v)
-		return e.appendArray(m)
+	case reflectplan.OpObject, reflectplan.OpLogArray:
+		// The marshaler's containers count on from this value's depth, not the field's.
+		outer := e.cur.depth
+		e.cur.depth = int32(depth)
+		var err error
+		if p.Op == reflectplan.OpObject {
+			m, _ := reflect.TypeAssert[zapcore.ObjectMarshaler](v)
+			err = e.appendObject(m)
+		} else {
+			m, _ := reflect.TypeAssert[zapcore.ArrayMarshaler](v)
+			err = e.appendArray(m)
+		}
+		e.cur.depth = outer
+		return err
 	case reflectplan.OpMsgp:
 		m, _ := reflect.TypeAssert[msgp.Marshaler](v)
 		b, err := m.MarshalMsg(e.scratch[:0]) // not into buf: a buggy marshaler can't touch the batch
 		if b != nil {
 			e.scratch = b[:0]
 		}
-		if err == nil && plainValue(b) {
+		if err == nil && plainValue(b, depth) {
 			e.buf = append(e.buf, b...)
 			return nil
 		}
@@ -246,7 +257,7 @@ func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth 
 		m, _ := reflect.TypeAssert[json.Marshaler](v)
 		js, err := m.MarshalJSON()
 		if err == nil {
-			e.buf, err = e.appendJSON(e.buf, js)
+			e.buf, err = e.appendJSON(e.buf, js, depth)
 		}
 		if err != nil {
 			return &json.MarshalerError{Type: errType, Err: err}
@@ -287,8 +298,8 @@ func numberLiteral(s string) (string, error) {
 }
 
 func (e *msgpEncoder) reflectArray(p *reflectplan.Plan, v reflect.Value, depth int) error {
-	if depth++; depth > reflectplan.MaxDepth {
-		return errReflectedDepth
+	if depth++; depth > maxDepth {
+		return errTooDeep
 	}
 	n := v.Len()
 	e.buf = msgp.AppendArrayHeader(e.buf, uint32(n))
@@ -578,8 +589,8 @@ func (e *msgpEncoder) reflectAny(x any, depth int) error {
 			e.buf = msgp.AppendNil(e.buf)
 			return nil
 		}
-		if depth++; depth > reflectplan.MaxDepth {
-			return errReflectedDepth
+		if depth++; depth > maxDepth {
+			return errTooDeep
 		}
 		return e.reflectAnyMap(x, depth)
 	default:
@@ -590,21 +601,25 @@ func (e *msgpEncoder) reflectAny(x any, depth int) error {
 }
 
 // plainValue reports whether b is exactly one msgpack value with no extension anywhere
-// (fluentd can't read them inside a record) and only valid UTF-8 in its strings. It reads
-// the format directly: it runs on every msgp.Marshaler's output.
-func plainValue(b []byte) bool {
-	for want := 1; want > 0; want-- {
+// (fluentd can't read them inside a record), only valid UTF-8 in its strings, and no map or
+// array nested past maxDepth when the value starts inside depth of them. It reads the
+// format directly: it runs on every msgp.Marshaler's output.
+func plainValue(b []byte, depth int) bool {
+	// due[i] is how many values the i-th of the open containers still holds.
+	var due [maxDepth]int
+	open := 0
+	for {
 		if len(b) == 0 {
 			return false
 		}
 		c := b[0]
-		size, n := 1, 0 // header bytes; payload bytes
+		size, n, elems := 1, 0, -1 // header bytes; payload bytes; values in a container
 		switch {
 		case c < wire.FixMap || c >= wire.NegFix: // fixint
 		case c < wire.FixArray:
-			want += 2 * int(c&0x0f)
+			elems = 2 * int(c&0x0f)
 		case c < wire.FixStr:
-			want += int(c & 0x0f)
+			elems = int(c & 0x0f)
 		case c < wire.Nil:
 			n = int(c & 0x1f)
 		case c == wire.Nil || c == wire.False || c == wire.True:
@@ -613,25 +628,39 @@ func plainValue(b []byte) bool {
 		case c >= wire.Str8 && c <= wire.Str32:
 			size, n = lenField(b, c-wire.Str8)
 		case c == wire.Array16 || c == wire.Array32:
-			size, n = lenField(b, c-wire.Array16+1)
-			want, n = want+n, 0
+			size, elems = lenField(b, c-wire.Array16+1)
 		case c == wire.Map16 || c == wire.Map32:
-			size, n = lenField(b, c-wire.Map16+1)
-			want, n = want+2*n, 0
+			size, elems = lenField(b, c-wire.Map16+1)
+			elems *= 2
 		case c >= wire.Float32 && c < wire.Float32+byte(len(fixedSize)): // floats and sized ints
 			size = 1 + fixedSize[c-wire.Float32]
 		default: // extensions, and 0xc1 (never used)
 			return false
 		}
-		if size < 0 || n > len(b)-size || want > len(b) {
+		if size < 0 || n > len(b)-size || elems > len(b)-size { // each value takes a byte at least
 			return false
 		}
 		if (c >= wire.FixStr && c < wire.Nil || c >= wire.Str8 && c <= wire.Str32) && !isASCII(b[size:size+n]) && !utf8.Valid(b[size:size+n]) {
 			return false
 		}
 		b = b[size+n:]
+		if open > 0 {
+			due[open-1]--
+		}
+		if elems >= 0 {
+			if depth+open >= maxDepth {
+				return false
+			}
+			due[open] = elems
+			open++
+		}
+		for open > 0 && due[open-1] == 0 {
+			open--
+		}
+		if open == 0 {
+			return len(b) == 0
+		}
 	}
-	return len(b) == 0
 }
 
 // fixedSize is the payload of float32, float64, uint8..uint64 and int8..int64 (0xca-0xd3).

@@ -503,7 +503,7 @@ func TestAppendJSON(t *testing.T) {
 	}
 	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
 	for _, c := range cases {
-		out, err := enc.appendJSON([]byte{0xc0}, []byte(c.in))
+		out, err := enc.appendJSON([]byte{0xc0}, []byte(c.in), 0)
 		if err != nil {
 			t.Errorf("%q: %v", c.in, err)
 			continue
@@ -519,7 +519,7 @@ func TestAppendJSON(t *testing.T) {
 	}
 	for _, bad := range []string{"", " ", "nope", "tru", "01", "1.", "-", "1e", "[1,]", `{"a"}`, `{"a":1,}`, `{1:2}`,
 		"[1 2]", `"\x"`, `"\u12"`, "\"\x01\"", `"open`, "[", "1 2", `{"a":1}}`} {
-		out, err := enc.appendJSON([]byte{0xc0}, []byte(bad))
+		out, err := enc.appendJSON([]byte{0xc0}, []byte(bad), 0)
 		if err == nil || len(out) != 1 {
 			t.Errorf("%q: accepted (%v, % x)", bad, err, out)
 			continue
@@ -529,9 +529,15 @@ func TestAppendJSON(t *testing.T) {
 			t.Errorf("%q: error %q, encoding/json says %v", bad, err, jerr)
 		}
 	}
-	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
-	if _, err := enc.appendJSON(nil, []byte(deep)); err == nil {
-		t.Error("nesting beyond encoding/json's limit accepted")
+	// Nesting: up to the cap, counted from where the value starts, and no deeper.
+	nested := func(n int) []byte { return []byte(strings.Repeat("[", n) + "1" + strings.Repeat("]", n)) }
+	for _, start := range []int{0, maxDepth / 2, maxDepth} {
+		if _, err := enc.appendJSON(nil, nested(maxDepth-start), start); err != nil {
+			t.Errorf("%d levels from depth %d refused: %v", maxDepth-start, start, err)
+		}
+		if out, err := enc.appendJSON([]byte{0xc0}, nested(maxDepth-start+1), start); !errors.Is(err, errTooDeep) || len(out) != 1 {
+			t.Errorf("%d levels from depth %d: %v (%d bytes), want errTooDeep", maxDepth-start+1, start, err, len(out))
+		}
 	}
 }
 
@@ -632,16 +638,38 @@ func TestPlainValue(t *testing.T) {
 	if rest, err := msgp.Skip(b); err != nil || len(rest) != 0 {
 		t.Fatalf("test value itself is bad: %v, %d left", err, len(rest))
 	}
-	if !plainValue(b) {
+	if !plainValue(b, 0) {
 		t.Fatal("a plain value was refused")
 	}
 	for i := range b {
-		if plainValue(b[:i]) {
+		if plainValue(b[:i], 0) {
 			t.Fatalf("the %d-byte prefix passed", i)
 		}
 	}
-	if plainValue(append(append([]byte(nil), b...), 0xc0)) {
+	if plainValue(append(append([]byte(nil), b...), 0xc0), 0) {
 		t.Error("trailing bytes passed")
+	}
+	// Nesting up to the cap passes, counted from the depth the value starts at; one more
+	// level, even an empty one, does not.
+	nested := func(n int) []byte {
+		var v []byte
+		for i := range n {
+			if i%2 == 0 {
+				v = msgp.AppendNil(msgp.AppendArrayHeader(v, 2)) // [nil, the rest]
+				continue
+			}
+			v = msgp.AppendString(msgp.AppendMapHeader(v, 1), "k") // {"k": the rest}
+		}
+		return v
+	}
+	for _, start := range []int{0, 1, maxDepth / 2, maxDepth} {
+		fits := msgp.AppendNil(nested(maxDepth - start))
+		if !plainValue(fits, start) {
+			t.Errorf("%d levels from depth %d refused", maxDepth-start, start)
+		}
+		if over := msgp.AppendArrayHeader(nested(maxDepth-start), 0); plainValue(over, start) {
+			t.Errorf("%d levels from depth %d passed", maxDepth-start+1, start)
+		}
 	}
 	bad := [][]byte{
 		msgp.AppendString(nil, "\xff"),
@@ -651,7 +679,7 @@ func TestPlainValue(t *testing.T) {
 		msgp.AppendMapHeader(nil, 1<<31),
 	}
 	for _, v := range bad {
-		if plainValue(v) {
+		if plainValue(v, 0) {
 			t.Errorf("% x passed", v)
 		}
 	}

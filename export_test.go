@@ -60,3 +60,8 @@ func NewWithClock(cfg Config, c zapcore.Clock) *Core {
 
 // sinkOf returns the sink behind a Core made by New.
 func sinkOf(c *Core) *sink { return c.sink }
+
+// MaxDepth and TooDeepMarker are the encoder's nesting cap and what it writes at the cut.
+const MaxDepth = maxDepth
+
+var TooDeepMarker = tooDeepMarker

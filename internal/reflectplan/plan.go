@@ -147,10 +147,6 @@ var (
 	isZeroerT        = reflect.TypeFor[interface{ IsZero() bool }]()
 )
 
-// MaxDepth bounds the nesting of containers and pointers in one reflected value,
-// so a cyclic value fails with an error instead of running out of stack.
-const MaxDepth = 128
-
 // planBuilder builds the plans of one buildPlan call. Plans are registered before they are
 // filled, so recursive types end up pointing at themselves.
 type planBuilder struct {
