@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -268,11 +269,12 @@ type Config struct {
 	// "compressed":"gzip"). Anything else is a Validate error and means "".
 	Compression string `json:"compression,omitempty" yaml:"compression,omitempty"`
 	// SharedKey, if set, makes every new connection run the shared_key handshake
-	// (HELO/PING/PONG) before any data is sent. Default "" (no handshake). A failed
+	// (HELO/PING/PONG) before any data is sent: NewSecret("key"), or "shared_key" in a file,
+	// FLUENT_SHARED_KEY. Default unset (no handshake). A failed
 	// handshake is an error wrapping ErrHandshake (never containing the key or the
 	// password), counted in fluentcore_handshake_failures_total; the sender keeps retrying
 	// with backoff.
-	SharedKey string `json:"shared_key,omitempty" yaml:"shared_key,omitempty"`
+	SharedKey Secret `json:"shared_key,omitzero" yaml:"shared_key,omitempty"`
 	// SharedKeyFile and PasswordFile name files holding SharedKey and Password, read by New
 	// (as Kubernetes mounts secrets), so the secrets stay out of configuration files and the
 	// environment. A leading UTF-8 byte-order mark and every trailing space, tab, CR and LF
@@ -289,7 +291,7 @@ type Config struct {
 	// HELO (fluentd's user_auth, fluent-bit's security.users). They need SharedKey.
 	// Default "" (none).
 	Username string `json:"username,omitempty" yaml:"username,omitempty"`
-	Password string `json:"password,omitempty" yaml:"password,omitempty"`
+	Password Secret `json:"password,omitzero" yaml:"password,omitempty"`
 	// Servers, if set, replaces Addr by several receivers: new connections go to the
 	// servers that are up by weighted round robin, standbys take over while every other
 	// server is down, and a server that fails is left alone by all of the stream's
@@ -359,3 +361,66 @@ type TLSFiles struct {
 	// InsecureSkipVerify accepts any certificate: for tests only. Default false.
 	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty" yaml:"insecure_skip_verify,omitempty"`
 }
+
+// Secret holds a shared key or a password (Config.SharedKey, Config.Password) so that no
+// printer shows it: fmt's verbs, JSON, YAML, text and slog print "[redacted]" (or nothing,
+// for the zero Secret), and a printer that walks structs by reflection, which calls no
+// method of a value held in an unexported field (%+v of a struct holding a Config), finds
+// only a function, not the text. NewSecret makes one; files and the environment set it
+// through UnmarshalText. The zero Secret is unset. Safe for concurrent use.
+type Secret struct {
+	text func() string // a closure: reflection can print its address, never what it holds
+}
+
+// NewSecret returns a Secret holding s; the empty string gives the zero (unset) Secret.
+func NewSecret(s string) Secret {
+	if s == "" {
+		return Secret{}
+	}
+	return Secret{text: func() string { return s }}
+}
+
+// Reveal returns the secret's text ("" if unset), for the code that must send it.
+func (s Secret) Reveal() string {
+	if s.text == nil {
+		return ""
+	}
+	return s.text()
+}
+
+// IsZero reports whether the Secret is unset.
+func (s Secret) IsZero() bool { return s.text == nil }
+
+// String returns "[redacted]", or "" if the Secret is unset.
+func (s Secret) String() string {
+	if s.IsZero() {
+		return ""
+	}
+	return redactedSecret
+}
+
+// GoString is String, quoted, for %#v.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// Format writes String with every verb (GoString with %#v), so that no verb reaches the
+// Secret's fields.
+func (s Secret) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, s.GoString())
+		return
+	}
+	_, _ = io.WriteString(f, s.String())
+}
+
+// MarshalText writes String: "[redacted]", never the text. Reading it back does not give
+// the secret.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText sets the Secret to b's text, for configuration files and the environment.
+func (s *Secret) UnmarshalText(b []byte) error {
+	*s = NewSecret(string(b))
+	return nil
+}
+
+// LogValue is String, for log/slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }

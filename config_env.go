@@ -175,7 +175,7 @@ func walkEnv(v reflect.Value, prefix, path string, fn func(name, key string, v r
 		if path != "" {
 			key = path + "." + key
 		}
-		if f.Kind() == reflect.Struct {
+		if f.Kind() == reflect.Struct && !reflect.PointerTo(f.Type()).Implements(textUnmarshaler) {
 			walkEnv(f, name+"_", key, fn)
 			continue
 		}

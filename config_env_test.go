@@ -2,7 +2,6 @@ package fluentcore
 
 import (
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -28,7 +27,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := wantFromFile(); !reflect.DeepEqual(got, want) {
+	if want := wantFromFile(); !sameConfig(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
 	// Every variable used above is one ConfigFromEnv knows.

@@ -26,13 +26,7 @@ type plainConfig Config
 // a Level or ErrLevel that is not a zapcore.Level (a LevelEnablerFunc, say) by the level it
 // enables from, so that every rendering can write it.
 func (cfg Config) redacted() plainConfig {
-	p := plainConfig(cfg)
-	if p.SharedKey != "" {
-		p.SharedKey = redactedSecret
-	}
-	if p.Password != "" {
-		p.Password = redactedSecret
-	}
+	p := plainConfig(cfg) // SharedKey and Password render themselves as "[redacted]"
 	for _, l := range []*zapcore.LevelEnabler{&p.Level, &p.ErrLevel} {
 		if _, ok := (*l).(zapcore.Level); !ok && *l != nil {
 			*l = zapcore.LevelOf(*l)

@@ -18,7 +18,7 @@ import (
 // YAML, zap.Any and slog. What is read from files and the environment is unchanged.
 func TestConfigRenderingsRedactSecrets(t *testing.T) {
 	const key, password = "s3cret-shared-key", "p4ssw0rd-of-app"
-	cfg := Config{Addr: "tls://fluentd:24224", SharedKey: key, Username: "app", Password: password,
+	cfg := Config{Addr: "tls://fluentd:24224", SharedKey: NewSecret(key), Username: "app", Password: NewSecret(password),
 		Level: zap.NewAtomicLevelAt(zapcore.WarnLevel), FlushInterval: time.Second,
 		Degrade: DegradeConfig{Hold: 1500 * time.Millisecond}}
 	var zapOut, slogOut bytes.Buffer
@@ -63,7 +63,44 @@ func TestConfigRenderingsRedactSecrets(t *testing.T) {
 	}
 	// The secrets themselves are still read from files and the environment.
 	env, err := configFromEnv([]string{"FLUENT_SHARED_KEY=" + key, "FLUENT_PASSWORD=" + password})
-	if err != nil || env.SharedKey != key || env.Password != password {
+	if err != nil || env.SharedKey.Reveal() != key || env.Password.Reveal() != password {
 		t.Fatalf("from the environment: %v", err)
+	}
+}
+
+// A Config inside a caller's struct, in an unexported field, is printed by reflection: fmt
+// calls none of its methods there. The secrets still do not show, with any verb, nested or
+// behind a pointer, and a Secret on its own prints as "[redacted]" (nothing, when unset).
+func TestSecretsDoNotPrintThroughACallersStruct(t *testing.T) {
+	const key, password = "s3cret-shared-key", "p4ssw0rd-of-app"
+	cfg := Config{Addr: "tls://fluentd:24224", SharedKey: NewSecret(key), Password: NewSecret(password)}
+	type holder struct {
+		cfg   Config
+		ptr   *Config
+		inner struct{ c Config }
+	}
+	h := holder{cfg: cfg, ptr: &cfg}
+	h.inner.c = cfg
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		for name, v := range map[string]any{"struct": h, "pointer": &h, "anonymous": struct{ c Config }{cfg}} {
+			if out := fmt.Sprintf(verb, v); strings.Contains(out, key) || strings.Contains(out, password) ||
+				strings.Contains(out, fmt.Sprintf("%x", key)) {
+				t.Errorf("%s of a %s shows a secret: %s", verb, name, out)
+			}
+		}
+	}
+	var out bytes.Buffer
+	slog.New(slog.NewTextHandler(&out, nil)).Info("held", "h", h)
+	if strings.Contains(out.String(), key) {
+		t.Errorf("slog's text handler shows a secret: %s", out.String())
+	}
+	if got := fmt.Sprint(NewSecret(key)); got != "[redacted]" {
+		t.Errorf("a Secret prints as %q", got)
+	}
+	if got := fmt.Sprintf("%v|%#v", Secret{}, NewSecret("")); got != `|""` {
+		t.Errorf("an unset Secret prints as %q", got)
+	}
+	if NewSecret(key).Reveal() != key || !NewSecret("").IsZero() {
+		t.Error("Reveal or IsZero")
 	}
 }

@@ -801,7 +801,7 @@ func faultCases() []faultCase {
 	roots.AppendCertsFromPEM(goodCert.CAPEM)
 	roots.AppendCertsFromPEM(otherCert.CAPEM)
 	const key = "the-shared-key"
-	withKey := func(e *faultEnv, cfg *Config) { cfg.SharedKey, cfg.SelfHostname = key, "client.test" }
+	withKey := func(e *faultEnv, cfg *Config) { cfg.SharedKey, cfg.SelfHostname = NewSecret(key), "client.test" }
 	errSpilled := func(e *faultEnv) bool { return e.core.Stats().Err.Spilled > 0 }
 
 	return append([]faultCase{{

@@ -172,7 +172,7 @@ func TestSharedKeyHandshake(t *testing.T) {
 		{"fluentd HELO", []forwardtest.Option{forwardtest.WithSharedKey("k3y")}, nil},
 		{"fluent-bit HELO", []forwardtest.Option{forwardtest.WithSharedKey("k3y"), forwardtest.WithHELOStr()}, nil},
 		{"users", []forwardtest.Option{forwardtest.WithSharedKey("k3y"), forwardtest.WithUsers(users)},
-			func(c *fluentcore.Config) { c.Username, c.Password = "bob", "pw-bob" }},
+			func(c *fluentcore.Config) { c.Username, c.Password = "bob", fluentcore.NewSecret("pw-bob") }},
 		{"acks and gzip", []forwardtest.Option{forwardtest.WithSharedKey("k3y")},
 			func(c *fluentcore.Config) { c.RequireAck, c.Compression = true, "gzip" }},
 	}
@@ -180,7 +180,7 @@ func TestSharedKeyHandshake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, tc.opts...)
 			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-				c.SharedKey = "k3y"
+				c.SharedKey = fluentcore.NewSecret("k3y")
 				c.SelfHostname = "client"
 				if tc.mod != nil {
 					tc.mod(c)
@@ -206,7 +206,7 @@ func TestSharedKeyHandshake(t *testing.T) {
 // frame instead of writing into a connection the receiver is closing.
 func TestHELOKeepaliveFalse(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"), forwardtest.DenyKeepalive())
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.SharedKey = "k" })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.SharedKey = fluentcore.NewSecret("k") })
 	for i := range 5 {
 		logErrs(core, i, 1)
 		if err := core.Sync(); err != nil {
@@ -235,7 +235,7 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 	}{
 		{"wrong key", []forwardtest.Option{forwardtest.WithSharedKey("another-key")}, nil, 0, "shared_key mismatch", false},
 		{"wrong password", []forwardtest.Option{forwardtest.WithSharedKey(key), forwardtest.WithUsers(map[string]string{"alice": "other"})},
-			func(c *fluentcore.Config) { c.Username, c.Password = "alice", password }, 0, "username/password mismatch", false},
+			func(c *fluentcore.Config) { c.Username, c.Password = "alice", fluentcore.NewSecret(password) }, 0, "username/password mismatch", false},
 		{"wrong PONG digest", nil, nil, forwardtest.PongWrongDigest, "digest does not match", true},
 		{"PONG auth_result false", nil, nil, forwardtest.PongAuthFailed, "rejected the credentials", true},
 		{"no PONG", nil, nil, forwardtest.PongNone, "reading PONG", true},
@@ -250,7 +250,7 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 			r.SetPongFault(tc.fault)
 			reg := prometheus.NewRegistry()
 			core := newTestCore(t, r.Addr(), reg, quiet, func(c *fluentcore.Config) {
-				c.SharedKey = key
+				c.SharedKey = fluentcore.NewSecret(key)
 				if tc.mod != nil {
 					tc.mod(c)
 				}
@@ -317,7 +317,7 @@ func TestHandshakeTimeout(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
 	r.Stall()
 	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
-		c.SharedKey = "k"
+		c.SharedKey = fluentcore.NewSecret("k")
 		c.HandshakeTimeout = 100 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
@@ -372,7 +372,7 @@ func TestTLS(t *testing.T) {
 			}
 			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
 				c.TLS = tc.client
-				c.SharedKey = tc.key
+				c.SharedKey = fluentcore.NewSecret(tc.key)
 				// A TLS 1.3 server rejects a missing client certificate after the
 				// client's handshake is done: only an ack wait notices.
 				c.RequireAck = true
@@ -484,7 +484,7 @@ func TestTLSAndSecretsFromFilesAndTheEnvironment(t *testing.T) {
 		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CertFile: files.ClientCert}},
 		{SharedKeyFile: filepath.Join(dir, "missing")},
 		{SharedKeyFile: emptyFile},
-		{SharedKey: "k", SharedKeyFile: keyFile},
+		{SharedKey: fluentcore.NewSecret("k"), SharedKeyFile: keyFile},
 		{Addr: "tcp://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: files.CA}}, // no tls:// to use it
 	} {
 		if err := bad.Validate(); err == nil {
@@ -506,7 +506,7 @@ func oneShotReceivers(t *testing.T, n int) []*forwardtest.Receiver {
 func TestServersWeightedRoundRobin(t *testing.T) {
 	rs := oneShotReceivers(t, 2)
 	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
-		c.SharedKey = "k"
+		c.SharedKey = fluentcore.NewSecret("k")
 		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr(), Weight: 40}, {Addr: rs[1].Addr(), Weight: 20}}
 	})
 	for i := range 30 {
@@ -527,7 +527,7 @@ func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
-		c.SharedKey = "k"
+		c.SharedKey = fluentcore.NewSecret("k")
 		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr()}, {Addr: rs[1].Addr()}}
 	})
 	for i := range 10 {
@@ -616,8 +616,8 @@ func TestValidateForwardOptions(t *testing.T) {
 		{"servers and addr", fluentcore.Config{Addr: "a:1", Servers: []fluentcore.Server{{Addr: "b:1"}}}, "not both"},
 		{"bad server", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1"}, {Addr: "ftp://b:1"}}}, "scheme"},
 		{"negative weight", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1", Weight: -1}}}, "weight"},
-		{"user without key", fluentcore.Config{Username: "u", Password: "p"}, "SharedKey"},
-		{"shared key and user", fluentcore.Config{SharedKey: "k", Username: "u", Password: "p"}, ""},
+		{"user without key", fluentcore.Config{Username: "u", Password: fluentcore.NewSecret("p")}, "SharedKey"},
+		{"shared key and user", fluentcore.Config{SharedKey: fluentcore.NewSecret("k"), Username: "u", Password: fluentcore.NewSecret("p")}, ""},
 		{"negative handshake timeout", fluentcore.Config{HandshakeTimeout: -1}, "HandshakeTimeout"},
 	}
 	for _, c := range cases {

@@ -173,7 +173,7 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 			cfg := Config{Addr: hostileServer(t, tc.serve), RequireAck: tc.ack,
 				DialTimeout: timeout, HandshakeTimeout: timeout, WriteTimeout: timeout, AckTimeout: timeout}
 			if tc.handshake {
-				cfg.SharedKey, cfg.SelfHostname = "k", "client.test"
+				cfg.SharedKey, cfg.SelfHostname = NewSecret("k"), "client.test"
 			}
 			f := newForwarder(settingsFor(cfg).connFor(infoStream))
 			defer f.close()
@@ -310,13 +310,13 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 			var ev eventLog
 			reg := prometheus.NewRegistry()
 			cfg := fastRetry(Config{
-				Addr: addr, SharedKey: key, SelfHostname: "client.test", Username: "alice", Password: password,
+				Addr: addr, SharedKey: NewSecret(key), SelfHostname: "client.test", Username: "alice", Password: NewSecret(password),
 				TLS: tc.tls, RequireAck: true, AckTimeout: 200 * time.Millisecond, Registerer: reg,
 				ErrFallback: fb, OnEvent: ev.add, SyncTimeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond,
 				RetryMax: 20 * time.Millisecond, DialTimeout: time.Second,
 			})
 			if tc.name == "impostor PONG" {
-				cfg.SharedKey = "k2"
+				cfg.SharedKey = NewSecret("k2")
 			}
 			if tc.spill {
 				cfg.SpillDir, cfg.SpillAfter = t.TempDir(), 10*time.Millisecond

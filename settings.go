@@ -153,12 +153,12 @@ func resolve(cfg Config) (*settings, error) {
 	default:
 		bad("Compression %q: want \"\" or \"gzip\"", cfg.Compression)
 	}
-	if cfg.SharedKey != "" {
-		c.creds = &wire.Credentials{SharedKey: cfg.SharedKey, SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password}
+	if !cfg.SharedKey.IsZero() {
+		c.creds = &wire.Credentials{SharedKey: cfg.SharedKey.Reveal(), SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password.Reveal()}
 		if c.creds.SelfHostname == "" {
 			c.creds.SelfHostname = defaultHostname()
 		}
-	} else if cfg.Username != "" || cfg.Password != "" {
+	} else if cfg.Username != "" || !cfg.Password.IsZero() {
 		bad("Username and Password need a SharedKey")
 	}
 
@@ -295,12 +295,12 @@ func (s *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 	}
 	for _, f := range []struct {
 		name, file string
-		secret     *string
+		secret     *Secret
 	}{{"SharedKey", cfg.SharedKeyFile, &cfg.SharedKey}, {"Password", cfg.PasswordFile, &cfg.Password}} {
 		if f.file == "" {
 			continue
 		}
-		if *f.secret != "" {
+		if !f.secret.IsZero() {
 			fail(fmt.Errorf("fluentcore: set %s or %sFile, not both", f.name, f.name))
 			continue
 		}
@@ -309,8 +309,8 @@ func (s *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 			fail(fmt.Errorf("fluentcore: %sFile: %w", f.name, err))
 			continue
 		}
-		*f.secret = secretFromFile(b)
-		if *f.secret == "" { // an empty key would silently turn the handshake off
+		*f.secret = NewSecret(secretFromFile(b))
+		if f.secret.IsZero() { // an empty key would silently turn the handshake off
 			fail(fmt.Errorf("fluentcore: %sFile %s is empty (a byte-order mark and trailing white space are not part of the secret)", f.name, f.file))
 		}
 	}

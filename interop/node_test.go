@@ -225,11 +225,11 @@ func TestNodeFluentServer(t *testing.T) {
 			cfg.RequireAck = tc.ack
 			cfg.Compression = tc.compression
 			if tc.security != nil {
-				cfg.SharedKey = sharedKey
+				cfg.SharedKey = fluentcore.NewSecret(sharedKey)
 				cfg.SelfHostname = clientHostname
 			}
 			if tc.user {
-				cfg.Username, cfg.Password = userName, userPassword
+				cfg.Username, cfg.Password = userName, fluentcore.NewSecret(userPassword)
 			}
 			if tc.tls {
 				cfg.TLS = versions.config(pki)
@@ -277,7 +277,7 @@ func TestNodeFluentServerRejects(t *testing.T) {
 		name:     "WrongSharedKey",
 		security: nodeSecurity{ServerHostname: nodeHostname, SharedKey: sharedKey},
 		configure: func(c *fluentcore.Config) {
-			c.SharedKey, c.SelfHostname = wrongKey, clientHostname
+			c.SharedKey, c.SelfHostname = fluentcore.NewSecret(wrongKey), clientHostname
 		},
 		secrets:   []string{wrongKey, sharedKey},
 		wantWords: []string{"shared key", "shared_key", "sharedkey"},
@@ -286,8 +286,8 @@ func TestNodeFluentServerRejects(t *testing.T) {
 		security: nodeSecurity{ServerHostname: nodeHostname, SharedKey: sharedKey, Authorize: true,
 			UserDict: map[string]string{userName: userPassword}},
 		configure: func(c *fluentcore.Config) {
-			c.SharedKey, c.SelfHostname = sharedKey, clientHostname
-			c.Username, c.Password = userName, wrongPassword
+			c.SharedKey, c.SelfHostname = fluentcore.NewSecret(sharedKey), clientHostname
+			c.Username, c.Password = userName, fluentcore.NewSecret(wrongPassword)
 		},
 		secrets:   []string{wrongPassword, userPassword, sharedKey},
 		wantWords: []string{"password", "authentication", "username"},
