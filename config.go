@@ -372,6 +372,10 @@ type Secret struct {
 	text func() string // a closure: reflection can print its address, never what it holds
 }
 
+// redactedSecret is what every rendering of a Secret, and so of a Config, shows instead of
+// its text.
+const redactedSecret = "[redacted]"
+
 // NewSecret returns a Secret holding s; the empty string gives the zero (unset) Secret.
 func NewSecret(s string) Secret {
 	if s == "" {

@@ -16,9 +16,6 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// redactedSecret is what every rendering of a Config shows instead of a secret.
-const redactedSecret = "[redacted]"
-
 // plainConfig is Config without its methods, so that renderings of it do not recurse.
 type plainConfig Config
 
