@@ -88,7 +88,8 @@ func (r *ClockReceiver) serve(c net.Conn) {
 	rd := msgp.NewReaderSize(c, 64<<10)
 	var payload []byte
 	var lat []time.Duration
-	var paceAt time.Time // othersRate: when this connection's entries so far fit the rate
+	var paceAt time.Time  // othersRate: when this connection's entries so far fit the rate
+	var chunk, ack []byte // the request's ack token, if it asked for one; the reply
 	for {
 		if !r.gate() {
 			return
@@ -104,8 +105,9 @@ func (r *ClockReceiver) serve(c net.Conn) {
 		if err == nil {
 			payload, err = rd.ReadBytes(payload[:0])
 		}
+		chunk = chunk[:0]
 		if err == nil && n == 3 {
-			err = rd.Skip()
+			chunk, err = readChunk(rd, chunk)
 		}
 		now := time.Now()
 		var others int64
@@ -120,6 +122,15 @@ func (r *ClockReceiver) serve(c net.Conn) {
 				return
 			}
 		}
+		if err == nil && len(chunk) > 0 {
+			// Acked once the entries are counted, as fluentd acks once they are emitted.
+			ack = msgp.AppendMapHeader(ack[:0], 1)
+			ack = msgp.AppendString(ack, "ack")
+			ack = msgp.AppendStringFromBytes(ack, chunk)
+			if _, werr := c.Write(ack); werr != nil {
+				return
+			}
+		}
 		if err != nil {
 			r.mu.Lock()
 			if !r.closed {
@@ -129,6 +140,24 @@ func (r *ClockReceiver) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// readChunk reads a request's option map and returns its "chunk" (the ack token) appended
+// to buf, or buf if it has none.
+func readChunk(rd *msgp.Reader, buf []byte) ([]byte, error) {
+	n, err := rd.ReadMapHeader()
+	for ; err == nil && n > 0; n-- {
+		var key string
+		if key, err = rd.ReadString(); err != nil {
+			break
+		}
+		if key == "chunk" {
+			buf, err = rd.ReadStringAsBytes(buf)
+		} else {
+			err = rd.Skip()
+		}
+	}
+	return buf, err
 }
 
 // entries decodes the entries of one request: their latencies if tag is the clocked one,
