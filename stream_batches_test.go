@@ -22,7 +22,7 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 	core := New(fastRetry(Config{
 		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 8 << 10, MaxEntryBytes: 6 << 10,
 		Info: StreamConfig{BufferBytes: 64 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
-		FlushInterval: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond,
+		FlushInterval: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, AckTimeout: 50 * time.Millisecond,
 		RetryMax: 10 * time.Millisecond, ErrFallback: io.Discard,
 	}))
 	logger := zap.New(core)
