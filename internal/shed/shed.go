@@ -384,10 +384,9 @@ func (s *Shedder) Step(o Observation) {
 	if c == 0 {
 		// Nothing measured yet (start-up, or the first batches still on their way): no
 		// thinning by rate; the allowance alone keeps what fits, and what the sender took
-		// in the step tells the flood from the rest (before it has taken anything, every
-		// key but the rare ones is the flood).
+		// in the step tells the flood from the rest (see delivery).
 		s.admitAll()
-		s.markFloods(offered, float64(got), dt)
+		s.markFloods(offered, s.delivery(got, dt, o), dt)
 		return
 	}
 	// What the sender takes in a step, and what the buffer can still hold up to Full:
@@ -400,7 +399,7 @@ func (s *Shedder) Step(o Observation) {
 	budget := max(0, max(c*dt, float64(got))+o.Room)
 	// The keys over their fair share of what the sender delivers are the flood, whether
 	// this step thins them or not: they may fill the room, never the margin (see Keep).
-	s.markFloods(offered, c*dt, dt)
+	s.markFloods(offered, s.delivery(got, dt, o), dt)
 	if float64(offered) <= budget {
 		s.admitAll()
 		return
@@ -459,6 +458,22 @@ func (s *Shedder) gather() (offered, kept uint64) {
 }
 
 func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
+
+// delivery is what the flood marks are shared from, entries a step: the less of what the
+// sender took in the last step and what Capacity says it takes. Either alone misleads: the
+// estimate lags a receiver that slows down (it is smoothed), and a flood under a stale
+// estimate would count as within its share and eat the margin; a step's take is bursty (a
+// socket that takes a batch at once), and a flood under one large take would too. At least
+// the margin spread over the steps it must last (roomySteps): a step in which the sender
+// took nothing (a full socket, a first connection) must not make a steady Warn or a rare
+// message a flood.
+func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
+	d := float64(got)
+	if c := s.Capacity(); c > 0 {
+		d = min(d, c*dt)
+	}
+	return max(d, o.Margin/roomySteps)
+}
 
 // markFloods marks each offered key that a share of delivery (entries a step) alone would
 // thin, and unmarks the others.

@@ -526,3 +526,37 @@ func TestWarnKeptWholeUnderAnInfoFlood(t *testing.T) {
 		}
 	}
 }
+
+// The capacity estimate lags a receiver that slows down (it is smoothed over capacityTau).
+// While it is still high, a flood below it is within its "fair share of delivery" by that
+// estimate, yet it is what fills the buffer: it must still be kept out of the margin, or
+// the margin's keys (a steady Warn, rare messages) lose entries to it.
+func TestMarginHoldsWhenTheReceiverSlowsDown(t *testing.T) {
+	p := newPipe(1_500_000, 40_000)
+	var rare []load
+	for i := range 200 {
+		rare = append(rare, load{fmt.Sprintf("rare %d", i), 0, 2})
+		p.carry[rare[i].msg] = float64(i) / 200
+	}
+	loads := append([]load{{"hot", 0, 600_000}, {"warn", 1, 2_000}}, rare...)
+	// A fast receiver first: the capacity is measured at 1.5 M/s with a backlog.
+	p.run(time.Second, load{"hot", 0, 3_000_000})
+	if c := p.s.Capacity(); c < 1_000_000 {
+		t.Fatalf("capacity %.0f/s after a second at 1.5 M/s", c)
+	}
+	// Then it slows to 100 k/s, under the flood of 600 k/s: the estimate stays above the
+	// flood for a while.
+	p.rate = 100_000
+	p.reset()
+	p.run(3*time.Second, loads...)
+	lost := p.offered["warn"] - p.kept["warn"] + p.full["warn"]
+	for _, l := range rare {
+		lost += p.offered[l.msg] - p.kept[l.msg] + p.full[l.msg]
+	}
+	if lost != 0 {
+		t.Errorf("%d Warn and rare entries lost (Warn kept %d of %d, %d found the buffer full)", lost, p.kept["warn"], p.offered["warn"], p.full["warn"])
+	}
+	if k := float64(p.kept["hot"]) / 3; k < 0.8*100_000 {
+		t.Errorf("the hot key kept %.0f/s; the sender delivers 100000/s", k)
+	}
+}
