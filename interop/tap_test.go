@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -226,7 +227,8 @@ func decodeFrame(b []byte) (*frame, []byte, error) {
 
 // checkFrames checks the requests the core sent: each in the wanted mode, with bin
 // entries, a "size" option equal to its entry count, and a 24-character "chunk" exactly
-// when acks are required; together they carry at least the entries logged.
+// when acks are asked for (ack: the info stream's; the err stream's, whose tag ends in
+// ".err", always, its default); together they carry at least the entries logged.
 func checkFrames(t *testing.T, tp *tap, wantMode string, ack bool, wantEntries int) {
 	t.Helper()
 	frames, err := tp.frames()
@@ -255,11 +257,12 @@ func checkFrames(t *testing.T, tp *tap, wantMode string, ack bool, wantEntries i
 			}
 		}
 		chunk, hasChunk := f.options["chunk"].(string)
+		wantAck := ack || strings.HasSuffix(f.tag, ".err")
 		switch {
-		case ack && len(chunk) != 24:
-			errorf("request %d: option chunk %q, want a 24-character token", i, chunk)
-		case !ack && hasChunk:
-			errorf("request %d: option chunk %q without RequireAck", i, chunk)
+		case wantAck && len(chunk) != 24:
+			errorf("request %d (%s): option chunk %q, want a 24-character token", i, f.tag, chunk)
+		case !wantAck && hasChunk:
+			errorf("request %d (%s): option chunk %q on a stream without acks", i, f.tag, chunk)
 		}
 		wantCompressed := ""
 		if wantMode == "CompressedPackedForward" {
