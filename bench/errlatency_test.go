@@ -2,8 +2,6 @@ package bench
 
 import (
 	"io"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,17 +45,7 @@ func errLatency(b *testing.B, acks fluentcore.Acks) {
 	defer core.Close()
 	l := zap.New(core)
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range errFlooders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				LogFields(l)
-			}
-		}()
-	}
+	stop := startProducers(l, errFlooders, nil)
 	tick := time.NewTicker(errEvery)
 	sched0 := readSched()
 	b.ResetTimer()
@@ -69,8 +57,7 @@ func errLatency(b *testing.B, acks fluentcore.Acks) {
 	b.StopTimer()
 	elapsed, sched := time.Since(start), readSched()
 	tick.Stop()
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	if err := core.Sync(); err != nil {
 		b.Logf("sync: %v", err)
 	}
