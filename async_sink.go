@@ -307,14 +307,14 @@ func (k *sink) close(timeout time.Duration) error {
 func abandonedError(left [numStreams]int, durable bool) error {
 	var parts []string
 	if n := left[infoStream]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d info entries were dropped (shutdown)", n))
+		parts = append(parts, fmt.Sprintf("info entries dropped (shutdown): %d", n))
 	}
 	if n := left[errStream]; n > 0 {
 		where := "ErrFallback"
 		if durable {
 			where = "SpillDir, for the next process to send (ErrFallback if it refused them)"
 		}
-		parts = append(parts, fmt.Sprintf("%d err entries were spilled to %s", n, where))
+		parts = append(parts, fmt.Sprintf("err entries spilled to %s: %d", where, n))
 	}
 	if len(parts) == 0 {
 		return nil

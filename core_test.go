@@ -339,8 +339,8 @@ func TestCloseSaysWhatWasLeft(t *testing.T) {
 		logErr    bool
 		want, not []string
 	}{
-		{"info only", false, []string{"1 info entries were dropped (shutdown)"}, []string{"err entries"}},
-		{"info and err", true, []string{"1 info entries were dropped (shutdown)", "1 err entries were spilled to ErrFallback"}, nil},
+		{"info only", false, []string{"info entries dropped (shutdown): 1"}, []string{"err entries"}},
+		{"info and err", true, []string{"info entries dropped (shutdown): 1", "err entries spilled to ErrFallback: 1"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var fallback testkit.Lines
