@@ -51,12 +51,8 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	})
 	info := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, k.info, newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
-		key := appendStr(nil, s.degrade.WeightKey)
 		rule := k.info.degrade.rule
-		for i := range info.shards {
-			enc := info.shards[i].enc
-			enc.weightKey, enc.weigh, enc.unweigh = key, rule.weight, rule.unweigh
-		}
+		info.weighWith(appendStr(nil, s.degrade.WeightKey), rule.weight, rule.unweigh)
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
 	errs := newStream(errStream, s.tags[errStream], s.errBufferBytes, s.stream, k.err, newForwarder(s.connFor(errStream)))

@@ -151,11 +151,16 @@ type Config struct {
 	// MaxBatchBytes is the size of one batch buffer, the largest frame payload sent.
 	// Default DefaultMaxBatchBytes (256 KiB); at most 6,000,000 (fluent-bit's limit).
 	MaxBatchBytes int `json:"max_batch_bytes,omitempty" yaml:"max_batch_bytes,omitempty"`
-	// MaxEntryBytes is the largest encoded entry. A larger info entry is dropped (too_large);
-	// a larger err entry is delivered with its largest string and binary values truncated,
-	// each ending in "…(truncated N bytes)", and "<MessageKey>Truncated": true in its record
-	// (it goes to the spill, SpillDir or ErrFallback, whole only if truncating can't make it
-	// fit). Default DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
+	// MaxEntryBytes is the largest encoded entry. Encoding stops where an entry passes it, so
+	// a larger entry costs the walk of its fields but not its size in memory, and holds no
+	// other caller back. A larger info entry is dropped (too_large); a larger err entry is
+	// delivered with its largest string and binary values truncated, each ending in
+	// "…(truncated N bytes)", and "<MessageKey>Truncated": true in its record. When that
+	// cannot make it fit (too many values), or the entry is over 4 × MaxEntryBytes even with
+	// its long values truncated, it is cut short instead, marked the same way: encoded a
+	// second time (its marshalers run again), its values kept in order while they fit, each
+	// string or binary value cut to MaxEntryBytes/16 bytes, the stacktrace kept, the rest
+	// left out. Default DefaultMaxEntryBytes (64 KiB); at most MaxBatchBytes.
 	MaxEntryBytes int `json:"max_entry_bytes,omitempty" yaml:"max_entry_bytes,omitempty"`
 	// FlushInterval is the longest an info entry waits in a batch that is not full while
 	// the receiver takes what is sent; while sending fails, batches are sealed only when
@@ -173,7 +178,7 @@ type Config struct {
 	// (50ms); at least MinInterval.
 	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
 	// ErrFallback receives err entries that cannot be delivered — failed for SpillAfter,
-	// buffers full, larger than MaxEntryBytes even truncated, logged after Close, or undelivered when Close
+	// buffers full, too large even cut short, logged after Close, or undelivered when Close
 	// gives up — as JSON lines {"tag","time","record"}. Default os.Stderr. Writes to it are
 	// serialised. With SpillDir those entries go to the spill instead, and ErrFallback only
 	// gets what the spill cannot take: entries refused because the spill is full

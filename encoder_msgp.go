@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -225,6 +226,17 @@ type msgpEncoder struct {
 	capSpans []capSpan // entry size cap: the str and bin values of the entry being cut
 	capOut   []byte    // and the cut entry
 
+	// The budget of the entry being encoded (see encoder_cap.go).
+	start     int       // where the entry starts in buf
+	end       int       // the length buf may grow to; -1 once appending has stopped
+	valueCap  int       // str and bin values longer than this are cut
+	precutOf  int       // storing values cut for capEntry: the limit capEntry will cut to
+	cutting   bool      // a stop ends the entry where it is (cut short), not abandons it
+	abandoned bool      // the entry passed its limit and was given up: buf is gone
+	released  bool      // and the encoder gave its shard up (release)
+	release   func()    // while the encoder is a shard's: gives the shard up (stop)
+	precut    []capSpan // values stored cut to valueCap, for capEntry
+
 	// The info stream's encoders with Degrade.WeightKey: the key, pre-encoded, and the
 	// weight of an entry, written after the entry's head; unweigh gives a weight back, and
 	// weighed is the last entry's.
@@ -240,7 +252,14 @@ var (
 )
 
 func newMsgpEncoder(cfg *encoderConfig) *msgpEncoder {
-	return &msgpEncoder{cfg: cfg, stack: make([]container, 0, 16)}
+	return &msgpEncoder{cfg: cfg, stack: make([]container, 0, 16), end: math.MaxInt, valueCap: math.MaxInt}
+}
+
+// fork returns a new encoder for what e is for: its configuration, weights and shard.
+func (e *msgpEncoder) fork() *msgpEncoder {
+	f := newMsgpEncoder(e.cfg)
+	f.weightKey, f.weigh, f.unweigh, f.release = e.weightKey, e.weigh, e.unweigh, e.release
+	return f
 }
 
 // discard is called when the entry just encoded is not kept after all (it did not fit, or
@@ -251,13 +270,6 @@ func (e *msgpEncoder) discard(ent *zapcore.Entry) {
 		e.unweigh(ent.Level, ent.Message, e.weighed-1)
 	}
 	e.weighed = 0
-}
-
-// lost counts an entry Check kept that the stream then dropped into its key's next weight.
-func (e *msgpEncoder) lost(ent *zapcore.Entry) {
-	if e.unweigh != nil {
-		e.unweigh(ent.Level, ent.Message, 1)
-	}
 }
 
 // eventTimeOf clamps t into what EventTime can carry.
@@ -273,34 +285,60 @@ func eventTimeOf(t time.Time) (sec, nsec uint32) {
 }
 
 // appendEntry appends one Forward Entry, [EventTime(ent.Time), {record}], to dst and returns
-// the extended slice. It must not retain dst. It never fails: encoder errors become fields.
+// the extended slice, whatever its size. It must not retain dst. It never fails: encoder
+// errors become fields.
 func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) []byte {
+	return e.encodeEntry(dst, ctx, ent, fields, budget{})
+}
+
+// encodeEntry is appendEntry within budget b (encoder_cap.go). An entry that passes b's
+// limit is abandoned (nil, and e.abandoned), or, cutting, ends where it stopped.
+func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, b budget) []byte {
 	sec, nsec := eventTimeOf(ent.Time)
+	end := e.begin(len(dst), b)
 	dst = append(dst, wire.Array2)
 	dst = wire.AppendEventTime(dst, sec, nsec)
 	e.stack = e.stack[:0]
 	e.cur = container{off: len(dst), kind: kindMap}
 	e.buf = append(dst, wire.Map32, 0, 0, 0, 0)
+	stack := ent.Stack != "" && e.cfg.stacktraceKey != nil
+	if b.cut {
+		// The stacktrace and the mark come after the fields, in room kept for them.
+		e.end -= len(e.cfg.truncatedKey) + 1
+		if stack {
+			e.end -= len(e.cfg.stacktraceKey) + e.strRoom(ent.Stack)
+		}
+	}
 
 	e.appendEntryHead(ent)
 	if e.weigh != nil {
-		e.buf = append(e.buf, e.weightKey...)
 		// The level and message, not the entry: handing its pointer to a function value
 		// would move every entry to the heap (TestLoggingCallAllocatesNothing).
 		e.weighed = e.weigh(ent.Level, ent.Message)
-		e.buf = msgp.AppendUint32(e.buf, e.weighed)
-		e.cur.n += 2
+		if e.room(len(e.weightKey) + 5) {
+			e.buf = append(e.buf, e.weightKey...)
+			e.buf = msgp.AppendUint32(e.buf, e.weighed)
+			e.cur.n += 2
+		}
 	}
-	if ctx != nil {
+	if ctx != nil && e.room(len(ctx.buf)) {
 		e.appendContext(ctx)
 	}
 	for i := range fields {
 		fields[i].AddTo(e)
 	}
 	e.closeTo(0) // namespaces end before the stacktrace, as in zap
-	if ent.Stack != "" && e.cfg.stacktraceKey != nil {
+	if b.cut {
+		e.end = end // the room kept
+	}
+	if stack && e.room(len(e.cfg.stacktraceKey)+e.strRoom(ent.Stack)) {
 		e.buf = append(e.buf, e.cfg.stacktraceKey...)
-		e.buf = appendStr(e.buf, ent.Stack)
+		e.putStr(ent.Stack)
+		e.cur.n += 2
+	}
+	if b.cut {
+		e.buf = append(e.buf, e.cfg.truncatedKey...)
+		e.buf = append(e.buf, wire.True)
 		e.cur.n += 2
 	}
 	e.patchMap(e.cur)
@@ -310,22 +348,24 @@ func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 	return out
 }
 
-// encodeSafely appends the entry and reports false if a marshaler panicked, so a panic can
-// never leave a shard locked or a batch holding half an entry.
-func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) (out []byte, ok bool) {
+// encodeSafely encodes the entry within b and reports false if a marshaler panicked, so a
+// panic can never leave a shard locked or a batch holding half an entry.
+func encodeSafely(enc *msgpEncoder, dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, b budget) (out []byte, ok bool) {
 	defer func() {
 		if recover() != nil {
-			ok = false // appendEntry resets the encoder's state at its start
+			ok = false // encodeEntry resets the encoder's state at its start
 		}
 	}()
-	return enc.appendEntry(dst, ctx, ent, fields), true
+	return enc.encodeEntry(dst, ctx, ent, fields, b), true
 }
 
 // appendEntryHead writes level, time, name, caller, function and message, each with
-// zap's fallback when the configured encoder writes nothing.
+// zap's fallback when the configured encoder writes nothing. Each part is written only if
+// its key and value fit the budget; the room asked for a value written by a user's encoder
+// is the fallback's, which the slot's own values ask for again.
 func (e *msgpEncoder) appendEntryHead(ent *zapcore.Entry) {
 	c := e.cfg
-	if c.levelKey != nil {
+	if c.levelKey != nil && e.room(len(c.levelKey)+16) {
 		e.buf = append(e.buf, c.levelKey...)
 		e.cur.n += 2
 		if l := int(ent.Level) + 1; l >= 0 && l < len(c.levelVals) && c.levelVals[l] != nil {
@@ -338,39 +378,48 @@ func (e *msgpEncoder) appendEntryHead(ent *zapcore.Entry) {
 			}
 		}
 	}
-	if c.timeKey != nil && !ent.Time.IsZero() {
+	if c.timeKey != nil && !ent.Time.IsZero() && e.room(len(c.timeKey)+9) {
 		e.buf = append(e.buf, c.timeKey...)
 		e.cur.n += 2
 		e.appendTime(ent.Time)
 	}
-	if ent.LoggerName != "" && c.nameKey != nil {
+	if ent.LoggerName != "" && c.nameKey != nil && e.room(len(c.nameKey)+e.strRoom(ent.LoggerName)) {
 		e.buf = append(e.buf, c.nameKey...)
 		e.cur.n += 2
 		if c.nameAsIs {
-			e.buf = appendStr(e.buf, ent.LoggerName)
+			e.putStr(ent.LoggerName)
 		} else {
 			d := e.openSlot()
 			c.zc.EncodeName(ent.LoggerName, e)
 			if !e.closeSlot(d) {
-				e.buf = appendStr(e.buf, ent.LoggerName)
+				e.putStr(ent.LoggerName)
 			}
 		}
 	}
 	if ent.Caller.Defined {
-		if c.callerKey != nil {
+		// The caller's file and line, or its String: at most the file, a colon and 20 digits.
+		if c.callerKey != nil && e.room(len(c.callerKey)+len(ent.Caller.File)+26) {
 			e.buf = append(e.buf, c.callerKey...)
 			e.cur.n += 2
 			e.appendCaller(ent.Caller)
 		}
-		if c.functionKey != nil {
+		if c.functionKey != nil && e.room(len(c.functionKey)+e.strRoom(ent.Caller.Function)) {
 			e.buf = append(e.buf, c.functionKey...)
-			e.buf = appendStr(e.buf, ent.Caller.Function)
+			if e.plain(len(ent.Caller.Function)) {
+				e.buf = appendStr(e.buf, ent.Caller.Function)
+			} else {
+				e.putStr(ent.Caller.Function)
+			}
 			e.cur.n += 2
 		}
 	}
-	if c.messageKey != nil {
+	if c.messageKey != nil && e.room(len(c.messageKey)+e.strRoom(ent.Message)) {
 		e.buf = append(e.buf, c.messageKey...)
-		e.buf = appendStr(e.buf, ent.Message)
+		if e.plain(len(ent.Message)) { // putStr's common case, without its call
+			e.buf = appendStr(e.buf, ent.Message)
+		} else {
+			e.putStr(ent.Message)
+		}
 		e.cur.n += 2
 	}
 }
@@ -466,6 +515,9 @@ func (e *msgpEncoder) pop() {
 func (e *msgpEncoder) closeContainer() {
 	f := e.cur
 	e.pop()
+	if e.abandoned {
+		return // nothing of the entry is kept
+	}
 	switch f.kind {
 	case kindMap:
 		e.patchMap(f)
@@ -487,6 +539,9 @@ func (e *msgpEncoder) closeContainer() {
 // patchMap writes the size of map container f, which must be the last thing in buf. A key
 // left without its value (a panic recovered midway) gets nil, to keep the map whole.
 func (e *msgpEncoder) patchMap(f container) {
+	if e.abandoned {
+		return
+	}
 	if f.n%2 != 0 {
 		e.buf = append(e.buf, wire.Nil)
 		f.n++
@@ -506,6 +561,7 @@ func (e *msgpEncoder) wrapArray(off, n int) {
 	copy(e.buf[off+5:], e.buf[off:len(e.buf)-5])
 	e.buf[off] = wire.Array32
 	putLen32(e.buf[off:], n)
+	e.movePrecut(off, 5)
 }
 
 // openSlot hands the next value position to a user encoder func; see kindSlot.
@@ -523,9 +579,10 @@ func (e *msgpEncoder) closeSlot(d int) bool {
 	return true
 }
 
-// elem counts one value about to be appended by an Append* method. In a map (reachable
-// only when a marshaler uses its ObjectEncoder as an ArrayEncoder) the value gets an
-// empty key, so the record stays a map with str keys.
+// elem counts one value about to be appended by an Append* method, which has checked that
+// it fits the budget. In a map (reachable only when a marshaler uses its
+// ObjectEncoder as an ArrayEncoder) the value gets an empty key, so the record stays a map
+// with str keys.
 func (e *msgpEncoder) elem() {
 	if e.cur.kind == kindMap {
 		e.buf = append(e.buf, wire.FixStr)
@@ -534,11 +591,26 @@ func (e *msgpEncoder) elem() {
 	e.cur.n++
 }
 
-// key appends a field key and counts the key and its value.
+// key appends a field key and counts the key and its value; the Add* method has checked
+// that they fit the budget.
 func (e *msgpEncoder) key(k string) {
 	e.buf = appendStr(e.buf, k)
 	e.cur.n += 2
 }
+
+// The room an Add* or Append* method asks for (room, before key or elem, which do not check
+// it, so that the hot path calls nothing more than it would without a budget): a key's
+// header, then its value's: a scalar (msgpack's largest is 9 bytes); a map or array's
+// header, or the marker that stands for it past maxDepth; a complex's text. A time or
+// duration asks for the int64 fallback's; a user's encoder writes its values through the
+// Append* calls, which ask again. An array's element in a map gets an empty key: 1 byte.
+const (
+	headerRoom    = 5 // a key's str header, or any header
+	elemRoom      = 1
+	scalarRoom    = 9
+	containerRoom = 32
+	complexRoom   = 3 + 2*24 + 2
+)
 
 // finishStr turns the bytes written after a 2-byte placeholder at mark into one msgpack
 // str, repairing invalid UTF-8.
@@ -624,86 +696,144 @@ func (e *msgpEncoder) appendComplex(c complex128, bits int) {
 	e.buf = msgp.AppendBytesStringTwoPrefixed(e.buf, len(e.buf)-mark-2)
 }
 
-// ObjectEncoder.
+// ObjectEncoder. Each method writes its key and value only if they fit the entry's budget;
+// past it they return at once (a marshaler's AddObject and AddArray without calling it).
 
 func (e *msgpEncoder) AddArray(k string, arr zapcore.ArrayMarshaler) error {
+	if !e.room(len(k) + headerRoom + containerRoom) {
+		return nil
+	}
 	e.key(k)
 	return e.appendArray(arr)
 }
 
 func (e *msgpEncoder) AddObject(k string, obj zapcore.ObjectMarshaler) error {
+	if !e.room(len(k) + headerRoom + containerRoom) {
+		return nil
+	}
 	e.key(k)
 	return e.appendObject(obj)
 }
 
 // AddBinary writes msgpack bin (zap JSON writes base64, which JSON needs and we don't).
 func (e *msgpEncoder) AddBinary(k string, v []byte) {
-	e.key(k)
-	e.buf = msgp.AppendBytes(e.buf, v)
+	if e.plain(len(v)) {
+		if e.room(len(k) + len(v) + 2*headerRoom) {
+			e.key(k)
+			e.buf = msgp.AppendBytes(e.buf, v)
+		}
+		return
+	}
+	if e.room(len(k) + headerRoom + e.binRoom(len(v))) {
+		e.key(k)
+		e.putBin(v)
+	}
 }
 
 func (e *msgpEncoder) AddByteString(k string, v []byte) {
-	e.key(k)
-	e.buf = appendStrBytes(e.buf, v)
+	if e.plain(len(v)) {
+		if e.room(len(k) + len(v) + 2*headerRoom) {
+			e.key(k)
+			e.buf = appendStrBytes(e.buf, v)
+		}
+		return
+	}
+	if e.room(len(k) + headerRoom + e.strBytesRoom(v)) {
+		e.key(k)
+		e.putStrBytes(v)
+	}
 }
 
 func (e *msgpEncoder) AddBool(k string, v bool) {
-	e.key(k)
-	e.buf = msgp.AppendBool(e.buf, v)
+	if e.room(len(k) + headerRoom + 1) {
+		e.key(k)
+		e.buf = msgp.AppendBool(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AddComplex128(k string, v complex128) {
-	e.key(k)
-	e.appendComplex(v, 64)
+	if e.room(len(k) + headerRoom + complexRoom) {
+		e.key(k)
+		e.appendComplex(v, 64)
+	}
 }
 
 func (e *msgpEncoder) AddComplex64(k string, v complex64) {
-	e.key(k)
-	e.appendComplex(complex128(v), 32)
+	if e.room(len(k) + headerRoom + complexRoom) {
+		e.key(k)
+		e.appendComplex(complex128(v), 32)
+	}
 }
 
 func (e *msgpEncoder) AddDuration(k string, v time.Duration) {
-	e.key(k)
-	e.appendDuration(v)
+	if e.room(len(k) + headerRoom + scalarRoom) {
+		e.key(k)
+		e.appendDuration(v)
+	}
 }
 
 func (e *msgpEncoder) AddFloat64(k string, v float64) {
-	e.key(k)
-	e.buf = appendFloat64(e.buf, v)
+	if e.room(len(k) + headerRoom + scalarRoom) {
+		e.key(k)
+		e.buf = appendFloat64(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AddFloat32(k string, v float32) {
-	e.key(k)
-	e.buf = appendFloat32(e.buf, v)
+	if e.room(len(k) + headerRoom + scalarRoom) {
+		e.key(k)
+		e.buf = appendFloat32(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AddInt64(k string, v int64) {
-	e.key(k)
-	e.buf = msgp.AppendInt64(e.buf, v)
+	if e.room(len(k) + headerRoom + scalarRoom) {
+		e.key(k)
+		e.buf = msgp.AppendInt64(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AddUint64(k string, v uint64) {
-	e.key(k)
-	e.buf = msgp.AppendUint64(e.buf, v)
+	if e.room(len(k) + headerRoom + scalarRoom) {
+		e.key(k)
+		e.buf = msgp.AppendUint64(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AddString(k, v string) {
-	e.key(k)
-	e.buf = appendStr(e.buf, v)
+	if e.plain(len(v)) {
+		if e.room(len(k) + len(v) + 2*headerRoom) {
+			e.key(k)
+			e.buf = appendStr(e.buf, v)
+		}
+		return
+	}
+	if e.room(len(k) + headerRoom + e.strRoom(v)) {
+		e.key(k)
+		e.putStr(v)
+	}
 }
 
 func (e *msgpEncoder) AddTime(k string, v time.Time) {
-	e.key(k)
-	e.appendTime(v)
+	if e.room(len(k) + headerRoom + scalarRoom) {
+		e.key(k)
+		e.appendTime(v)
+	}
 }
 
 // AddReflected writes nothing, key included, when the value can't be encoded; zap's
-// Field.AddTo then adds "<key>Error".
+// Field.AddTo then adds "<key>Error". A value that does not fit the budget is no error.
 func (e *msgpEncoder) AddReflected(k string, v any) error {
+	if !e.room(len(k) + headerRoom + 1) {
+		return nil
+	}
 	mark := len(e.buf)
 	e.buf = appendStr(e.buf, k)
 	if err := e.appendReflected(v); err != nil {
-		e.buf = e.buf[:mark]
+		e.truncate(mark)
+		if errors.Is(err, errNoRoom) {
+			return nil
+		}
 		return err
 	}
 	e.cur.n += 2
@@ -716,13 +846,15 @@ func (e *msgpEncoder) AddReflected(k string, v any) error {
 // would fill the entry with markers), and the fields after them stay in that map.
 func (e *msgpEncoder) OpenNamespace(k string) {
 	if e.cur.depth < maxDepth {
-		e.key(k)
-		e.open(kindMap)
+		if e.room(len(k) + headerRoom + containerRoom) {
+			e.key(k)
+			e.open(kindMap)
+		}
 		return
 	}
-	if !e.cur.nsCut {
-		e.cur.nsCut = true
+	if !e.cur.nsCut && e.room(len(k)+headerRoom+containerRoom) {
 		e.key(k)
+		e.cur.nsCut = true
 		e.tooDeep()
 	}
 }
@@ -737,76 +869,117 @@ func (e *msgpEncoder) AddUint16(k string, v uint16)   { e.AddUint64(k, uint64(v)
 func (e *msgpEncoder) AddUint8(k string, v uint8)     { e.AddUint64(k, uint64(v)) }
 func (e *msgpEncoder) AddUintptr(k string, v uintptr) { e.AddUint64(k, uint64(v)) }
 
-// ArrayEncoder.
+// ArrayEncoder, within the budget as the ObjectEncoder.
 
 func (e *msgpEncoder) AppendArray(arr zapcore.ArrayMarshaler) error {
+	if !e.room(elemRoom + containerRoom) {
+		return nil
+	}
 	e.elem()
 	return e.appendArray(arr)
 }
 
 func (e *msgpEncoder) AppendObject(obj zapcore.ObjectMarshaler) error {
+	if !e.room(elemRoom + containerRoom) {
+		return nil
+	}
 	e.elem()
 	return e.appendObject(obj)
 }
 
 func (e *msgpEncoder) AppendBool(v bool) {
-	e.elem()
-	e.buf = msgp.AppendBool(e.buf, v)
+	if e.room(elemRoom + 1) {
+		e.elem()
+		e.buf = msgp.AppendBool(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AppendByteString(v []byte) {
-	e.elem()
-	e.buf = appendStrBytes(e.buf, v)
+	if e.room(elemRoom + e.strBytesRoom(v)) {
+		e.elem()
+		if e.plain(len(v)) {
+			e.buf = appendStrBytes(e.buf, v)
+		} else {
+			e.putStrBytes(v)
+		}
+	}
 }
 
 func (e *msgpEncoder) AppendComplex128(v complex128) {
-	e.elem()
-	e.appendComplex(v, 64)
+	if e.room(elemRoom + complexRoom) {
+		e.elem()
+		e.appendComplex(v, 64)
+	}
 }
 
 func (e *msgpEncoder) AppendComplex64(v complex64) {
-	e.elem()
-	e.appendComplex(complex128(v), 32)
+	if e.room(elemRoom + complexRoom) {
+		e.elem()
+		e.appendComplex(complex128(v), 32)
+	}
 }
 
 func (e *msgpEncoder) AppendDuration(v time.Duration) {
-	e.elem()
-	e.appendDuration(v)
+	if e.room(elemRoom + scalarRoom) {
+		e.elem()
+		e.appendDuration(v)
+	}
 }
 
 func (e *msgpEncoder) AppendFloat64(v float64) {
-	e.elem()
-	e.buf = appendFloat64(e.buf, v)
+	if e.room(elemRoom + scalarRoom) {
+		e.elem()
+		e.buf = appendFloat64(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AppendFloat32(v float32) {
-	e.elem()
-	e.buf = appendFloat32(e.buf, v)
+	if e.room(elemRoom + scalarRoom) {
+		e.elem()
+		e.buf = appendFloat32(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AppendInt64(v int64) {
-	e.elem()
-	e.buf = msgp.AppendInt64(e.buf, v)
+	if e.room(elemRoom + scalarRoom) {
+		e.elem()
+		e.buf = msgp.AppendInt64(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AppendUint64(v uint64) {
-	e.elem()
-	e.buf = msgp.AppendUint64(e.buf, v)
+	if e.room(elemRoom + scalarRoom) {
+		e.elem()
+		e.buf = msgp.AppendUint64(e.buf, v)
+	}
 }
 
 func (e *msgpEncoder) AppendString(v string) {
-	e.elem()
-	e.buf = appendStr(e.buf, v)
+	if e.room(elemRoom + e.strRoom(v)) {
+		e.elem()
+		if e.plain(len(v)) {
+			e.buf = appendStr(e.buf, v)
+		} else {
+			e.putStr(v)
+		}
+	}
 }
 
 func (e *msgpEncoder) AppendTime(v time.Time) {
-	e.elem()
-	e.appendTime(v)
+	if e.room(elemRoom + scalarRoom) {
+		e.elem()
+		e.appendTime(v)
+	}
 }
 
 // AppendTimeLayout lets zap's layout-based time encoders (ISO8601, RFC3339, ...) format
 // straight into buf instead of building a string.
 func (e *msgpEncoder) AppendTimeLayout(t time.Time, layout string) {
+	// A layout's text is at most about twice as long as the layout (month names for
+	// "Jan"), and time's Format writes the year in up to 10 digits.
+	if !e.room(elemRoom + headerRoom + 2*len(layout) + 16) {
+		return
+	}
 	e.elem()
 	mark := len(e.buf)
 	e.buf = append(e.buf, 0, 0)
@@ -814,13 +987,21 @@ func (e *msgpEncoder) AppendTimeLayout(t time.Time, layout string) {
 	e.finishStr(mark)
 }
 
-// AppendReflected appends nothing when the value can't be encoded (zap's behaviour).
+// AppendReflected appends nothing when the value can't be encoded (zap's behaviour), or
+// does not fit the budget.
 func (e *msgpEncoder) AppendReflected(v any) error {
 	mark, n := len(e.buf), e.cur.n
+	if !e.room(elemRoom + 1) {
+		return nil
+	}
 	e.elem()
 	err := e.appendReflected(v)
 	if err != nil {
-		e.buf, e.cur.n = e.buf[:mark], n
+		e.truncate(mark)
+		e.cur.n = n
+		if errors.Is(err, errNoRoom) {
+			return nil
+		}
 	}
 	return err
 }
@@ -902,17 +1083,7 @@ func isASCII(b []byte) bool {
 // the header is right, then copies it.
 func appendRepaired[S string | []byte](dst []byte, s S, decode func(S) (rune, int)) []byte {
 	const repl = "\uFFFD"
-	n := 0
-	for i := 0; i < len(s); {
-		r, size := decode(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			n += len(repl)
-		} else {
-			n += size
-		}
-		i += size
-	}
-	dst = appendStrHeader(dst, n)
+	dst = appendStrHeader(dst, repairedSize(s, decode))
 	last := 0
 	for i := 0; i < len(s); {
 		r, size := decode(s[i:])
@@ -924,6 +1095,21 @@ func appendRepaired[S string | []byte](dst []byte, s S, decode func(S) (rune, in
 		i += size
 	}
 	return append(dst, s[last:]...)
+}
+
+// repairedSize is the length of s with each invalid UTF-8 byte replaced by U+FFFD.
+func repairedSize[S string | []byte](s S, decode func(S) (rune, int)) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := decode(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += len("\uFFFD")
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
 }
 
 // appendStrHeader appends the smallest str header for n bytes.

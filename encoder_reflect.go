@@ -49,6 +49,8 @@ import (
 // user method becomes an error ("PANIC=..."), so the entry keeps a "<key>Error" instead of
 // being lost.
 // This path may allocate (maps, marshalers); plain structs, slices and map[string]any don't.
+// A value that does not fit the entry's budget (encoder_cap.go) is errNoRoom: a map or array
+// whose smallest encoding (a byte per element, two per pair) cannot fit is not walked.
 //
 // With EncoderConfig.NewReflectedEncoder set, values with none of zap's or msgp's
 // marshalers go through it instead, and its JSON output is converted to msgpack.
@@ -59,8 +61,7 @@ var errReflectedEmpty = errors.New("fluentcore: reflected encoder wrote no value
 // returns an error with e.buf and the open containers as they were.
 func (e *msgpEncoder) appendReflected(obj any) (err error) {
 	if obj == nil {
-		e.buf = msgp.AppendNil(e.buf)
-		return nil
+		return e.putNil()
 	}
 	mark, depth, saved := len(e.buf), len(e.stack), e.cur
 	// Values written here are counted by the caller, not in a container; a raw container keeps
@@ -71,8 +72,11 @@ func (e *msgpEncoder) appendReflected(obj any) (err error) {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("PANIC=%v", r)
 		}
+		if err == nil && e.end < 0 {
+			err = errNoRoom // a marshaler inside stopped at the budget: not whole
+		}
 		if err != nil {
-			e.buf = e.buf[:mark]
+			e.truncate(mark)
 		}
 		e.stack, e.cur = e.stack[:depth], saved
 	}()
@@ -108,9 +112,7 @@ func (e *msgpEncoder) appendCustomReflected(obj any, depth int) error {
 	if len(bytes.TrimSpace(js)) == 0 {
 		return errReflectedEmpty
 	}
-	var err error
-	e.buf, err = e.appendJSON(e.buf, js, depth)
-	return err
+	return e.putJSON(js, depth)
 }
 
 // reflectValue appends v, whose plan is p, inside depth maps and arrays (and, within the
@@ -129,15 +131,27 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 	}
 	switch p.Op {
 	case reflectplan.OpBool:
+		if !e.room(1) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendBool(e.buf, v.Bool())
 	case reflectplan.OpInt:
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendInt64(e.buf, v.Int())
 	case reflectplan.OpUint:
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendUint64(e.buf, v.Uint())
 	case reflectplan.OpFloat32:
 		f := v.Float()
 		if f-f != 0 {
 			return nonFiniteError(f, 32)
+		}
+		if !e.room(scalarRoom) {
+			return errNoRoom
 		}
 		e.buf = msgp.AppendFloat32(e.buf, float32(f))
 	case reflectplan.OpFloat64:
@@ -145,36 +159,52 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 		if f-f != 0 {
 			return nonFiniteError(f, 64)
 		}
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendFloat64(e.buf, f)
 	case reflectplan.OpString:
-		e.buf = appendStr(e.buf, v.String())
+		s := v.String()
+		if !e.plain(len(s)) {
+			return e.reflectStr(s)
+		}
+		if !e.room(len(s) + 5) {
+			return errNoRoom
+		}
+		e.buf = appendStr(e.buf, s)
 	case reflectplan.OpNumber:
 		s, err := numberLiteral(v.String())
 		if err != nil {
 			return err
 		}
+		if !e.room(len(s) + 5) {
+			return errNoRoom
+		}
 		e.buf = appendJSONNumber(e.buf, s)
 	case reflectplan.OpBytes:
 		if v.IsNil() {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
-		e.buf = msgp.AppendBytes(e.buf, v.Bytes())
+		if !e.room(e.binRoom(v.Len())) {
+			return errNoRoom
+		}
+		e.putBin(v.Bytes())
 	case reflectplan.OpSlice:
 		if v.IsNil() {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
 		return e.reflectArray(p, v, depth)
 	case reflectplan.OpArray:
 		return e.reflectArray(p, v, depth)
 	case reflectplan.OpMap:
 		if v.IsNil() {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
 		if depth++; depth > maxDepth {
 			return errTooDeep
+		}
+		if !e.room(5 + 2*v.Len()) {
+			return errNoRoom
 		}
 		switch {
 		case p.AnyMap:
@@ -182,14 +212,12 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			return e.reflectAnyMap(m, depth)
 		case p.StrMap:
 			m, _ := reflect.TypeAssert[map[string]string](v)
-			e.reflectStrMap(m)
-			return nil
+			return e.reflectStrMap(m)
 		}
 		return e.reflectMap(p, v, depth)
 	case reflectplan.OpPtr:
 		if v.IsNil() {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
 		if depth++; depth > maxDepth {
 			return errTooDeep
@@ -197,8 +225,7 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 		return e.reflectValue(p.Elem, v.Elem(), depth)
 	case reflectplan.OpInterface:
 		if v.IsNil() {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
 		v = v.Elem()
 		return e.reflectValue(reflectplan.For(v.Type()), v, depth)
@@ -208,13 +235,37 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 		}
 		return e.reflectStruct(p, v, depth)
 	case reflectplan.OpTime:
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		t, _ := reflect.TypeAssert[time.Time](v)
 		e.appendTime(t)
 	case reflectplan.OpDuration:
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.appendDuration(time.Duration(v.Int()))
 	default:
 		return e.reflectMethod(p, v, depth, p.Type)
 	}
+	return nil
+}
+
+// putNil appends msgpack nil if it fits the budget.
+func (e *msgpEncoder) putNil() error {
+	if !e.room(1) {
+		return errNoRoom
+	}
+	e.buf = msgp.AppendNil(e.buf)
+	return nil
+}
+
+// reflectStr appends s as a str value if it fits the budget.
+func (e *msgpEncoder) reflectStr(s string) error {
+	if !e.room(e.strRoom(s)) {
+		return errNoRoom
+	}
+	e.putStr(s)
 	return nil
 }
 
@@ -224,8 +275,10 @@ func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth 
 		return &json.UnsupportedTypeError{Type: p.Type}
 	}
 	if v.Kind() == reflect.Pointer && v.IsNil() {
-		e.buf = msgp.AppendNil(e.buf)
-		return nil
+		return e.putNil()
+	}
+	if !e.room(containerRoom) {
+		return errNoRoom
 	}
 	switch p.Op {
 	case reflectplan.OpObject, reflectplan.OpLogArray:
@@ -249,6 +302,9 @@ func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth 
 			e.scratch = b[:0]
 		}
 		if err == nil && plainValue(b, depth) {
+			if !e.room(len(b)) {
+				return errNoRoom
+			}
 			e.buf = append(e.buf, b...)
 			return nil
 		}
@@ -257,7 +313,10 @@ func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth 
 		m, _ := reflect.TypeAssert[json.Marshaler](v)
 		js, err := m.MarshalJSON()
 		if err == nil {
-			e.buf, err = e.appendJSON(e.buf, js, depth)
+			err = e.putJSON(js, depth)
+		}
+		if errors.Is(err, errNoRoom) {
+			return err
 		}
 		if err != nil {
 			return &json.MarshalerError{Type: errType, Err: err}
@@ -268,10 +327,29 @@ func (e *msgpEncoder) reflectMethod(p *reflectplan.Plan, v reflect.Value, depth 
 		if err != nil {
 			return textMarshalerError(errType, err)
 		}
-		e.buf = appendStrBytes(e.buf, b)
+		if !e.room(e.strBytesRoom(b)) {
+			return errNoRoom
+		}
+		e.putStrBytes(b)
 	case reflectplan.OpError:
 		m, _ := reflect.TypeAssert[error](v)
-		e.buf = appendStr(e.buf, m.Error())
+		return e.reflectStr(m.Error())
+	}
+	return nil
+}
+
+// putJSON appends js converted to msgpack, if the result fits the budget: converted first,
+// as its size is known only then (at most about three times the text's, for short floats;
+// the text is the caller's already).
+func (e *msgpEncoder) putJSON(js []byte, depth int) error {
+	mark := len(e.buf)
+	var err error
+	if e.buf, err = e.appendJSON(e.buf, js, depth); err != nil {
+		return err
+	}
+	if !e.room(0) {
+		e.truncate(mark)
+		return errNoRoom
 	}
 	return nil
 }
@@ -302,6 +380,9 @@ func (e *msgpEncoder) reflectArray(p *reflectplan.Plan, v reflect.Value, depth i
 		return errTooDeep
 	}
 	n := v.Len()
+	if !e.room(5 + n) {
+		return errNoRoom
+	}
 	e.buf = msgp.AppendArrayHeader(e.buf, uint32(n))
 	for i := 0; i < n; i++ {
 		if err := e.reflectValue(p.Elem, v.Index(i), depth); err != nil {
@@ -312,6 +393,9 @@ func (e *msgpEncoder) reflectArray(p *reflectplan.Plan, v reflect.Value, depth i
 }
 
 func (e *msgpEncoder) reflectStruct(p *reflectplan.Plan, v reflect.Value, depth int) error {
+	if !e.room(5) {
+		return errNoRoom
+	}
 	hdr := len(e.buf)
 	if p.Fixed {
 		e.buf = msgp.AppendMapHeader(e.buf, uint32(len(p.Fields)))
@@ -340,6 +424,9 @@ fields:
 		if f.OmitNil && isEmptyValue(fv) || f.OmitZero && (f.IsZero == nil && fv.IsZero() || f.IsZero != nil && f.IsZero(fv)) {
 			continue
 		}
+		if !e.room(len(f.Key) + 1) {
+			return errNoRoom
+		}
 		e.buf = append(e.buf, f.Key...)
 		var err error
 		if f.Quoted {
@@ -352,8 +439,13 @@ fields:
 		}
 		n++
 	}
+	if e.end < 0 {
+		return errNoRoom // a marshaler in a field stopped at the budget
+	}
 	if !p.Fixed {
+		before := len(e.buf)
 		e.buf = shrinkHeader(e.buf, hdr, n, true)
+		e.movePrecut(hdr+5, len(e.buf)-before)
 	}
 	return nil
 }
@@ -395,13 +487,21 @@ func shrinkHeader(b []byte, off, n int, isMap bool) []byte {
 func (e *msgpEncoder) reflectQuoted(p *reflectplan.Plan, v reflect.Value, depth int) error {
 	if p.Op == reflectplan.OpPtr {
 		if v.IsNil() {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
 		p, v = p.Elem, v.Elem()
 	}
 	if p.Addr != nil && (p.Box || v.CanAddr()) {
 		return e.reflectValue(p, v, depth)
+	}
+	// A string's JSON text is at most six bytes per byte (\u00XX) and its quotes; a
+	// number's, 32.
+	need := 5 + 32
+	if p.Op == reflectplan.OpString {
+		need = 5 + 2 + 6*v.Len()
+	}
+	if !e.room(need) {
+		return errNoRoom
 	}
 	mark := len(e.buf)
 	e.buf = append(e.buf, 0, 0)
@@ -419,7 +519,7 @@ func (e *msgpEncoder) reflectQuoted(p *reflectplan.Plan, v reflect.Value, depth 
 		}
 		f := v.Float()
 		if f-f != 0 {
-			e.buf = e.buf[:mark]
+			e.truncate(mark)
 			return nonFiniteError(f, bits)
 		}
 		e.buf = appendJSONFloat(e.buf, f, bits)
@@ -428,12 +528,12 @@ func (e *msgpEncoder) reflectQuoted(p *reflectplan.Plan, v reflect.Value, depth 
 	case reflectplan.OpNumber:
 		s, err := numberLiteral(v.String())
 		if err != nil {
-			e.buf = e.buf[:mark]
+			e.truncate(mark)
 			return err
 		}
 		e.buf = append(e.buf, s...)
 	default: // marshalers ignore the option
-		e.buf = e.buf[:mark]
+		e.truncate(mark)
 		return e.reflectValue(p, v, depth)
 	}
 	e.finishStr(mark)
@@ -491,6 +591,9 @@ func (e *msgpEncoder) reflectMap(p *reflectplan.Plan, v reflect.Value, depth int
 	e.buf = msgp.AppendMapHeader(e.buf, uint32(len(kvs)))
 	for j := range kvs {
 		kv := kvs[j] // nested maps may move e.mapKVs; kvs stays valid
+		if !e.room(len(kv.key) + 6) {
+			return errNoRoom
+		}
 		e.buf = appendStr(e.buf, kv.key)
 		ev := kv.v
 		if vals.IsValid() {
@@ -536,6 +639,9 @@ func (e *msgpEncoder) reflectAnyMap(m map[string]any, depth int) error {
 	slices.SortFunc(kvs, func(a, b anyKV) int { return strings.Compare(a.key, b.key) })
 	e.buf = msgp.AppendMapHeader(e.buf, uint32(len(kvs)))
 	for j := range kvs {
+		if !e.room(len(kvs[j].key) + 6) {
+			return errNoRoom
+		}
 		e.buf = appendStr(e.buf, kvs[j].key)
 		if err := e.reflectAny(kvs[j].val, depth); err != nil {
 			return err
@@ -545,8 +651,12 @@ func (e *msgpEncoder) reflectAnyMap(m map[string]any, depth int) error {
 }
 
 // reflectStrMap is the fast path for map[string]string.
-func (e *msgpEncoder) reflectStrMap(m map[string]string) {
+func (e *msgpEncoder) reflectStrMap(m map[string]string) error {
 	base := len(e.strKVs)
+	defer func() {
+		clear(e.strKVs[base:])
+		e.strKVs = e.strKVs[:base]
+	}()
 	for k, v := range m {
 		e.strKVs = append(e.strKVs, [2]string{k, v})
 	}
@@ -554,43 +664,68 @@ func (e *msgpEncoder) reflectStrMap(m map[string]string) {
 	slices.SortFunc(kvs, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	e.buf = msgp.AppendMapHeader(e.buf, uint32(len(kvs)))
 	for _, kv := range kvs {
-		e.buf = appendStr(appendStr(e.buf, kv[0]), kv[1])
+		if !e.room(len(kv[0]) + 5 + e.strRoom(kv[1])) {
+			return errNoRoom
+		}
+		e.buf = appendStr(e.buf, kv[0])
+		e.putStr(kv[1])
 	}
-	clear(kvs)
-	e.strKVs = e.strKVs[:base]
+	return nil
 }
 
 // reflectAny writes a value held in an interface (not addressable, as in encoding/json).
 func (e *msgpEncoder) reflectAny(x any, depth int) error {
 	switch x := x.(type) {
 	case nil:
-		e.buf = msgp.AppendNil(e.buf)
+		return e.putNil()
 	case string:
+		if !e.plain(len(x)) {
+			return e.reflectStr(x)
+		}
+		if !e.room(len(x) + 5) {
+			return errNoRoom
+		}
 		e.buf = appendStr(e.buf, x)
 	case bool:
+		if !e.room(1) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendBool(e.buf, x)
 	case int:
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendInt64(e.buf, int64(x))
 	case int64:
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendInt64(e.buf, x)
 	case float64:
 		if x-x != 0 {
 			return nonFiniteError(x, 64)
 		}
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
 		e.buf = msgp.AppendFloat64(e.buf, x)
 	case map[string]string:
 		if x == nil {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
-		e.reflectStrMap(x)
+		if !e.room(5 + 2*len(x)) {
+			return errNoRoom
+		}
+		return e.reflectStrMap(x)
 	case map[string]any:
 		if x == nil {
-			e.buf = msgp.AppendNil(e.buf)
-			return nil
+			return e.putNil()
 		}
 		if depth++; depth > maxDepth {
 			return errTooDeep
+		}
+		if !e.room(5 + 2*len(x)) {
+			return errNoRoom
 		}
 		return e.reflectAnyMap(x, depth)
 	default:

@@ -25,6 +25,7 @@ type errPolicy struct {
 	spillKick  chan struct{}      // a writer found no free batch while sends fail, or spilled
 	spill      spill.Spiller      // where entries go that cannot be delivered
 	enc        entryEncoder       // encodes the entries that go to the spill directly
+	entryCap   int                // MaxEntryBytes
 
 	// With SpillDir: the durable spill the sender moves batches to and replays from.
 	disk *spill.Dir
@@ -36,7 +37,7 @@ func newErrPolicy(s spillSettings) (*errPolicy, error) {
 	fallback := spill.NewJSONWriter(s.errFallback)
 	p := &errPolicy{maxWait: s.maxWait, spillAfter: s.after, wake: make(chan struct{}, 1),
 		evacuate: make(chan chan struct{}), spillKick: make(chan struct{}, 1),
-		spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}}
+		spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}, entryCap: s.entryBytes}
 	if s.dir == "" {
 		return p, nil
 	}
@@ -138,26 +139,28 @@ type entryEncoder struct {
 // encoded for the spill: counted as encode_error.
 var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked")
 
-// spillEntry encodes one err entry that could not be buffered and hands it to the spill; the
-// error is the spill's (nil: spilled) or errEncodePanic. The encoder's lock is not held
-// while the spill works: Append fsyncs, writes ErrFallback and may call OnEvent. The copy
-// that allows it is the one allocation of this path, which only entries the buffers could
-// not take follow.
-func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) error {
+// spillEntry encodes one err entry that could not be buffered, cut down to MaxEntryBytes as
+// the stream cuts it (encodeCapped), and hands it to the spill; the error is the spill's
+// (nil: spilled) or errEncodePanic, and cut reports whether it was cut. The encoder's lock
+// is not held while the spill works: Append fsyncs, writes ErrFallback and may call
+// OnEvent. The copy that allows it is the one allocation of this path, which only entries
+// the buffers could not take follow.
+func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) (cut bool, err error) {
 	e := &p.enc
 	e.mu.Lock()
-	out, ok := encodeSafely(e.enc, e.buf[:0], ctx, ent, fields)
+	out, cut := e.enc.encodeCapped(e.buf[:0], ctx, ent, fields, p.entryCap)
 	entry := bytes.Clone(out)
-	if cap(out) <= 64<<10 {
+	if cap(out) <= keptScratch {
 		e.buf = out[:0]
 	} else {
-		e.buf = nil // a rare huge entry: do not keep its buffer
+		e.buf = nil // a rare large entry: do not keep its buffer
 	}
+	e.enc.trim()
 	e.mu.Unlock()
-	if !ok {
-		return errEncodePanic
+	if out == nil {
+		return false, errEncodePanic
 	}
-	return p.spill.Append(tag, entry, 1)
+	return cut, p.spill.Append(tag, entry, 1)
 }
 
 // kickSpill tells the sender that a writer found no free batch while sends fail, or

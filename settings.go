@@ -95,6 +95,7 @@ type spillSettings struct {
 	clock       zapcore.Clock
 	enc         *encoderConfig // the spill's writers encode entries directly
 	batchBytes  int            // the spill's frames are batches
+	entryBytes  int            // MaxEntryBytes: what it takes of an entry is cut as the stream cuts it
 	maxWait     time.Duration  // ErrMaxWait
 	after       time.Duration  // SpillAfter
 	dir         string         // SpillDir; "" for none
@@ -265,7 +266,7 @@ func resolve(cfg Config) (*settings, error) {
 		ec.TimeKey = ""
 	}
 	b.enc = newEncoderConfig(ec)
-	s.spill.enc, s.spill.batchBytes = b.enc, b.batchBytes
+	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = b.enc, b.batchBytes, b.entryBytes
 	s.setClock(zapcore.DefaultClock)
 	return s, errors.Join(errs...)
 }

@@ -79,9 +79,14 @@ type stream struct {
 	batchCap int // bytes per batch
 	sealAt   int // a batch this full is sealed right away
 	entryCap int // largest encoded entry accepted
-	closed   atomic.Bool
-	senders  []*sender     // one per connection; the err stream has one
-	clock    zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
+	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
+	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
+	firstPass budget
+	// unweigh gives an entry's weight back to its key (Degrade.WeightKey; nil without).
+	unweigh func(level zapcore.Level, msg string, w uint32)
+	closed  atomic.Bool
+	senders []*sender     // one per connection; the err stream has one
+	clock   zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
 
 	policy streamPolicy
 	// errSpill is the err policy's spill, which only the paths its policy opens reach
@@ -118,20 +123,21 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	st := &stream{
-		id:       id,
-		tag:      tag,
-		policy:   policy,
-		shards:   make([]shard, nshards),
-		free:     make(chan *batch, nb),
-		queue:    make(chan *batch, nb),
-		nbatches: nb,
-		batchCap: s.batchBytes,
-		sealAt:   s.batchBytes - s.batchBytes/16,
-		entryCap: s.entryBytes,
-		held:     make([]*batch, 0, nb),
-		done:     order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
-		progress: make(chan struct{}),
-		clock:    s.clock,
+		id:        id,
+		tag:       tag,
+		policy:    policy,
+		shards:    make([]shard, nshards),
+		free:      make(chan *batch, nb),
+		queue:     make(chan *batch, nb),
+		nbatches:  nb,
+		batchCap:  s.batchBytes,
+		sealAt:    s.batchBytes - s.batchBytes/16,
+		entryCap:  s.entryBytes,
+		firstPass: firstPass(s.entryBytes, policy.cutsOversized()),
+		held:      make([]*batch, 0, nb),
+		done:      order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
+		progress:  make(chan struct{}),
+		clock:     s.clock,
 	}
 	for _, f := range fwds {
 		// The connections hold at most all but nshards of the batches in flight together:
@@ -140,12 +146,31 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		st.senders = append(st.senders, &sender{fwd: f, bo: f.s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}
 	for i := range st.shards {
-		st.shards[i].enc = newMsgpEncoder(s.enc)
+		sh := &st.shards[i]
+		sh.enc = newMsgpEncoder(s.enc)
+		sh.enc.release = sh.release
 	}
 	for range nb {
 		st.free <- &batch{buf: make([]byte, 0, s.batchBytes)}
 	}
 	return st
+}
+
+// weighWith has the stream's encoders write each entry's weight under key (the info stream
+// with Degrade.WeightKey): weigh weighs an entry, unweigh gives a weight back.
+func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, string) uint32, unweigh func(zapcore.Level, string, uint32)) {
+	s.unweigh = unweigh
+	for i := range s.shards {
+		enc := s.shards[i].enc
+		enc.weightKey, enc.weigh, enc.unweigh = key, weigh, unweigh
+	}
+}
+
+// lost passes an entry Check kept, which the stream then dropped, to its key's next weight.
+func (s *stream) lost(ent *zapcore.Entry) {
+	if s.unweigh != nil {
+		s.unweigh(ent.Level, ent.Message, 1)
+	}
 }
 
 // failing reports whether every connection of the stream is failing: nothing drains.

@@ -48,10 +48,21 @@ func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries
 	return true
 }
 
-// spillEntry spills one err entry that could not be buffered, counts it, and wakes the
-// sender to move the queued batches to the durable spill too.
-func (s *stream) spillEntry(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
-	s.countSpill(s.errSpill.spillEntry(s.tag, ctx, ent, fields), 1)
+// spillEntry spills one err entry that could not be buffered — its bytes, cut, when it was
+// cut down to size already — counts it (and on shard sh, its cut), and wakes the sender to
+// move the queued batches to the durable spill too.
+func (s *stream) spillEntry(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+	var err error
+	wasCut := cut != nil
+	if wasCut {
+		err = s.errSpill.appendBatch(s.tag, cut, 1)
+	} else {
+		wasCut, err = s.errSpill.spillEntry(s.tag, ctx, ent, fields)
+	}
+	if wasCut && err == nil {
+		sh.truncated.Add(1)
+	}
+	s.countSpill(err, 1)
 	s.errSpill.kickSpill()
 }
 

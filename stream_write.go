@@ -3,6 +3,8 @@ package fluentcore
 // The write path: a caller's entry is encoded into the open batch of a shard under the
 // shard's lock. Contract with the ring (stream_batches.go): takeFree for a batch, seal for a
 // full one; nothing here waits on I/O except an err entry's bounded wait for a free batch.
+// An entry that passes its budget (encoder_cap.go) gives the shard up at once (release): it
+// is dropped, or cut down to size without the lock and then copied into a batch.
 
 import (
 	"math/rand/v2"
@@ -45,6 +47,17 @@ func (sh *shard) unlockForSink() {
 	sh.sinkHolds.Add(-1)
 }
 
+// release gives the shard up, unlocked, while its encoder is still in an entry that passed
+// its budget (the encoder's stop calls it, or appendLocked): the shard gets a new encoder,
+// and the old one stays with its writer, whose marshalers may go on calling it, and never
+// touches the shard or its batch again. What the old encoder kept is let go with it.
+func (sh *shard) release() {
+	old := sh.enc
+	sh.enc = old.fork()
+	old.release, old.released = nil, true
+	sh.mu.Unlock()
+}
+
 // writeStatus is what one attempt to append an entry under a shard's lock ended with.
 type writeStatus uint8
 
@@ -52,42 +65,64 @@ const (
 	written      writeStatus = iota // the entry is in a batch (or counted as dropped)
 	needBatch                       // no free batch; the caller decides to drop or wait
 	streamClosed                    // the stream is closed
-	oversized                       // an err entry larger than entryCap even once truncated
+	overBudget                      // the entry passed its budget; the shard is released
 )
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
 // (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that. While
 // every connection fails, the wait lasts only until the sender has moved the queued batches
 // to the spill, and there is none while the sender is in an attempt to send.
+//
+// An entry is the caller's ctx, ent and fields, and once it has been cut down to size
+// without a lock, cut, its bytes (which the write path then copies). They travel as
+// separate arguments, not in a struct: escape analysis does not tell a struct's fields
+// apart, and the entry must not move to the heap (TestLoggingCallAllocatesNothing).
 func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
 	i := s.lockShard()
 	sh := &s.shards[i]
 	sh.entries.Add(1)
+	var cut []byte
 	var deadline time.Time
 	for {
-		status := s.tryWriteLocked(sh, ctx, ent, fields)
+		status, enc := s.tryWriteLocked(sh, ctx, ent, fields, cut)
 		if status == needBatch {
 			// No free batch: the rest of the budget is in the other shards' open batches, so
 			// what is buffered, not how it is split into batches, decides when the stream is
 			// full (the degrade policy's room counts on it).
-			status = s.writeElsewhere(i, ctx, ent, fields)
+			status, enc = s.writeElsewhere(i, ctx, ent, fields, cut)
 		}
 		switch status {
 		case written:
 			s.policy.written()
 			return
-		case oversized:
-			// Only a policy that cuts oversized entries gets here (one that can't be cut to
-			// fit): it loses it whole.
-			s.lose(sh, dropTooLarge, ctx, ent, fields)
-			return
+		case overBudget:
+			// No lock is held, and enc, which gave its shard up, is this writer's alone.
+			if !s.policy.cutsOversized() {
+				enc.discard(ent)
+				s.lost(ent)
+				sh.dropped[dropTooLarge].Add(1)
+				return
+			}
+			var fits bool
+			if cut, fits = enc.cutShort(ctx, ent, fields, s.entryCap); cut == nil {
+				sh.dropped[dropEncodeError].Add(1)
+				return
+			}
+			if !fits {
+				// Its head alone is too large: it is lost (spilled) as far as cut.
+				s.lose(sh, dropTooLarge, ctx, ent, fields, cut)
+				return
+			}
+			i = s.lockShard()
+			sh = &s.shards[i]
+			continue
 		case streamClosed:
-			s.lose(sh, dropClosed, ctx, ent, fields)
+			s.lose(sh, dropClosed, ctx, ent, fields, cut)
 			return
 		case needBatch:
 			maxWait := s.policy.roomWait()
 			if maxWait <= 0 {
-				s.lose(sh, dropQueueFull, ctx, ent, fields)
+				s.lose(sh, dropQueueFull, ctx, ent, fields, cut)
 				return
 			}
 			if s.failing() {
@@ -95,7 +130,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 					// The sender is stuck in an attempt that may last its whole timeout (a
 					// dial to a host that does not answer): it cannot make room before then,
 					// so the entry is lost (spilled) now rather than wait.
-					s.lose(sh, dropQueueFull, ctx, ent, fields)
+					s.lose(sh, dropQueueFull, ctx, ent, fields, cut)
 					return
 				}
 				// The sender packs the queued batches, or moves them to the spill, at once:
@@ -108,7 +143,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 			}
 			if !s.waitForBatch(sh, deadline) {
 				s.waitsOut.Add(1)
-				s.lose(sh, dropQueueFull, ctx, ent, fields)
+				s.lose(sh, dropQueueFull, ctx, ent, fields, cut)
 				return
 			}
 			sh.mu.Lock()
@@ -117,12 +152,12 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 }
 
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
-func (s *stream) lose(sh *shard, why dropReason, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
+func (s *stream) lose(sh *shard, why dropReason, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
 	if s.policy.losesToSpill() {
-		s.spillEntry(ctx, ent, fields)
+		s.spillEntry(sh, ctx, ent, fields, cut)
 		return
 	}
-	sh.enc.lost(ent) // its weight passes to its key's next kept entry
+	s.lost(ent) // its weight passes to its key's next kept entry
 	sh.dropped[why].Add(1)
 }
 
@@ -159,25 +194,33 @@ func (s *stream) lockShard() int {
 }
 
 // tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
-// shard has none. The caller holds the shard's lock; tryWriteLocked releases it.
-func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
-	defer sh.mu.Unlock()
+// shard has none. The caller holds the shard's lock; tryWriteLocked releases it (or the
+// entry did: overBudget, with the encoder that holds it).
+func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+	status, enc := s.tryAppendLocked(sh, ctx, ent, fields, cut)
+	if status != overBudget {
+		sh.mu.Unlock()
+	}
+	return status, enc
+}
+
+func (s *stream) tryAppendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
 	if s.closed.Load() {
-		return streamClosed
+		return streamClosed, nil
 	}
 	if sh.cur == nil {
 		if sh.cur = s.takeFree(); sh.cur == nil {
-			return needBatch
+			return needBatch, nil
 		}
 	}
-	return s.appendLocked(sh, ctx, ent, fields, true)
+	return s.appendLocked(sh, ctx, ent, fields, cut, true)
 }
 
 // writeElsewhere tries the open batches of the shards other than shard i: the slow path of
 // a stream without a free batch. It skips a shard whose lock is taken, unless the policy
 // has admitted the entry against the room left (roomAdmitted): a shard's lock is held for
 // one entry's encoding, and such an entry is owed the room it was counted into.
-func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) writeStatus {
+func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
 	wait := s.policy.roomAdmitted()
 	for pass := 0; pass < 2; pass++ {
 		for k := 1; k < len(s.shards); k++ {
@@ -188,59 +231,84 @@ func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, 
 			if pass == 1 {
 				o.mu.Lock()
 			}
-			status := needBatch
+			status, enc := needBatch, (*msgpEncoder)(nil)
 			if o.cur != nil && !s.closed.Load() {
-				status = s.appendLocked(o, ctx, ent, fields, false)
+				status, enc = s.appendLocked(o, ctx, ent, fields, cut, false)
 			}
-			o.mu.Unlock()
+			if status != overBudget {
+				o.mu.Unlock()
+			}
 			if status != needBatch {
-				return status
+				return status, enc
 			}
 		}
 		if !wait {
 			break
 		}
 	}
-	return needBatch
+	return needBatch, nil
 }
 
-// appendLocked encodes the entry into sh.cur (not nil), under sh's lock. An entry that does
-// not fit seals the batch and moves to a free one if own, or leaves the batch as it is and
-// reports needBatch if not (a batch borrowed by writeElsewhere).
-func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, own bool) writeStatus {
+// appendLocked encodes the entry into sh.cur (not nil), under sh's lock, within the stream's
+// first budget; an entry cut down to size already (cut) is copied. An entry that does not
+// fit seals the batch and moves to a free one if own, or leaves the batch as it is and
+// reports needBatch if not (a batch borrowed by writeElsewhere). An entry that passes its
+// budget, or that capEntry cannot cut, releases the shard and reports overBudget with the
+// encoder that holds it.
+func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *msgpEncoder) {
 	b := sh.cur
 	start := len(b.buf)
-	truncated := false
-	out, ok := encodeSafely(sh.enc, b.buf, ctx, ent, fields)
-	if !ok {
-		b.buf = b.buf[:start]
-		sh.enc.discard(ent)
-		sh.enc.lost(ent)
-		sh.dropped[dropEncodeError].Add(1)
-		return written
-	}
-	if len(out)-start > s.entryCap {
-		b.buf = b.buf[:start]
-		if !s.policy.cutsOversized() {
-			sh.enc.discard(ent)
-			sh.enc.lost(ent)
-			sh.dropped[dropTooLarge].Add(1)
-			return written
+	enc := sh.enc
+	truncated := cut != nil
+	var out []byte
+	if truncated {
+		out = append(b.buf, cut...)
+	} else {
+		var ok bool
+		out, ok = encodeSafely(enc, b.buf, ctx, ent, fields, s.firstPass)
+		if enc.abandoned {
+			if !enc.released { // a shard's encoder gives it up as it stops; never left locked
+				sh.release()
+			}
+			return overBudget, enc
 		}
-		// An err entry is delivered with its largest values truncated and marked (see
-		// capEntry); out[start:] is still intact, and capped lives in the encoder.
-		capped, ok := sh.enc.capEntry(out[start:], s.entryCap)
 		if !ok {
-			return oversized
+			b.buf = b.buf[:start]
+			enc.discard(ent)
+			s.lost(ent)
+			sh.dropped[dropEncodeError].Add(1)
+			enc.trim()
+			return written, nil
 		}
-		out, truncated = append(b.buf, capped...), true
+		if len(out)-start > s.entryCap {
+			b.buf = b.buf[:start]
+			if !s.policy.cutsOversized() {
+				enc.discard(ent)
+				s.lost(ent)
+				sh.dropped[dropTooLarge].Add(1)
+				enc.trim()
+				return written, nil
+			}
+			// An err entry is delivered with its largest values truncated and marked (see
+			// capEntry); out[start:] is still intact, and capped lives in the encoder.
+			capped, ok := enc.capEntry(out[start:], s.entryCap)
+			if !ok {
+				// Too many values: it is cut short, encoded again, without the lock.
+				sh.release()
+				return overBudget, enc
+			}
+			out, truncated = append(b.buf, capped...), true
+		}
+		enc.trim()
 	}
 	if cap(out) != cap(b.buf) {
 		// The entry did not fit and append moved everything to a new array.
 		b.buf = b.buf[:start]
 		if !own {
-			sh.enc.discard(ent)
-			return needBatch
+			if cut == nil {
+				enc.discard(ent)
+			}
+			return needBatch, nil
 		}
 		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
 		// larger than the space sealAt leaves get here).
@@ -248,8 +316,10 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		s.seal(b)
 		nb := s.takeFree()
 		if nb == nil {
-			sh.enc.discard(ent)
-			return needBatch
+			if cut == nil {
+				enc.discard(ent)
+			}
+			return needBatch, nil
 		}
 		nb.buf = append(nb.buf, out[start:]...)
 		nb.n = 1
@@ -266,7 +336,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		sh.cur = nil
 		s.seal(b)
 	}
-	return written
+	return written, nil
 }
 
 // waitForBatch blocks (without any lock) until a batch is free or the deadline (on the

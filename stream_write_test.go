@@ -1,6 +1,8 @@
 package fluentcore
 
 import (
+	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -35,6 +37,53 @@ func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
 	for k, e := range got {
 		if i, _ := e.Record["i"].(int64); i != int64(k) {
 			t.Fatalf("entry %d of the receiver is entry %d of the logger", k, i)
+		}
+	}
+}
+
+// scratchBytes is the capacity of each scratch buffer an encoder keeps between entries.
+func scratchBytes(e *msgpEncoder) map[string]int {
+	return map[string]int{
+		"scratch": cap(e.scratch), "jsonStr": cap(e.jsonStr), "capOut": cap(e.capOut),
+		"capSpans": cap(e.capSpans) * capSpanSize, "precut": cap(e.precut) * capSpanSize,
+		"mapKVs": cap(e.mapKVs) * mapKVSize, "anyKVs": cap(e.anyKVs) * anyKVSize,
+		"strKVs": cap(e.strKVs) * strKVSize, "reflectBuf": e.reflectBuf.Cap(),
+	}
+}
+
+// An entry within MaxEntryBytes can still grow an encoder's scratch far past its own size
+// (sorting a reflected map's keys takes tens of bytes per key); once it is written, no
+// shard's encoder keeps more than keptScratch in any scratch buffer.
+func TestShardEncodersKeepBoundedScratch(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), MaxBatchBytes: 1 << 20, MaxEntryBytes: 1 << 20, ErrFallback: io.Discard})
+	defer core.Close()
+	ints, anys, strs := map[string]int{}, map[string]any{}, map[string]string{}
+	for i := range 5000 {
+		k := "k" + strconv.Itoa(i)
+		ints[k], anys[k], strs[k] = i, i, k
+	}
+	logger := zap.New(core)
+	for _, f := range []zap.Field{zap.Any("ints", ints), zap.Any("anys", anys), zap.Any("strs", strs)} {
+		logger.Info("maps", f)
+		logger.Error("maps", f)
+	}
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.WaitForEntries(6, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sinkOf(core).streams {
+		for i := range st.shards {
+			sh := &st.shards[i]
+			sh.lockForSink()
+			for name, n := range scratchBytes(sh.enc) {
+				if n > keptScratch {
+					t.Errorf("%s stream, shard %d: %s keeps %d bytes, more than %d", st.id, i, name, n, keptScratch)
+				}
+			}
+			sh.unlockForSink()
 		}
 	}
 }
