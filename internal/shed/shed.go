@@ -61,7 +61,8 @@ const one = 1 << 16
 // clock and the callers that step off the CPU) still passes whole.
 const firstFew = 4
 
-// A key is rare in a step if it offered one entry, or no more than rareRate a second.
+// A key is rare in a step if it offered one entry, or no more than rareRate a second over
+// the step or the time since it was last offered (at most quietAfter), whichever is longer.
 const rareRate = 200
 
 // minStep is the shortest step counted on its own; quietAfter how long a key must offer
@@ -127,6 +128,7 @@ type key struct {
 	slot  int
 	level int32
 	count uint64
+	span  time.Duration // since the slot was last offered anything, at most quietAfter
 }
 
 // New returns a Shedder that admits everything until Step sees a backlog.
@@ -447,8 +449,12 @@ func (s *Shedder) gather() (offered, kept uint64) {
 			continue
 		}
 		sl.base.Store(t)
+		span := quietAfter
+		if s.seen[i] != 0 {
+			span = min(time.Duration(s.last.UnixNano()-s.seen[i]), quietAfter)
+		}
 		s.seen[i] = s.last.UnixNano()
-		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c})
+		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c, span: span})
 		offered += c
 		d := sl.dropped.Load()
 		dropped += d - s.seenDropped[i]
@@ -504,7 +510,11 @@ func (s *Shedder) admitAll() {
 // to budget: levels highest first, and within the level that runs out, max-min fair. It
 // returns the entries kept.
 func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float64 {
-	isRare := func(k key) bool { return k.count == 1 || float64(k.count) <= rareRate*dt }
+	// A key's rate is taken over the time since it was last offered, not over the step
+	// alone: a rare key whose callers fell behind (a ticker's two ticks at once) offers two
+	// entries in one step, and a step's count would make it a flood, thinned, and its next
+	// burst shed whole.
+	isRare := func(k key) bool { return k.count == 1 || float64(k.count) <= rareRate*max(dt, k.span.Seconds()) }
 	slices.SortFunc(s.keys, func(a, b key) int {
 		if a.level != b.level {
 			return int(b.level - a.level) // higher levels first

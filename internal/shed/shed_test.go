@@ -560,3 +560,21 @@ func TestMarginHoldsWhenTheReceiverSlowsDown(t *testing.T) {
 		t.Errorf("the hot key kept %.0f/s; the sender delivers 100000/s", k)
 	}
 }
+
+// A rare key that logs in bursts (two entries within one step, 50 ms after its last: a
+// ticker that fell behind) is rare by its rate over that span, not by the step's count:
+// with no budget left at all it still keeps a ratio of one, so its next burst is not shed.
+func TestBurstyRareKeysStayWhole(t *testing.T) {
+	s := New(Config{Low: 0.25, Full: 0.9, Calm: time.Second})
+	s.keys = append(s.keys[:0],
+		key{slot: 1, count: 2, span: 50 * time.Millisecond}, // bursty, 40/s
+		key{slot: 2, count: 2, span: 5 * time.Millisecond},  // two a step, 400/s: a flood
+		key{slot: 3, count: 5000, span: 5 * time.Millisecond})
+	s.share(0, 0.005, s.setRatio)
+	if r := s.slots[1].ratio.Load(); r != one {
+		t.Errorf("the bursty rare key's ratio is %d, want %d (kept whole)", r, one)
+	}
+	if r := s.slots[2].ratio.Load(); r == one {
+		t.Error("a key offering 400/s kept whole with no budget")
+	}
+}
