@@ -27,6 +27,7 @@ import (
 // degrade state machine. It implements entrySink.
 type sink struct {
 	streams  [numStreams]*stream
+	tags     *tagTable // the logger tags, shared by both streams (tags.go)
 	info     *infoPolicy // the info stream's policy, which Check consults and the clock steps
 	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
@@ -58,7 +59,9 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	errs := newStream(errStream, s.tags[errStream], s.errBufferBytes, s.stream, k.err, newForwarder(s.connFor(errStream)))
 	errs.errSpill = k.err
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
+	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	for _, st := range k.streams {
+		st.tags = k.tags
 		st.sendDuration = sendDuration.WithLabelValues(st.id.String())
 	}
 
@@ -124,9 +127,21 @@ func (k *sink) consult(ent *zapcore.Entry) bool {
 	return ok
 }
 
-func (k *sink) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
-	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, ent, fields)
+func (k *sink) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, tag, ent, fields)
 }
+
+// tagFor is the tag of an entry of a logger with no Tag option: its zap name's, with
+// TagFromName, else its stream's own.
+func (k *sink) tagFor(ent *zapcore.Entry) tagRef {
+	if !k.s.tagFromName || ent.LoggerName == "" {
+		return tagRef{}
+	}
+	return k.tags.lookup(ent.LoggerName)
+}
+
+// tagNamed resolves a Tag option's name, once, for With.
+func (k *sink) tagNamed(name string) tagRef { return k.tags.lookup(name) }
 
 func (k *sink) stats() Stats {
 	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}

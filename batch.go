@@ -9,6 +9,7 @@ import "github.com/fluentcore/fluentcore/internal/wire"
 type batch struct {
 	buf   []byte // concatenated Forward entries; cap is the stream's batch size, never grown
 	n     int    // entries in buf
+	tag   uint16 // the tag of its entries (tagTable's index; 0: the stream's own): one frame, one tag
 	first uint64 // the first position in the stream's sealing order this batch finishes
 	last  uint64 // the last: first and last differ once compact has merged batches into it
 	tok   ackToken

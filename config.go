@@ -135,6 +135,30 @@ type Config struct {
 	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
 	// Default DefaultTag ("app").
 	Tag string `json:"tag,omitempty" yaml:"tag,omitempty"`
+	// TagTemplate is the Forward tag of the entries of a logger that has a tag name — set by
+	// the Tag option in With, or its zap name (logger.Named) with TagFromName: {tag} is Tag,
+	// {name} the logger's tag name, {stream} "info" or "err"; {name} is required, and the
+	// literal text may hold only ASCII letters, digits, '.', '_' and '-' (else a Validate
+	// error, and the default is used). Entries of a logger without a tag name keep their
+	// stream's tag (Info.Tag, Err.Tag), so a Config that sets no Tag option and no
+	// TagFromName sends exactly as before. Default DefaultTagTemplate
+	// ("{tag}.{name}.{stream}": logger "audit" of Tag "shop" sends under "shop.audit.info"
+	// and "shop.audit.err"). See docs/tags.md.
+	TagTemplate string `json:"tag_template,omitempty" yaml:"tag_template,omitempty"`
+	// TagFromName makes a logger's zap name (logger.Named("audit"); zap joins names with
+	// dots, as fluentd joins tags) its tag name when it has no Tag option. Default false:
+	// names are only written in the record (EncoderConfig.NameKey), as zap does. With it,
+	// each entry of a named logger looks its name up in a lock-free table: a few tens of
+	// nanoseconds.
+	TagFromName bool `json:"tag_from_name,omitempty" yaml:"tag_from_name,omitempty"`
+	// MaxTags is the most distinct tag names (Tag options and, with TagFromName, zap names)
+	// a core sends under; its memory and its metrics' series are bounded by it. A logger
+	// whose name comes past it sends under its stream's tag, with the name in the record
+	// (TagOverflowKey for a Tag option, EncoderConfig.NameKey for a zap name), and each such
+	// entry is counted (StreamStats.TagOverflow, fluentcore_tag_overflow_total): never lost,
+	// never silent. Default DefaultMaxTags (64); at most MaxTagsLimit (1024), a larger or
+	// negative value is a Validate error and means the default.
+	MaxTags int `json:"max_tags,omitempty" yaml:"max_tags,omitempty"`
 	// Info and Err configure the two streams.
 	Info StreamConfig `json:"info,omitempty" yaml:"info,omitempty"`
 	Err  StreamConfig `json:"err,omitempty" yaml:"err,omitempty"`

@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,15 +40,23 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-// The README documents every environment variable.
+// The README, or a page of docs/, documents every environment variable.
 func TestReadmeListsEveryEnvVariable(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	pages, _ := filepath.Glob("docs/*.md")
+	for _, p := range pages {
+		page, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme = append(readme, page...)
+	}
 	for _, name := range envNames() {
 		if !strings.Contains(string(readme), "`"+name+"`") {
-			t.Errorf("README.md does not document %s", name)
+			t.Errorf("neither README.md nor docs/ documents %s", name)
 		}
 	}
 }

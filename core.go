@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,9 +19,14 @@ type entrySink interface {
 	// admit reports whether an entry that passed the level check is to be written; an
 	// entry it refuses (the info stream sheds it) is counted as dropped, never encoded.
 	admit(ent *zapcore.Entry) bool
-	// write encodes the entry into its stream's buffers; what cannot be buffered is
-	// counted (info) or spilled (err), never reported.
-	write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field)
+	// write encodes the entry into its stream's buffers, to go under tag; what cannot be
+	// buffered is counted (info) or spilled (err), never reported.
+	write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field)
+	// tagFor is the tag of an entry whose logger has no Tag option (its zap name's, with
+	// TagFromName); tagNamed resolves a Tag option's name. Past MaxTags both give the
+	// stream's own tag, marked over.
+	tagFor(ent *zapcore.Entry) tagRef
+	tagNamed(name string) tagRef
 	// sync waits until everything written before the call is delivered (err: or spilled),
 	// at most timeout.
 	sync(timeout time.Duration) error
@@ -40,6 +46,10 @@ var _ entrySink = (*sink)(nil)
 type Core struct {
 	*shared
 	ctx *encodedContext // fields added by With, encoded once; nil for none
+	// tag is the Forward tag a Tag option in With gave the core's entries, resolved there;
+	// tagged says there was one (else an entry's tag is its name's, or its stream's).
+	tag    tagRef
+	tagged bool
 }
 
 // shared is what every Core made from one New has in common.
@@ -85,11 +95,37 @@ func (c *Core) Enabled(l zapcore.Level) bool { return c.s.level.Enabled(l) }
 func (c *Core) Level() zapcore.Level { return zapcore.LevelOf(c.s.level) }
 
 // With returns a Core that adds fields to every entry. The fields are encoded once, here.
+// A Tag field among them is not a field: it sets the tag the Core's entries go under,
+// resolved here (see Tag).
 func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 	if len(fields) == 0 {
 		return c
 	}
-	return &Core{shared: c.shared, ctx: c.s.stream.enc.newContext(c.ctx, fields)}
+	nc := &Core{shared: c.shared, ctx: c.ctx, tag: c.tag, tagged: c.tagged}
+	if i := slices.IndexFunc(fields, isTagOption); i >= 0 {
+		rest := make([]zapcore.Field, 0, len(fields))
+		for _, f := range fields {
+			if !isTagOption(f) {
+				rest = append(rest, f)
+				continue
+			}
+			nc.tag, nc.tagged = c.sink.tagNamed(f.String), f.String != ""
+			if nc.tag.over {
+				// Past MaxTags: the stream's tag, and the name the logger asked for in the
+				// record, where a receiver can route by it.
+				rest = append(rest, zapcore.Field{Key: TagOverflowKey, Type: zapcore.StringType, String: f.String})
+			}
+		}
+		fields = rest
+	}
+	nc.ctx = c.s.stream.enc.newContext(c.ctx, fields)
+	return nc
+}
+
+// isTagOption reports whether f is a Tag field.
+func isTagOption(f zapcore.Field) bool {
+	_, ok := f.Interface.(tagOption)
+	return ok && f.Type == zapcore.SkipType
 }
 
 // Check decides whether ent is logged. While the info stream is shedding, it applies the
@@ -111,7 +147,11 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 // Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
 // ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
-	c.sink.write(c.ctx, &ent, fields)
+	tag := c.tag
+	if !c.tagged {
+		tag = c.sink.tagFor(&ent)
+	}
+	c.sink.write(c.ctx, tag, &ent, fields)
 	if ent.Level > zapcore.ErrorLevel {
 		return c.sink.syncOrSpill(c.s.syncTimeout)
 	}

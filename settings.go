@@ -47,6 +47,10 @@ type settings struct {
 	// plain waits (timers). resolve copies it into the parts' settings.
 	clock                           zapcore.Clock
 	tags                            [numStreams]string
+	tagBase                         string      // Config.Tag, for TagTemplate's {tag}
+	tagTemplate                     tagTemplate // Config.TagTemplate, parsed (tags.go)
+	maxTags                         int         // Config.MaxTags
+	tagFromName                     bool        // Config.TagFromName
 	level                           zapcore.LevelEnabler
 	split                           levelSplit
 	infoBufferBytes, errBufferBytes int
@@ -260,6 +264,10 @@ func resolve(cfg Config) (*settings, error) {
 		cfg.Tag = DefaultTag
 	}
 	s.tags = streamTags(&cfg)
+	var terrs []error
+	s.tagTemplate, s.maxTags, terrs = resolveTags(&cfg)
+	errs = append(errs, terrs...)
+	s.tagBase, s.tagFromName = cfg.Tag, cfg.TagFromName
 	ec := cfg.EncoderConfig
 	if isZeroEncoderConfig(ec) {
 		ec = zap.NewProductionEncoderConfig()

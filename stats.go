@@ -55,6 +55,10 @@ type StreamStats struct {
 	// largest values shortened and marked); they are also counted where they went
 	// (Delivered, or Spilled). Always 0 on the info stream, which drops such entries.
 	Truncated uint64
+	// TagOverflow counts entries whose logger asked for a tag name past Config.MaxTags: they
+	// went under the stream's own tag, with the name in the record (see TagOverflowKey), and
+	// are also counted where they went (Delivered, Dropped, Spilled).
+	TagOverflow uint64
 	// Spilled counts entries set aside instead of delivered (err only): appended to the
 	// durable spill with Config.SpillDir, written to ErrFallback without it.
 	Spilled uint64

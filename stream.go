@@ -70,15 +70,19 @@ var (
 
 // stream is one of the two streams: its buffers, its sender and its counters.
 type stream struct {
-	id       streamID
-	tag      string
-	shards   []shard
-	free     chan *batch // batches ready for writers
-	queue    chan *batch // sealed batches, in seq order, for the sender
-	nbatches int
-	batchCap int // bytes per batch
-	sealAt   int // a batch this full is sealed right away
-	entryCap int // largest encoded entry accepted
+	id     streamID
+	tag    string    // the stream's own tag, of its entries without a logger tag
+	tags   *tagTable // the logger tags' (nil in tests that build a stream alone)
+	shards []shard
+	// randShards is how many shards, the first ones, writers of the stream's own tag use;
+	// the others are the logger tags' (homeShard).
+	randShards int
+	free       chan *batch // batches ready for writers
+	queue      chan *batch // sealed batches, in seq order, for the sender
+	nbatches   int
+	batchCap   int // bytes per batch
+	sealAt     int // a batch this full is sealed right away
+	entryCap   int // largest encoded entry accepted
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget
@@ -122,27 +126,33 @@ type stream struct {
 func newStream(id streamID, tag string, budget int, s streamSettings, policy streamPolicy, fwds ...*forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
+	// Up to tagShards more shards for the logger tags, while open batches stay at most half
+	// of them: a shard holds no batch until written to, so they cost nothing unused.
+	rshards := nshards
+	nshards = max(nshards, min(nb/2, nshards+tagShards))
 	st := &stream{
-		id:        id,
-		tag:       tag,
-		policy:    policy,
-		shards:    make([]shard, nshards),
-		free:      make(chan *batch, nb),
-		queue:     make(chan *batch, nb),
-		nbatches:  nb,
-		batchCap:  s.batchBytes,
-		sealAt:    s.batchBytes - s.batchBytes/16,
-		entryCap:  s.entryBytes,
-		firstPass: firstPass(s.entryBytes, policy.cutsOversized()),
-		held:      make([]*batch, 0, nb),
-		done:      order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
-		progress:  make(chan struct{}),
-		clock:     s.clock,
+		id:         id,
+		tag:        tag,
+		policy:     policy,
+		shards:     make([]shard, nshards),
+		randShards: rshards,
+		free:       make(chan *batch, nb),
+		queue:      make(chan *batch, nb),
+		nbatches:   nb,
+		batchCap:   s.batchBytes,
+		sealAt:     s.batchBytes - s.batchBytes/16,
+		entryCap:   s.entryBytes,
+		firstPass:  firstPass(s.entryBytes, policy.cutsOversized()),
+		held:       make([]*batch, 0, nb),
+		done:       order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
+		progress:   make(chan struct{}),
+		clock:      s.clock,
 	}
 	for _, f := range fwds {
-		// The connections hold at most all but nshards of the batches in flight together:
-		// that many stay out of flight, for the writers to fill and the senders to take next.
-		f.setMaxInflight(min(f.s.maxInflight, (nb-nshards)/len(fwds)))
+		// The connections hold at most all but rshards of the batches in flight together:
+		// that many stay out of flight, for the writers to fill and the senders to take next
+		// (the logger tags' shards are not counted: a core without tags keeps its window).
+		f.setMaxInflight(min(f.s.maxInflight, (nb-rshards)/len(fwds)))
 		st.senders = append(st.senders, &sender{fwd: f, bo: f.s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
 	}
 	for i := range st.shards {
@@ -154,6 +164,28 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		st.free <- &batch{buf: make([]byte, 0, s.batchBytes)}
 	}
 	return st
+}
+
+// tagShards is how many shards a stream adds for the logger tags, budget permitting: each
+// tag writes into one shard (homeShard), so that many tags logging at once rarely share
+// one, which would seal a batch at each change of tag.
+const tagShards = 16
+
+// tagOf returns the Forward tag of a batch with tag index idx.
+func (s *stream) tagOf(idx uint16) string {
+	if idx == 0 || s.tags == nil {
+		return s.tag
+	}
+	return s.tags.tagOf(idx, s.id)
+}
+
+// homeShard is the one shard the entries of logger tag idx (not 0) are written to: its
+// entries stay in order, whatever goroutines write them.
+func (s *stream) homeShard(idx uint16) int {
+	if n := len(s.shards) - s.randShards; n > 0 {
+		return s.randShards + int(idx-1)%n
+	}
+	return int(idx) % len(s.shards)
 }
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream
@@ -227,6 +259,7 @@ func (s *stream) stats() StreamStats {
 		sh := &s.shards[i]
 		st.Entries += sh.entries.Load()
 		st.Truncated += sh.truncated.Load()
+		st.TagOverflow += sh.tagOverflow.Load()
 		for r := dropReason(0); r < numDropReasons; r++ {
 			st.Dropped[r.String()] += sh.dropped[r].Load()
 		}

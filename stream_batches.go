@@ -127,7 +127,7 @@ func (s *stream) finish(b *batch) {
 	s.queuedBatches.Add(-1)
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
-	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
+	b.buf, b.n, b.tag, b.tok = b.buf[:0], 0, 0, ackToken{}
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -180,7 +180,7 @@ take:
 	}
 	dst, kept := b, s.held[:0]
 	for _, src := range s.held {
-		if src.first != dst.last+1 { // another sender holds what lies between
+		if src.first != dst.last+1 || src.tag != dst.tag { // another sender holds what lies between, or another tag
 			kept = append(kept, src)
 			dst = src
 			continue
@@ -189,7 +189,7 @@ take:
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
-			src.buf, src.n = src.buf[:0], 0
+			src.buf, src.n, src.tag = src.buf[:0], 0, 0
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue

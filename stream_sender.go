@@ -197,7 +197,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	}
 	start := s.clock.Now()
 	s.attemptSince.Store(start.UnixNano())
-	size, fresh, err := snd.fwd.post(ctx, s.tag, b.buf, b.n, chunk, b)
+	size, fresh, err := snd.fwd.post(ctx, s.tagOf(b.tag), b.buf, b.n, chunk, b)
 	s.attemptSince.Store(0)
 	if !s.countSend(snd, fresh, size, err) {
 		if ctx.Err() == nil {

@@ -51,13 +51,13 @@ func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries
 // spillEntry spills one err entry that could not be buffered — its bytes, cut, when it was
 // cut down to size already — counts it (and on shard sh, its cut), and wakes the sender to
 // move the queued batches to the durable spill too.
-func (s *stream) spillEntry(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+func (s *stream) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
 	var err error
 	wasCut := cut != nil
 	if wasCut {
-		err = s.errSpill.appendBatch(s.tag, cut, 1)
+		err = s.errSpill.appendBatch(s.tagOf(tag), cut, 1)
 	} else {
-		wasCut, err = s.errSpill.spillEntry(s.tag, ctx, ent, fields)
+		wasCut, err = s.errSpill.spillEntry(s.tagOf(tag), ctx, ent, fields)
 	}
 	if wasCut && err == nil {
 		sh.truncated.Add(1)
@@ -90,7 +90,7 @@ func (s *stream) spillOut(snd *sender) {
 
 // spillSealed hands a sealed err batch to the spill and frees it.
 func (s *stream) spillSealed(b *batch) {
-	s.countSpill(s.errSpill.appendBatch(s.tag, b.buf, b.n), b.n)
+	s.countSpill(s.errSpill.appendBatch(s.tagOf(b.tag), b.buf, b.n), b.n)
 	s.finish(b)
 }
 

@@ -25,10 +25,12 @@ type shard struct {
 	cur       *batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
-	sinkHolds atomic.Int32  // lockForSink callers holding or waiting for mu
-	sinkLocks atomic.Uint32 // lockForSink calls so far
-	dropped   [numDropReasons]atomic.Uint64
-	_         [64]byte // keep neighbouring shards off this cache line
+	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
+	tagOverflow atomic.Uint64
+	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
+	sinkLocks   atomic.Uint32 // lockForSink calls so far
+	dropped     [numDropReasons]atomic.Uint64
+	_           [64]byte // keep neighbouring shards off this cache line
 }
 
 // lockForSink locks the shard for the sink's own short work (a flush, a read of the open
@@ -77,19 +79,22 @@ const (
 // without a lock, cut, its bytes (which the write path then copies). They travel as
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap (TestLoggingCallAllocatesNothing).
-func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) {
-	i := s.lockShard()
+func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+	i := s.lockShard(tag.idx)
 	sh := &s.shards[i]
 	sh.entries.Add(1)
+	if tag.over {
+		sh.tagOverflow.Add(1)
+	}
 	var cut []byte
 	var deadline time.Time
 	for {
-		status, enc := s.tryWriteLocked(sh, ctx, ent, fields, cut)
+		status, enc := s.tryWriteLocked(sh, tag.idx, ctx, ent, fields, cut)
 		if status == needBatch {
 			// No free batch: the rest of the budget is in the other shards' open batches, so
 			// what is buffered, not how it is split into batches, decides when the stream is
 			// full (the degrade policy's room counts on it).
-			status, enc = s.writeElsewhere(i, ctx, ent, fields, cut)
+			status, enc = s.writeElsewhere(i, tag.idx, ctx, ent, fields, cut)
 		}
 		switch status {
 		case written:
@@ -110,19 +115,19 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 			}
 			if !fits {
 				// Its head alone is too large: it is lost (spilled) as far as cut.
-				s.lose(sh, dropTooLarge, ctx, ent, fields, cut)
+				s.lose(sh, dropTooLarge, tag.idx, ctx, ent, fields, cut)
 				return
 			}
-			i = s.lockShard()
+			i = s.lockShard(tag.idx)
 			sh = &s.shards[i]
 			continue
 		case streamClosed:
-			s.lose(sh, dropClosed, ctx, ent, fields, cut)
+			s.lose(sh, dropClosed, tag.idx, ctx, ent, fields, cut)
 			return
 		case needBatch:
 			maxWait := s.policy.roomWait()
 			if maxWait <= 0 {
-				s.lose(sh, dropQueueFull, ctx, ent, fields, cut)
+				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
 				return
 			}
 			if s.failing() {
@@ -130,7 +135,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 					// The sender is stuck in an attempt that may last its whole timeout (a
 					// dial to a host that does not answer): it cannot make room before then,
 					// so the entry is lost (spilled) now rather than wait.
-					s.lose(sh, dropQueueFull, ctx, ent, fields, cut)
+					s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
 					return
 				}
 				// The sender packs the queued batches, or moves them to the spill, at once:
@@ -143,7 +148,7 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 			}
 			if !s.waitForBatch(sh, deadline) {
 				s.waitsOut.Add(1)
-				s.lose(sh, dropQueueFull, ctx, ent, fields, cut)
+				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
 				return
 			}
 			sh.mu.Lock()
@@ -152,9 +157,9 @@ func (s *stream) write(ctx *encodedContext, ent *zapcore.Entry, fields []zapcore
 }
 
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
-func (s *stream) lose(sh *shard, why dropReason, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
 	if s.policy.losesToSpill() {
-		s.spillEntry(sh, ctx, ent, fields, cut)
+		s.spillEntry(sh, tag, ctx, ent, fields, cut)
 		return
 	}
 	s.lost(ent) // its weight passes to its key's next kept entry
@@ -171,8 +176,15 @@ func (s *stream) lose(sh *shard, why dropReason, ctx *encodedContext, ent *zapco
 // tick writers pick a shard at random, as many goroutines logging at once need: trying
 // shard 0 first under contention starved the sender (the AddingFields parallel benchmark
 // delivered half as much). The order of concurrent calls is not defined anyway, though a
-// goroutine that moves shards may see its entries reordered within a flush.
-func (s *stream) lockShard() int {
+// goroutine that moves shards may see its entries reordered within a flush. The entries of
+// a logger tag (tag, not 0) always go to the tag's own shard (homeShard), so they keep
+// their order whatever the contention, and tags do not seal each other's batches.
+func (s *stream) lockShard(tag uint16) int {
+	if tag != 0 {
+		i := s.homeShard(tag)
+		s.shards[i].mu.Lock()
+		return i
+	}
 	if !s.contended.Load() {
 		sh := &s.shards[0]
 		// Read before the TryLock: if it fails because the sink holds the lock, the sink
@@ -196,22 +208,33 @@ func (s *stream) lockShard() int {
 // tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
 // shard has none. The caller holds the shard's lock; tryWriteLocked releases it (or the
 // entry did: overBudget, with the encoder that holds it).
-func (s *stream) tryWriteLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
-	status, enc := s.tryAppendLocked(sh, ctx, ent, fields, cut)
+func (s *stream) tryWriteLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+	status, enc := s.tryAppendLocked(sh, tag, ctx, ent, fields, cut)
 	if status != overBudget {
 		sh.mu.Unlock()
 	}
 	return status, enc
 }
 
-func (s *stream) tryAppendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
 	if s.closed.Load() {
 		return streamClosed, nil
+	}
+	if b := sh.cur; b != nil && b.tag != tag {
+		// A frame has one tag: the shard's batch of another tag is sealed as it is (a shard
+		// of the stream's own tag that a logger tag shares; see homeShard).
+		if b.n > 0 {
+			sh.cur = nil
+			s.seal(b)
+		} else {
+			b.tag = tag
+		}
 	}
 	if sh.cur == nil {
 		if sh.cur = s.takeFree(); sh.cur == nil {
 			return needBatch, nil
 		}
+		sh.cur.tag = tag
 	}
 	return s.appendLocked(sh, ctx, ent, fields, cut, true)
 }
@@ -220,7 +243,7 @@ func (s *stream) tryAppendLocked(sh *shard, ctx *encodedContext, ent *zapcore.En
 // a stream without a free batch. It skips a shard whose lock is taken, unless the policy
 // has admitted the entry against the room left (roomAdmitted): a shard's lock is held for
 // one entry's encoding, and such an entry is owed the room it was counted into.
-func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
 	wait := s.policy.roomAdmitted()
 	for pass := 0; pass < 2; pass++ {
 		for k := 1; k < len(s.shards); k++ {
@@ -232,7 +255,7 @@ func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, 
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*msgpEncoder)(nil)
-			if o.cur != nil && !s.closed.Load() {
+			if o.cur != nil && o.cur.tag == tag && !s.closed.Load() {
 				status, enc = s.appendLocked(o, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
@@ -322,7 +345,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 			return needBatch, nil
 		}
 		nb.buf = append(nb.buf, out[start:]...)
-		nb.n = 1
+		nb.n, nb.tag = 1, b.tag
 		sh.cur = nb
 		b = nb
 	} else {
@@ -352,7 +375,7 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	case b := <-s.free:
 		sh.mu.Lock()
 		if sh.cur == nil {
-			sh.cur = b
+			sh.cur = b // its tag is set by the writer that finds it (tryAppendLocked)
 		} else {
 			s.free <- b // another writer refilled the shard meanwhile; cannot block: b came from free
 		}

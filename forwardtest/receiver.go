@@ -377,6 +377,21 @@ func (r *Receiver) entriesLocked() []Entry {
 	return append([]Entry(nil), r.entries...)
 }
 
+// ByTag returns a copy of the stored entries grouped by their request's tag, each group in
+// arrival order (nil in CountOnly mode). It never fails and is safe for concurrent use.
+func (r *Receiver) ByTag() map[string][]Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.entries == nil {
+		return nil
+	}
+	m := map[string][]Entry{}
+	for _, e := range r.entries {
+		m[e.Tag] = append(m[e.Tag], e)
+	}
+	return m
+}
+
 // Len returns the number of entries received since start or the last Reset, in CountOnly
 // mode too. It never fails and is safe for concurrent use.
 func (r *Receiver) Len() int {

@@ -1,0 +1,256 @@
+package fluentcore_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"go.uber.org/zap"
+)
+
+// tagsOf returns the tag of each message the receiver got (the record's "msg").
+func tagsOf(entries []forwardtest.Entry) map[string]string {
+	m := map[string]string{}
+	for _, e := range entries {
+		m[fmt.Sprint(e.Record["msg"])] = e.Tag
+	}
+	return m
+}
+
+// A logger's Tag option sends its entries, info and err alike, under the template, and
+// never as a record field; loggers without one keep the streams' tags.
+func TestTagOptionRoutesEntriesWithoutARecordField(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r.Addr(), nil)
+	logger := zap.New(core)
+	audit := logger.With(fluentcore.Tag("audit"), zap.String("svc", "shop"))
+	logger.Info("plain info")
+	logger.Error("plain err")
+	audit.Info("audit info")
+	audit.Error("audit err")
+	audit.With(fluentcore.Tag("access")).Info("access info")
+	audit.With(fluentcore.Tag("")).Info("untagged again")
+	audit.Info("per entry option ignored", fluentcore.Tag("other"))
+	got, err := r.WaitForEntries(7, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"plain info": "shop.info", "plain err": "shop.err",
+		"audit info": "shop.audit.info", "audit err": "shop.audit.err",
+		"access info": "shop.access.info", "untagged again": "shop.info",
+		"per entry option ignored": "shop.audit.info",
+	}
+	if tags := tagsOf(got); fmt.Sprint(tags) != fmt.Sprint(want) {
+		t.Errorf("tags %v, want %v", tags, want)
+	}
+	for _, e := range got {
+		if _, ok := e.Record[fluentcore.TagOverflowKey]; ok {
+			t.Errorf("%v: the tag is a record field", e.Record)
+		}
+		if e.Record["msg"] != "plain info" && e.Record["msg"] != "plain err" && e.Record["svc"] != "shop" {
+			t.Errorf("%v: With's other fields are lost", e.Record)
+		}
+	}
+	if st := core.Stats(); st.Info.TagOverflow+st.Err.TagOverflow != 0 {
+		t.Errorf("overflow counted: %+v", st)
+	}
+}
+
+// A zap name is a tag name only with TagFromName; the Tag option wins over it.
+func TestNamedLoggersTagOnlyWithTagFromName(t *testing.T) {
+	for _, fromName := range []bool{false, true} {
+		t.Run(fmt.Sprint("TagFromName=", fromName), func(t *testing.T) {
+			r := forwardtest.NewReceiver(t)
+			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.TagFromName = fromName })
+			logger := zap.New(core)
+			logger.Named("access").Info("access")
+			logger.Named("billing").Named("audit").Error("nested")
+			logger.Named("access").With(fluentcore.Tag("audit")).Info("option wins")
+			logger.Named("odd name*").Info("sanitized")
+			logger.Info("unnamed")
+			got, err := r.WaitForEntries(5, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{
+				"access": "shop.info", "nested": "shop.err", "option wins": "shop.audit.info",
+				"sanitized": "shop.info", "unnamed": "shop.info",
+			}
+			if fromName {
+				want["access"], want["nested"], want["sanitized"] = "shop.access.info", "shop.billing.audit.err", "shop.odd_name_.info"
+			}
+			if tags := tagsOf(got); fmt.Sprint(tags) != fmt.Sprint(want) {
+				t.Errorf("tags %v, want %v", tags, want)
+			}
+		})
+	}
+}
+
+func TestTagTemplate(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+		c.TagTemplate = "k8s.{stream}.{name}-{tag}"
+		c.Info.Tag = "own.info" // the stream's tag, for untagged entries
+	})
+	logger := zap.New(core)
+	logger.Info("plain")
+	logger.With(fluentcore.Tag("audit")).Warn("tagged")
+	got, err := r.WaitForEntries(2, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"plain": "own.info", "tagged": "k8s.info.audit-shop"}
+	if tags := tagsOf(got); fmt.Sprint(tags) != fmt.Sprint(want) {
+		t.Errorf("tags %v, want %v", tags, want)
+	}
+}
+
+func TestTagSettingsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  fluentcore.Config
+		want string // in the error; "" for none
+	}{
+		{fluentcore.Config{}, ""},
+		{fluentcore.Config{TagTemplate: "{name}"}, ""},
+		{fluentcore.Config{TagTemplate: "{tag}.{stream}"}, "has no {name}"},
+		{fluentcore.Config{TagTemplate: "{tag}.{nme}.{stream}"}, "unknown placeholder"},
+		{fluentcore.Config{TagTemplate: "{tag}.{name"}, "unknown placeholder"},
+		{fluentcore.Config{TagTemplate: "a b.{name}"}, "is not a tag"},
+		{fluentcore.Config{TagTemplate: "}{name}"}, "stray brace"},
+		{fluentcore.Config{MaxTags: -1}, "MaxTags -1"},
+		{fluentcore.Config{MaxTags: fluentcore.MaxTagsLimit + 1}, "MaxTags"},
+		{fluentcore.Config{MaxTags: fluentcore.MaxTagsLimit}, ""},
+	} {
+		err := tc.cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.cfg.TagTemplate, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("TagTemplate %q MaxTags %d: error %v, want one with %q", tc.cfg.TagTemplate, tc.cfg.MaxTags, err, tc.want)
+		}
+	}
+}
+
+// Past MaxTags, an entry goes under its stream's tag with the name it asked for in the
+// record, and is counted: none lost, none silent.
+func TestTagsPastMaxTagsAreCountedAndKeepTheirName(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.MaxTags = 3; c.TagFromName = true })
+	logger := zap.New(core)
+	const names = 10
+	for i := range names {
+		logger.With(fluentcore.Tag(fmt.Sprint("t", i))).Info(fmt.Sprint("opt ", i))
+	}
+	for i := range names {
+		logger.Named(fmt.Sprint("n", i)).Error(fmt.Sprint("name ", i))
+	}
+	logger.With(fluentcore.Tag("t1")).Info("known again")
+	got, err := r.WaitForEntries(2*names+1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := tagsOf(got)
+	for i := range names {
+		opt, name := tags[fmt.Sprint("opt ", i)], tags[fmt.Sprint("name ", i)]
+		if i < 3 {
+			if want := fmt.Sprintf("shop.t%d.info", i); opt != want {
+				t.Errorf("opt %d: tag %q, want %q", i, opt, want)
+			}
+		} else if opt != "shop.info" {
+			t.Errorf("opt %d past the cap: tag %q, want shop.info", i, opt)
+		}
+		if name != "shop.err" { // the three names came after the three options
+			t.Errorf("name %d past the cap: tag %q, want shop.err", i, name)
+		}
+	}
+	if tags["known again"] != "shop.t1.info" {
+		t.Errorf("a known name past the cap: %q", tags["known again"])
+	}
+	for _, e := range got {
+		msg := fmt.Sprint(e.Record["msg"])
+		var i int
+		switch {
+		case strings.HasPrefix(msg, "opt "):
+			fmt.Sscan(msg[4:], &i)
+			if v, ok := e.Record[fluentcore.TagOverflowKey]; (i >= 3) != ok || ok && v != fmt.Sprint("t", i) {
+				t.Errorf("%v: %s %v", e.Record, fluentcore.TagOverflowKey, v)
+			}
+		case strings.HasPrefix(msg, "name "):
+			fmt.Sscan(msg[5:], &i)
+			if e.Record["logger"] != fmt.Sprint("n", i) {
+				t.Errorf("%v: the name is not in the record", e.Record)
+			}
+		}
+	}
+	st := core.Stats()
+	if st.Info.TagOverflow != names-3 || st.Err.TagOverflow != names {
+		t.Errorf("TagOverflow info %d err %d, want %d and %d", st.Info.TagOverflow, st.Err.TagOverflow, names-3, names)
+	}
+}
+
+// Many goroutines logging to several tags at once: every entry arrives under its tag, each
+// goroutine's entries of a logger tag in order, and the counts add up.
+func TestTaggedEntriesKeepOrderPerGoroutinePerTag(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+		c.MaxBatchBytes = 4 << 10 // many batches, many seals
+		c.Info.BufferBytes = 1 << 20
+	})
+	logger := zap.New(core)
+	const goroutines, tags, per = 8, 5, 300
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loggers := make([]*zap.Logger, tags)
+			for k := range loggers {
+				if k > 0 { // tag 0: the stream's own
+					loggers[k] = logger.With(fluentcore.Tag(fmt.Sprint("t", k)))
+				} else {
+					loggers[k] = logger
+				}
+			}
+			for i := range per {
+				k := (i * 7 / 3) % tags // interleaved
+				loggers[k].Info("e", zap.Int("g", g), zap.Int("i", i))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.WaitForEntries(goroutines*per, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]int64{}
+	for _, e := range got {
+		g, i := e.Record["g"].(int64), e.Record["i"].(int64)
+		k := (i * 7 / 3) % tags
+		want := "shop.info"
+		if k > 0 {
+			want = fmt.Sprintf("shop.t%d.info", k)
+		}
+		if e.Tag != want {
+			t.Fatalf("entry %d of goroutine %d under %q, want %q", i, g, e.Tag, want)
+		}
+		if k == 0 {
+			continue // the stream's own tag: its writers move shards under contention (lockShard)
+		}
+		key := fmt.Sprint(e.Tag, "/", g)
+		if p, ok := last[key]; ok && p >= i {
+			t.Errorf("%s: entry %d after %d", key, i, p)
+		}
+		last[key] = i
+	}
+	if st := core.Stats().Info; st.Delivered != goroutines*per || st.DroppedTotal() != 0 {
+		t.Errorf("delivered %d, dropped %v; want %d, none", st.Delivered, st.Dropped, goroutines*per)
+	}
+}
