@@ -27,7 +27,7 @@ import (
 // degrade state machine. It implements entrySink.
 type sink struct {
 	streams  [numStreams]*stream
-	tags     *tagTable // the logger tags, shared by both streams (tags.go)
+	tags     *tagTable   // the logger tags, shared by both streams (tags.go)
 	info     *infoPolicy // the info stream's policy, which Check consults and the clock steps
 	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
