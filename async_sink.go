@@ -95,21 +95,26 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 // consulted, an entry costs one atomic load. The entry goes by pointer: copying a
 // zapcore.Entry (about 150 bytes) on each call was a measurable part of admission
 // (BenchmarkAdmit).
-func (k *sink) admit(ent *zapcore.Entry) bool {
-	return !k.info.degrade.checking.Load() || k.consult(ent)
+func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
+	return !k.info.degrade.checking.Load() || k.consult(ent, tag, tagged)
 }
 
 // consult asks the info stream's policy about an entry (err entries always pass), lets
 // the caller step the adaptive shedder if a step is due, and counts the entry if it is
-// shed, once the stream shows degraded.
-func (k *sink) consult(ent *zapcore.Entry) bool {
+// shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a Tag
+// option), else its name's is looked up (TagFromName): the shedder's keys are messages of a
+// tag, so that a flood on one tag does not thin the others' entries.
+func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
 		return true
+	}
+	if !tagged {
+		tag = k.tagFor(ent)
 	}
 	st := k.streams[infoStream]
 	d := k.info.degrade
 	at := ent.Time.UnixNano()
-	ok, reason := d.rule.admit(ent.Level, ent.Message, at)
+	ok, reason := d.rule.admit(ent.Level, tag.idx, ent.Message, at)
 	if d.rule.stepDue(at) {
 		if now := k.s.clock.Now(); d.rule.beginStep(now) {
 			d.rule.endStep(k.infoObservation(now))
@@ -117,7 +122,7 @@ func (k *sink) consult(ent *zapcore.Entry) bool {
 	}
 	if !ok {
 		d.shed(at, k.s.clock)
-		st.countDrop(reason)
+		st.countDrop(reason, tag)
 		if d.rule.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not
 			// take pays (see yields).

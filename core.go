@@ -18,7 +18,9 @@ import (
 type entrySink interface {
 	// admit reports whether an entry that passed the level check is to be written; an
 	// entry it refuses (the info stream sheds it) is counted as dropped, never encoded.
-	admit(ent *zapcore.Entry) bool
+	// tag is the entry's tag if tagged (its logger's Tag option), else its name's is
+	// looked up when needed.
+	admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool
 	// write encodes the entry into its stream's buffers, to go under tag; what cannot be
 	// buffered is counted (info) or spilled (err), never reported.
 	write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field)
@@ -131,7 +133,7 @@ func isTagOption(f zapcore.Field) bool {
 // Check decides whether ent is logged. While the info stream is shedding, it applies the
 // degrade policy here, so a dropped entry costs no encoding; the drop is counted.
 func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if !c.s.level.Enabled(ent.Level) || !c.sink.admit(&ent) {
+	if !c.s.level.Enabled(ent.Level) || !c.sink.admit(&ent, c.tag, c.tagged) {
 		return ce
 	}
 	return ce.AddCore(ent, c)

@@ -197,10 +197,10 @@ type shedRule interface {
 	// observe feeds the clock's observation and says whether the stream is degraded and
 	// whether Check must consult admit.
 	observe(o degradeObservation) (degraded, checking bool)
-	// admit decides whether an entry (its level, message and time in unix nanos) is kept,
-	// and if not why. Not the entry's pointer: through an interface it would escape, and
-	// every logging call would allocate.
-	admit(level zapcore.Level, msg string, at int64) (bool, dropReason)
+	// admit decides whether an entry (its level, tag index, message and time in unix nanos)
+	// is kept, and if not why. Not the entry's pointer: through an interface it would
+	// escape, and every logging call would allocate.
+	admit(level zapcore.Level, tag uint16, msg string, at int64) (bool, dropReason)
 	// stepDue reports (on an entry's time, unix nanos) that a caller should try a step:
 	// beginStep, and if it reports true, endStep with an observation.
 	stepDue(at int64) bool
@@ -214,8 +214,8 @@ type shedRule interface {
 	kickAt() float64
 	fast() bool   // the clock should observe every adaptiveStep
 	yields() bool // a caller whose entry was shed should yield the processor
-	weight(level zapcore.Level, msg string) uint32
-	unweigh(level zapcore.Level, msg string, w uint32)
+	weight(level zapcore.Level, tag uint16, msg string) uint32
+	unweigh(level zapcore.Level, tag uint16, msg string, w uint32)
 	freed(entries int) // entries left the buffer
 	countsRoom() bool  // admit keeps what fits in the room left (the adaptive shedder)
 	gauges() (keepRatio, capacity float64)

@@ -110,8 +110,8 @@ func (r *adaptiveRule) stepLocked(o degradeObservation) {
 }
 
 // admit keeps an entry by the shedder's keep ratios and allowance.
-func (r *adaptiveRule) admit(level zapcore.Level, msg string, _ int64) (bool, dropReason) {
-	if r.shed.Keep(int8(level), msg) {
+func (r *adaptiveRule) admit(level zapcore.Level, tag uint16, msg string, _ int64) (bool, dropReason) {
+	if r.shed.KeepTag(int8(level), tag, msg) {
 		return true, 0
 	}
 	return false, dropSampled
@@ -148,12 +148,12 @@ func (r *adaptiveRule) fast() bool { return r.shed.Counting() }
 // weight is the WeightKey value of a kept entry; unweigh gives back the weight of an entry
 // that was weighed and then not kept after all (it did not fit), so that the next kept
 // entry of its key carries it.
-func (r *adaptiveRule) weight(level zapcore.Level, msg string) uint32 {
-	return r.shed.Weight(int8(level), msg)
+func (r *adaptiveRule) weight(level zapcore.Level, tag uint16, msg string) uint32 {
+	return r.shed.WeightTag(int8(level), tag, msg)
 }
 
-func (r *adaptiveRule) unweigh(level zapcore.Level, msg string, w uint32) {
-	r.shed.Unweigh(int8(level), msg, w)
+func (r *adaptiveRule) unweigh(level zapcore.Level, tag uint16, msg string, w uint32) {
+	r.shed.UnweighTag(int8(level), tag, msg, w)
 }
 
 func (r *adaptiveRule) gauges() (keepRatio, capacity float64) {

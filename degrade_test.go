@@ -130,18 +130,18 @@ func TestAdmitByPolicy(t *testing.T) {
 	}
 	for _, c := range cases {
 		ctl := newDegradeControl(DegradeConfig{Policy: c.policy}.withDefaults(), nil)
-		if ok, r := ctl.rule.admit(info.Level, info.Message, info.Time.UnixNano()); ok != c.infoKept || (!ok && r != c.infoReason) {
+		if ok, r := ctl.rule.admit(info.Level, 0, info.Message, info.Time.UnixNano()); ok != c.infoKept || (!ok && r != c.infoReason) {
 			t.Errorf("%v: info admitted=%v reason=%v", c.policy, ok, r)
 		}
-		if ok, _ := ctl.rule.admit(warn.Level, warn.Message, warn.Time.UnixNano()); ok != c.warnKept {
+		if ok, _ := ctl.rule.admit(warn.Level, 0, warn.Message, warn.Time.UnixNano()); ok != c.warnKept {
 			t.Errorf("%v: warn admitted=%v", c.policy, ok)
 		}
 	}
 	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000}.withDefaults(), nil)
-	if ok, _ := ctl.rule.admit(info.Level, info.Message, info.Time.UnixNano()); !ok {
+	if ok, _ := ctl.rule.admit(info.Level, 0, info.Message, info.Time.UnixNano()); !ok {
 		t.Fatal("sample policy dropped the first entry")
 	}
-	if ok, r := ctl.rule.admit(info.Level, info.Message, info.Time.UnixNano()); ok || r != dropSampled {
+	if ok, r := ctl.rule.admit(info.Level, 0, info.Message, info.Time.UnixNano()); ok || r != dropSampled {
 		t.Fatalf("sample policy: second entry admitted=%v reason=%v", ok, r)
 	}
 }
@@ -205,7 +205,7 @@ func BenchmarkAdmit(b *testing.B) {
 				}
 				ent.Message = msgs[i%len(msgs)]
 				i++
-				if !core.sink.admit(&ent) {
+				if !core.sink.admit(&ent, tagRef{}, false) {
 					b.Fatal("an entry was shed with a keep ratio of 1")
 				}
 			}
@@ -457,7 +457,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	// those shed after the last kept entry wait for the next (residue): with them the sum
 	// misses only the kept entries dropped for want of room (queue_full, at most 1 % of
 	// what was offered, above), with what they carried.
-	residue := float64(core.sink.info.degrade.rule.weight(zapcore.InfoLevel, "hot") - 1)
+	residue := float64(core.sink.info.degrade.rule.weight(zapcore.InfoLevel, 0, "hot") - 1)
 	if h := float64(hot.Load()); weighed+residue < 0.98*h || weighed+residue > h {
 		t.Errorf("the hot entries' weights add up to %.0f, and %.0f more were shed after the last kept one; %0.f were logged", weighed, residue, h)
 	} else {

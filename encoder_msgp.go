@@ -241,9 +241,10 @@ type msgpEncoder struct {
 	// weight of an entry, written after the entry's head; unweigh gives a weight back, and
 	// weighed is the last entry's.
 	weightKey []byte
-	weigh     func(level zapcore.Level, msg string) uint32
-	unweigh   func(level zapcore.Level, msg string, w uint32)
+	weigh     func(level zapcore.Level, tag uint16, msg string) uint32
+	unweigh   func(level zapcore.Level, tag uint16, msg string, w uint32)
 	weighed   uint32
+	tag       uint16 // the logger tag of the entry being encoded, for weigh (its write sets it)
 }
 
 var (
@@ -267,7 +268,7 @@ func (e *msgpEncoder) fork() *msgpEncoder {
 // so that the next kept entry carries them and the weights still add up to what was logged.
 func (e *msgpEncoder) discard(ent *zapcore.Entry) {
 	if e.weighed > 1 {
-		e.unweigh(ent.Level, ent.Message, e.weighed-1)
+		e.unweigh(ent.Level, e.tag, ent.Message, e.weighed-1)
 	}
 	e.weighed = 0
 }
@@ -314,7 +315,7 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 	if e.weigh != nil {
 		// The level and message, not the entry: handing its pointer to a function value
 		// would move every entry to the heap (TestLoggingCallAllocatesNothing).
-		e.weighed = e.weigh(ent.Level, ent.Message)
+		e.weighed = e.weigh(ent.Level, e.tag, ent.Message)
 		if e.room(len(e.weightKey) + 5) {
 			e.buf = append(e.buf, e.weightKey...)
 			e.buf = msgp.AppendUint32(e.buf, e.weighed)

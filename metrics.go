@@ -33,6 +33,7 @@ type metrics struct {
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
 	handshakeFailures                                 *prometheus.Desc
 	serverConns, serverInFlight, serverDelivered      *prometheus.Desc
+	tagOverflow, tagEntries, tagDelivered, tagDropped *prometheus.Desc // logger tags (tags.go)
 	sendDuration                                      *prometheus.HistogramVec
 
 	// reg is where it is registered, nil if nowhere; set before Register publishes it and
@@ -180,6 +181,14 @@ func (s *StreamStats) addCounters(o *StreamStats) {
 	for _, sv := range o.Servers {
 		s.server(sv.Addr).Delivered += sv.Delivered
 	}
+	s.TagOverflow += o.TagOverflow
+	for tag, ts := range o.Tags {
+		if s.Tags == nil {
+			s.Tags = map[string]TagStats{}
+		}
+		t := s.Tags[tag]
+		s.Tags[tag] = TagStats{t.Entries + ts.Entries, t.Delivered + ts.Delivered, t.Dropped + ts.Dropped, t.Spilled + ts.Spilled}
+	}
 }
 
 // addGauges adds o's gauges to s's: amounts are summed, Degraded is either's, KeepRatio the
@@ -247,6 +256,10 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", labelServer),
 		serverDelivered: d("server_delivered_entries_total",
 			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
+		tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past MaxTags: sent under the stream's tag, the name in the record."),
+		tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most MaxTags tags).", labelTag),
+		tagDelivered: d("tag_delivered_entries_total", "Entries of a logger tag the receiver has.", labelTag),
+		tagDropped:   d("tag_dropped_entries_total", "Entries of a logger tag dropped, whatever the reason.", labelTag),
 	}
 }
 
@@ -254,7 +267,7 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
 		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.capacity, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures,
-		m.serverConns, m.serverInFlight, m.serverDelivered} {
+		m.serverConns, m.serverInFlight, m.serverDelivered, m.tagOverflow, m.tagEntries, m.tagDelivered, m.tagDropped} {
 		ch <- d
 	}
 	m.sendDuration.Describe(ch)
@@ -306,6 +319,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.serverConns, prometheus.GaugeValue, float64(sv.Connections), name, sv.Addr)
 			ch <- prometheus.MustNewConstMetric(m.serverInFlight, prometheus.GaugeValue, float64(sv.FramesInFlight), name, sv.Addr)
 			counter(m.serverDelivered, sv.Delivered, sv.Addr)
+		}
+		counter(m.tagOverflow, st.TagOverflow)
+		for tag, ts := range st.Tags {
+			counter(m.tagEntries, ts.Entries, tag)
+			counter(m.tagDelivered, ts.Delivered, tag)
+			counter(m.tagDropped, ts.Dropped, tag)
 		}
 	}
 	m.sendDuration.Collect(ch)

@@ -35,6 +35,7 @@ const (
 	labelStream = "stream"
 	labelReason = "reason"
 	labelServer = "server"
+	labelTag    = "tag"
 	labelBucket = "le"
 )
 
@@ -59,6 +60,10 @@ type StreamStats struct {
 	// went under the stream's own tag, with the name in the record (see TagOverflowKey), and
 	// are also counted where they went (Delivered, Dropped, Spilled).
 	TagOverflow uint64
+	// Tags are the counters of each logger tag (Tag, Config.TagFromName) the stream has
+	// sent under, by tag: at most Config.MaxTags; nil without any. The stream's own tag is
+	// not among them: its entries are the stream's less these.
+	Tags map[string]TagStats
 	// Spilled counts entries set aside instead of delivered (err only): appended to the
 	// durable spill with Config.SpillDir, written to ErrFallback without it.
 	Spilled uint64
@@ -95,6 +100,20 @@ type StreamStats struct {
 	// Servers has one row per address in Config.Servers (or the one Addr), in their order;
 	// an address listed twice has one row.
 	Servers []ServerStats
+}
+
+// TagStats are the counters of one logger tag on one stream (StreamStats.Tags).
+type TagStats struct {
+	// Entries counts the tag's entries at an enabled level that reached the core, those
+	// shed in Check included.
+	Entries uint64
+	// Delivered counts those the receiver has (see StreamStats.Delivered).
+	Delivered uint64
+	// Dropped counts those dropped, whatever the reason (shed, queue_full, too_large, …;
+	// StreamStats.Dropped has the reasons of the stream's entries of every tag).
+	Dropped uint64
+	// Spilled counts those set aside (err only; see StreamStats.Spilled).
+	Spilled uint64
 }
 
 // ServerStats are one server's numbers within a stream.

@@ -87,7 +87,7 @@ type stream struct {
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget
 	// unweigh gives an entry's weight back to its key (Degrade.WeightKey; nil without).
-	unweigh func(level zapcore.Level, msg string, w uint32)
+	unweigh func(level zapcore.Level, tag uint16, msg string, w uint32)
 	closed  atomic.Bool
 	senders []*sender     // one per connection; the err stream has one
 	clock   zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
@@ -190,7 +190,7 @@ func (s *stream) homeShard(idx uint16) int {
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream
 // with Degrade.WeightKey): weigh weighs an entry, unweigh gives a weight back.
-func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, string) uint32, unweigh func(zapcore.Level, string, uint32)) {
+func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, uint16, string) uint32, unweigh func(zapcore.Level, uint16, string, uint32)) {
 	s.unweigh = unweigh
 	for i := range s.shards {
 		enc := s.shards[i].enc
@@ -198,10 +198,11 @@ func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, string) uint32,
 	}
 }
 
-// lost passes an entry Check kept, which the stream then dropped, to its key's next weight.
-func (s *stream) lost(ent *zapcore.Entry) {
+// lost passes an entry of tag Check kept, which the stream then dropped, to its key's next
+// weight.
+func (s *stream) lost(ent *zapcore.Entry, tag uint16) {
 	if s.unweigh != nil {
-		s.unweigh(ent.Level, ent.Message, 1)
+		s.unweigh(ent.Level, tag, ent.Message, 1)
 	}
 }
 
@@ -264,6 +265,9 @@ func (s *stream) stats() StreamStats {
 			st.Dropped[r.String()] += sh.dropped[r].Load()
 		}
 	}
+	if s.tags != nil {
+		st.Tags = s.tags.stats(s.id)
+	}
 	st.KeepRatio = 1
 	s.policy.report(&st)
 	return st
@@ -294,9 +298,38 @@ func (s *stream) serverStats() []ServerStats {
 	return rows
 }
 
-// countDrop counts an entry dropped before it reached a shard (in Check).
-func (s *stream) countDrop(r dropReason) {
+// countDrop counts an entry of tag dropped before it reached a shard (in Check).
+func (s *stream) countDrop(r dropReason, tag tagRef) {
 	sh := &s.shards[rand.N(len(s.shards))]
 	sh.entries.Add(1)
 	sh.dropped[r].Add(1)
+	if tag.over {
+		sh.tagOverflow.Add(1)
+	}
+	if c := s.tagCounts(tag.idx); c != nil {
+		c.entries[s.id].Add(1)
+		c.dropped[s.id].Add(1)
+	}
+}
+
+// tagCounts returns the counters of logger tag idx, nil for the stream's own tag.
+func (s *stream) tagCounts(idx uint16) *tagCounts {
+	if idx == 0 || s.tags == nil {
+		return nil
+	}
+	return &s.tags.counts[idx]
+}
+
+// droppedTag counts n entries of tag idx dropped (besides the stream's count by reason).
+func (s *stream) droppedTag(idx uint16, n int) {
+	if c := s.tagCounts(idx); c != nil {
+		c.dropped[s.id].Add(uint64(n))
+	}
+}
+
+// deliveredTag counts the entries of batch b delivered, for its tag.
+func (s *stream) deliveredTag(b *batch) {
+	if c := s.tagCounts(b.tag); c != nil {
+		c.delivered[s.id].Add(uint64(b.n))
+	}
 }

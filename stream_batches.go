@@ -228,5 +228,6 @@ func (s *stream) abandon(b *batch) {
 		return
 	}
 	s.shards[0].dropped[dropShutdown].Add(uint64(b.n))
+	s.droppedTag(b.tag, b.n)
 	s.finish(b)
 }

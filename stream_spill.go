@@ -62,7 +62,7 @@ func (s *stream) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent *zap
 	if wasCut && err == nil {
 		sh.truncated.Add(1)
 	}
-	s.countSpill(err, 1)
+	s.countSpill(err, 1, tag)
 	s.errSpill.kickSpill()
 }
 
@@ -90,16 +90,23 @@ func (s *stream) spillOut(snd *sender) {
 
 // spillSealed hands a sealed err batch to the spill and frees it.
 func (s *stream) spillSealed(b *batch) {
-	s.countSpill(s.errSpill.appendBatch(s.tagOf(b.tag), b.buf, b.n), b.n)
+	s.countSpill(s.errSpill.appendBatch(s.tagOf(b.tag), b.buf, b.n), b.n, b.tag)
 	s.finish(b)
 }
 
 // countSpill counts n entries by what the spill said: spilled, or dropped with the reason
-// (the spill chain has written them to ErrFallback where it could): never silently.
-func (s *stream) countSpill(err error, n int) {
+// (the spill chain has written them to ErrFallback where it could): never silently. tag is
+// the entries' logger tag.
+func (s *stream) countSpill(err error, n int, tag uint16) {
+	if err != nil {
+		s.droppedTag(tag, n)
+	}
 	switch {
 	case err == nil:
 		s.spilled.Add(uint64(n))
+		if c := s.tagCounts(tag); c != nil {
+			c.spilled[s.id].Add(uint64(n))
+		}
 	case errors.Is(err, spill.ErrFull):
 		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
 	case errors.Is(err, errEncodePanic):

@@ -87,6 +87,9 @@ func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fiel
 	if tag.over {
 		sh.tagOverflow.Add(1)
 	}
+	if c := s.tagCounts(tag.idx); c != nil {
+		c.entries[s.id].Add(1)
+	}
 	var cut []byte
 	var deadline time.Time
 	for {
@@ -105,13 +108,15 @@ func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fiel
 			// No lock is held, and enc, which gave its shard up, is this writer's alone.
 			if !s.policy.cutsOversized() {
 				enc.discard(ent)
-				s.lost(ent)
+				s.lost(ent, tag.idx)
 				sh.dropped[dropTooLarge].Add(1)
+				s.droppedTag(tag.idx, 1)
 				return
 			}
 			var fits bool
 			if cut, fits = enc.cutShort(ctx, ent, fields, s.entryCap); cut == nil {
 				sh.dropped[dropEncodeError].Add(1)
+				s.droppedTag(tag.idx, 1)
 				return
 			}
 			if !fits {
@@ -170,8 +175,9 @@ func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext
 		s.spillEntry(sh, tag, ctx, ent, fields, cut)
 		return
 	}
-	s.lost(ent) // its weight passes to its key's next kept entry
+	s.lost(ent, tag) // its weight passes to its key's next kept entry
 	sh.dropped[why].Add(1)
+	s.droppedTag(tag, 1)
 }
 
 // lockShard locks a shard for a writer and returns its index. While the stream is calm,
@@ -290,6 +296,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 	b := sh.cur
 	start := len(b.buf)
 	enc := sh.enc
+	enc.tag = b.tag
 	truncated := cut != nil
 	var out []byte
 	if truncated {
@@ -306,8 +313,9 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		if !ok {
 			b.buf = b.buf[:start]
 			enc.discard(ent)
-			s.lost(ent)
+			s.lost(ent, b.tag)
 			sh.dropped[dropEncodeError].Add(1)
+			s.droppedTag(b.tag, 1)
 			enc.trim()
 			return written, nil
 		}
@@ -315,8 +323,9 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 			b.buf = b.buf[:start]
 			if !s.policy.cutsOversized() {
 				enc.discard(ent)
-				s.lost(ent)
+				s.lost(ent, b.tag)
 				sh.dropped[dropTooLarge].Add(1)
+				s.droppedTag(b.tag, 1)
 				enc.trim()
 				return written, nil
 			}

@@ -159,10 +159,21 @@ type tagTable struct {
 	tags [][numStreams]string
 	// names, by index, for Stats and metrics.
 	nameOf []string
+	// counts are each index's counters, by stream (index 0's stay zero: the stream's own
+	// tag is the stream's totals less the others).
+	counts []tagCounts
 }
 
+// tagCounts are one logger tag's counters: 64 bytes, a cache line, as a tag's writers
+// share its shard anyway.
+type tagCounts struct {
+	entries, delivered, dropped, spilled [numStreams]atomic.Uint64
+}
+
+
 func newTagTable(base string, streamTags [numStreams]string, template tagTemplate, max int) *tagTable {
-	t := &tagTable{base: base, template: template, max: max, tags: make([][numStreams]string, max+1), nameOf: make([]string, max+1)}
+	t := &tagTable{base: base, template: template, max: max, tags: make([][numStreams]string, max+1),
+		nameOf: make([]string, max+1), counts: make([]tagCounts, max+1)}
 	t.tags[0] = streamTags
 	m := map[string]tagRef{}
 	t.names.Store(&m)
@@ -210,11 +221,31 @@ func (t *tagTable) lookup(name string) tagRef {
 // through a batch written after it), which published it.
 func (t *tagTable) tagOf(idx uint16, id streamID) string { return t.tags[idx][id] }
 
-// count is how many names the table holds; names[1:count+1] are theirs.
+// count is how many names the table holds; indexes 1 to count are theirs.
 func (t *tagTable) count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.n
+}
+
+// stats returns the counters of every logger tag on stream id, by tag; nil if there is
+// none.
+func (t *tagTable) stats(id streamID) map[string]TagStats {
+	n := t.count()
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]TagStats, n)
+	for i := 1; i <= n; i++ {
+		c := &t.counts[i]
+		st := m[t.tags[i][id]] // two names can make one tag
+		st.Entries += c.entries[id].Load()
+		st.Delivered += c.delivered[id].Load()
+		st.Dropped += c.dropped[id].Load()
+		st.Spilled += c.spilled[id].Load()
+		m[t.tags[i][id]] = st
+	}
+	return m
 }
 
 // resolveTags checks the tag settings of cfg: the template, parsed, and MaxTags (the

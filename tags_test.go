@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -253,4 +254,84 @@ func TestTaggedEntriesKeepOrderPerGoroutinePerTag(t *testing.T) {
 	if st := core.Stats().Info; st.Delivered != goroutines*per || st.DroppedTotal() != 0 {
 		t.Errorf("delivered %d, dropped %v; want %d, none", st.Delivered, st.Dropped, goroutines*per)
 	}
+}
+
+// Each logger tag is counted on its own, under the cap: entries = delivered + dropped for
+// every tag once synced, the same numbers in Stats and in the metrics.
+func TestTagCountersAddUpAndAreExported(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewRegistry()
+	core := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
+		c.MaxBatchBytes, c.Info.BufferBytes = 4<<10, 16<<10 // a small buffer, soon full
+		c.Degrade.Policy = fluentcore.DegradeOff
+		c.MaxTags = 2
+	})
+	logger := zap.New(core)
+	audit, access := logger.With(fluentcore.Tag("audit")), logger.With(fluentcore.Tag("access"))
+	r.Stall()
+	const n = 2000
+	for i := range n {
+		audit.Info("audit", zap.Int("i", i))
+		access.Info("access", zap.Int("i", i))
+		logger.Info("plain", zap.Int("i", i))
+	}
+	audit.Error("audit err")
+	logger.With(fluentcore.Tag("third")).Info("past the cap")
+	r.Resume()
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats()
+	if len(st.Info.Tags) != 2 || len(st.Err.Tags) != 2 {
+		t.Fatalf("tags %v %v; want two on each stream", st.Info.Tags, st.Err.Tags)
+	}
+	var tagDropped uint64
+	for tag, ts := range st.Info.Tags {
+		if ts.Entries != n || ts.Delivered+ts.Dropped != ts.Entries {
+			t.Errorf("%s: %+v; want %d entries, delivered + dropped = entries", tag, ts, n)
+		}
+		tagDropped += ts.Dropped
+		for name, v := range map[string]uint64{"tag_entries_total": ts.Entries, "tag_delivered_entries_total": ts.Delivered, "tag_dropped_entries_total": ts.Dropped} {
+			if got := tagMetric(t, reg, "fluentcore_"+name, "info", tag); got != float64(v) {
+				t.Errorf("fluentcore_%s{tag=%q} = %v, want %d", name, tag, got, v)
+			}
+		}
+	}
+	if tagDropped == 0 || tagDropped > st.Info.DroppedTotal() {
+		t.Errorf("the tags dropped %d of the stream's %d: the stalled receiver should have made some drop", tagDropped, st.Info.DroppedTotal())
+	}
+	if ts := st.Err.Tags["shop.audit.err"]; ts != (fluentcore.TagStats{Entries: 1, Delivered: 1}) {
+		t.Errorf("audit's err: %+v", ts)
+	}
+	if st.Info.TagOverflow != 1 {
+		t.Errorf("TagOverflow %d, want 1", st.Info.TagOverflow)
+	}
+	if got := tagMetric(t, reg, "fluentcore_tag_overflow_total", "info", ""); got != 1 {
+		t.Errorf("fluentcore_tag_overflow_total = %v", got)
+	}
+}
+
+// tagMetric is the value of the counter name with stream and, if not "", tag.
+func tagMetric(t *testing.T, reg *prometheus.Registry, name, stream, tag string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["stream"] == stream && (tag == "" || labels["tag"] == tag) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{stream=%q,tag=%q}", name, stream, tag)
+	return 0
 }

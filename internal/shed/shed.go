@@ -150,11 +150,16 @@ func New(cfg Config) *Shedder {
 // that only a key's first few entries since the step pass. So a flood that grows within a
 // step, or a step that comes late, leaves the margin to the keys the fair share keeps
 // whole, and to rare keys.
-func (s *Shedder) Keep(level int8, msg string) bool {
+func (s *Shedder) Keep(level int8, msg string) bool { return s.KeepTag(level, 0, msg) }
+
+// KeepTag is Keep for a message of a tag: a key is a message at a level of a tag, so that a
+// flood of one tag's message does not thin another tag's entries of the same message. Tag 0
+// is Keep's key.
+func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
 	if !s.counting.Load() {
 		return true
 	}
-	sl := &s.slots[slotOf(level, msg)]
+	sl := &s.slots[slotOf(level, tag, msg)]
 	n := sl.total.Add(1)
 	if sl.level.Load() != int32(level) {
 		sl.level.Store(int32(level))
@@ -223,8 +228,11 @@ func (sl *slot) drop() {
 // two kept entries (a step's new ratio, a spent allowance); only the entries shed
 // after the last kept one are not counted yet. Keys that share a slot share that count.
 // Call it once per kept entry.
-func (s *Shedder) Weight(level int8, msg string) uint32 {
-	sl := &s.slots[slotOf(level, msg)]
+func (s *Shedder) Weight(level int8, msg string) uint32 { return s.WeightTag(level, 0, msg) }
+
+// WeightTag is Weight for a message of a tag (see KeepTag).
+func (s *Shedder) WeightTag(level int8, tag uint16, msg string) uint32 {
+	sl := &s.slots[slotOf(level, tag, msg)]
 	if sl.shed.Load() == 0 { // kept whole: no write to the slot
 		return 1
 	}
@@ -253,8 +261,11 @@ func (s *Shedder) Freed(n int) {
 // Unweigh gives back w entries of msg at level to its key: a weighed entry that was not
 // kept after all (the stream had no room for it), which the next weighed entry then carries.
 // Safe for concurrent use.
-func (s *Shedder) Unweigh(level int8, msg string, w uint32) {
-	s.slots[slotOf(level, msg)].shed.Add(uint64(w))
+func (s *Shedder) Unweigh(level int8, msg string, w uint32) { s.UnweighTag(level, 0, msg, w) }
+
+// UnweighTag is Unweigh for a message of a tag (see KeepTag).
+func (s *Shedder) UnweighTag(level int8, tag uint16, msg string, w uint32) {
+	s.slots[slotOf(level, tag, msg)].shed.Add(uint64(w))
 }
 
 // CountsFrom is the fill from which keys are counted: half the low mark, so that the
@@ -596,8 +607,15 @@ func ratioOf(r float64) uint32 {
 	return uint32(r * one)
 }
 
-// slotOf hashes a key (the level and the message) to its slot.
-func slotOf(level int8, msg string) uint32 { return uint32(Hash(level, msg) % Slots) }
+// slotOf hashes a key (the level, the tag and the message) to its slot. Tag 0 adds nothing
+// to the hash: a stream without tags keys as before.
+func slotOf(level int8, tag uint16, msg string) uint32 {
+	h := Hash(level, msg)
+	if tag != 0 {
+		h ^= (uint64(tag) * 0x9E3779B97F4A7C15) >> 7
+	}
+	return uint32(h % Slots)
+}
 
 // Hash hashes a message at a level: eight bytes of the message at a time, multiplied and
 // folded, then mixed once more (splitmix64's finisher). It is on the caller's path, for

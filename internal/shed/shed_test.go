@@ -3,6 +3,8 @@ package shed
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,9 +33,22 @@ type pipe struct {
 }
 
 type load struct {
-	msg   string
+	msg   string // "message@tag" offers message with KeepTag's tag; no '@', with tag 0
 	level int8
 	rate  float64 // entries/s
+}
+
+// key names the load's key in the pipe's tallies.
+func (l load) key() string { return l.msg }
+
+// keyOf is the load's message and tag.
+func (l load) keyOf() (msg string, tag uint16) {
+	msg, t, ok := strings.Cut(l.msg, "@")
+	if ok {
+		n, _ := strconv.Atoi(t)
+		tag = uint16(n)
+	}
+	return msg, tag
 }
 
 func newPipe(rate, size float64) *pipe {
@@ -56,9 +71,9 @@ func (p *pipe) run(d time.Duration, loads ...load) {
 		var active []int // the loads with entries in this step
 		most := 0
 		for i, l := range loads {
-			c := p.carry[l.msg] + l.rate*step.Seconds()
+			c := p.carry[l.key()] + l.rate*step.Seconds()
 			counts[i] = int(c)
-			p.carry[l.msg] = c - float64(counts[i])
+			p.carry[l.key()] = c - float64(counts[i])
 			most = max(most, counts[i])
 			if counts[i] > 0 {
 				active = append(active, i)
@@ -83,18 +98,19 @@ func (p *pipe) run(d time.Duration, loads ...load) {
 				if (j+1)*counts[i]/most == j*counts[i]/most {
 					continue
 				}
-				p.offered[l.msg]++
-				if !p.s.Keep(l.level, l.msg) {
+				p.offered[l.key()]++
+				msg, tag := l.keyOf()
+				if !p.s.KeepTag(l.level, tag, msg) {
 					continue
 				}
 				p.taken++
-				p.weighed[l.msg] += int(p.s.Weight(l.level, l.msg))
+				p.weighed[l.key()] += int(p.s.WeightTag(l.level, tag, msg))
 				if p.buffered+1 > p.size {
-					p.full[l.msg]++
+					p.full[l.key()]++
 					continue
 				}
 				p.buffered++
-				p.kept[l.msg]++
+				p.kept[l.key()]++
 			}
 			drain(1 / float64(most))
 		}
@@ -469,7 +485,7 @@ func TestSlotsSpreadKeys(t *testing.T) {
 	var per [Slots]int
 	for _, level := range []int8{0, 1} {
 		for i := range Slots / 2 {
-			per[slotOf(level, fmt.Sprintf("request %d handled", i))]++
+			per[slotOf(level, 0, fmt.Sprintf("request %d handled", i))]++
 		}
 	}
 	used, most := 0, 0
@@ -488,7 +504,7 @@ func BenchmarkSlotOf(b *testing.B) {
 	for _, msg := range []string{"request handled", "Logging with some fields attached"} {
 		b.Run(fmt.Sprintf("len=%d", len(msg)), func(b *testing.B) {
 			for b.Loop() { // b.Loop keeps the call
-				slotOf(0, msg)
+				slotOf(0, 0, msg)
 			}
 		})
 	}
@@ -576,5 +592,36 @@ func TestBurstyRareKeysStayWhole(t *testing.T) {
 	}
 	if r := s.slots[2].ratio.Load(); r == one {
 		t.Error("a key offering 400/s kept whole with no budget")
+	}
+}
+
+// A key is a message of a tag: one tag flooding at 5 times the capacity with a message
+// that seven other tags log at 1 % of the capacity each leaves those seven whole (max-min
+// fair), where one key for the message would thin them all alike.
+func TestAFloodOnOneTagKeepsTheOthersWhole(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	loads := []load{{"request handled@1", 0, 500_000}}
+	for tag := 2; tag <= 8; tag++ {
+		loads = append(loads, load{fmt.Sprintf("request handled@%d", tag), 0, 1_000})
+	}
+	p.run(2*time.Second, loads...)
+	p.reset()
+	p.run(5*time.Second, loads...)
+	for _, l := range loads[1:] {
+		if p.kept[l.key()] != p.offered[l.key()] || p.offered[l.key()] == 0 {
+			t.Errorf("%s: kept %d of %d", l.key(), p.kept[l.key()], p.offered[l.key()])
+		}
+	}
+	if r := float64(p.kept[loads[0].key()]) / float64(p.offered[loads[0].key()]); r > 0.25 {
+		t.Errorf("the flooding tag kept %.2f of its entries; capacity is a fifth of it", r)
+	}
+	// The same message on one key: the tags are thinned alike.
+	for tag := 1; tag < 8; tag++ {
+		if slotOf(0, uint16(tag), "request handled") == slotOf(0, uint16(tag+1), "request handled") {
+			t.Errorf("tags %d and %d share a slot", tag, tag+1)
+		}
+	}
+	if slotOf(3, 0, "x") != uint32(Hash(3, "x")%Slots) {
+		t.Error("tag 0 changes the key")
 	}
 }
