@@ -170,7 +170,6 @@ type tagCounts struct {
 	entries, delivered, dropped, spilled [numStreams]atomic.Uint64
 }
 
-
 func newTagTable(base string, streamTags [numStreams]string, template tagTemplate, max int) *tagTable {
 	t := &tagTable{base: base, template: template, max: max, tags: make([][numStreams]string, max+1),
 		nameOf: make([]string, max+1), counts: make([]tagCounts, max+1)}
