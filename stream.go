@@ -74,15 +74,16 @@ type stream struct {
 	tag    string    // the stream's own tag, of its entries without a logger tag
 	tags   *tagTable // the logger tags' (nil in tests that build a stream alone)
 	shards []shard
-	// randShards is how many shards, the first ones, writers of the stream's own tag use;
-	// the others are the logger tags' (homeShard).
-	randShards int
-	free       chan *batch // batches ready for writers
-	queue      chan *batch // sealed batches, in seq order, for the sender
-	nbatches   int
-	batchCap   int // bytes per batch
-	sealAt     int // a batch this full is sealed right away
-	entryCap   int // largest encoded entry accepted
+	// randShards is how many shards, the first ones, writers of the stream's own tag use
+	// while the core has no logger tag; once it has one, tagShard: the shards from tagShard
+	// on are the logger tags' (homeShard), at least half of them.
+	randShards, tagShard int
+	free                 chan *batch // batches ready for writers
+	queue                chan *batch // sealed batches, in seq order, for the sender
+	nbatches             int
+	batchCap             int // bytes per batch
+	sealAt               int // a batch this full is sealed right away
+	entryCap             int // largest encoded entry accepted
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget
@@ -127,15 +128,19 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	// Up to tagShards more shards for the logger tags, while open batches stay at most half
-	// of them: a shard holds no batch until written to, so they cost nothing unused.
+	// of them: a shard holds no batch until written to, so they cost nothing unused. Where
+	// the budget leaves no room for them (many cores), the stream's own tag gives up half of
+	// its shards to the logger tags once there is one.
 	rshards := nshards
 	nshards = max(nshards, min(nb/2, nshards+tagShards))
+	tagShard := min(rshards, nshards-nshards/2)
 	st := &stream{
 		id:         id,
 		tag:        tag,
 		policy:     policy,
 		shards:     make([]shard, nshards),
 		randShards: rshards,
+		tagShard:   tagShard,
 		free:       make(chan *batch, nb),
 		queue:      make(chan *batch, nb),
 		nbatches:   nb,
@@ -171,6 +176,15 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 // one, which would seal a batch at each change of tag.
 const tagShards = 16
 
+// ownShards is how many shards writers of the stream's own tag pick from under contention:
+// randShards, or while the core has logger tags, those before tagShard.
+func (s *stream) ownShards() int {
+	if s.tags != nil && s.tags.inUse.Load() {
+		return s.tagShard
+	}
+	return s.randShards
+}
+
 // tagOf returns the Forward tag of a batch with tag index idx.
 func (s *stream) tagOf(idx uint16) string {
 	if idx == 0 || s.tags == nil {
@@ -180,12 +194,13 @@ func (s *stream) tagOf(idx uint16) string {
 }
 
 // homeShard is the one shard the entries of logger tag idx (not 0) are written to: its
-// entries stay in order, whatever goroutines write them.
+// entries stay in order, whatever goroutines write them. Tags share a shard only when
+// there are more of them than shards from tagShard on.
 func (s *stream) homeShard(idx uint16) int {
-	if n := len(s.shards) - s.randShards; n > 0 {
-		return s.randShards + int(idx-1)%n
+	if n := len(s.shards) - s.tagShard; n > 0 {
+		return s.tagShard + int(idx-1)%n
 	}
-	return int(idx) % len(s.shards)
+	return 0 // one shard
 }
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream

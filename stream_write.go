@@ -192,7 +192,8 @@ func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext
 // delivered half as much). The order of concurrent calls is not defined anyway, though a
 // goroutine that moves shards may see its entries reordered within a flush. The entries of
 // a logger tag (tag, not 0) always go to the tag's own shard (homeShard), so they keep
-// their order whatever the contention, and tags do not seal each other's batches.
+// their order whatever the contention, and tags do not seal each other's batches; the
+// stream's own tag picks among its own shards (ownShards).
 func (s *stream) lockShard(tag uint16) int {
 	if tag != 0 {
 		i := s.homeShard(tag)
@@ -214,7 +215,7 @@ func (s *stream) lockShard(tag uint16) int {
 		}
 		s.contended.Store(true)
 	}
-	i := rand.N(len(s.shards))
+	i := rand.N(s.ownShards())
 	s.shards[i].mu.Lock()
 	return i
 }

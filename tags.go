@@ -151,6 +151,7 @@ type tagTable struct {
 	max      int         // Config.MaxTags
 	names    atomic.Pointer[map[string]tagRef]
 	full     atomic.Bool // max names are in names: a new one is past the cap
+	inUse    atomic.Bool // a name is in names: the streams' shards are shared with the tags
 	mu       sync.Mutex
 	n        int // names so far; tags[1:n+1] are set
 	// tags holds each index's tag by stream: index 0 is the streams' own tags. Allocated
@@ -213,6 +214,7 @@ func (t *tagTable) lookup(name string) tagRef {
 	}
 	m[name] = r
 	t.names.Store(&m)
+	t.inUse.Store(true)
 	return r
 }
 

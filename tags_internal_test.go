@@ -1,6 +1,7 @@
 package fluentcore
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
@@ -32,25 +33,41 @@ func TestTaggedLoggingCallAllocatesNothing(t *testing.T) {
 	}
 }
 
-// The tags' shards: each logger tag writes into one shard of its own while the budget
-// allows, and open batches stay at most half the batches.
+// The tags' shards: each logger tag writes into a shard of its own while there are enough,
+// at least half the shards once the core has a tag, never one the stream's own tag picks
+// then; open batches stay at most half the batches, and a core without tags shards as
+// before.
 func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
-	for _, budget := range []int{8 << 20, 1 << 20, 512 << 10} {
-		s, _ := resolve(Config{Info: StreamConfig{BufferBytes: budget}})
-		st := newStream(infoStream, "app.info", budget, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-		if len(st.shards) > st.nbatches/2 && len(st.shards) > st.randShards {
-			t.Errorf("budget %d: %d shards for %d batches", budget, len(st.shards), st.nbatches)
-		}
-		seen := map[int]uint16{}
-		for idx := uint16(1); idx <= 200; idx++ {
-			h := st.homeShard(idx)
-			if h < 0 || h >= len(st.shards) {
-				t.Fatalf("home %d of tag %d out of %d shards", h, idx, len(st.shards))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 8, 64} {
+		runtime.GOMAXPROCS(procs)
+		for _, budget := range []int{8 << 20, 4 << 20, 1 << 20, 512 << 10} {
+			s, _ := resolve(Config{Info: StreamConfig{BufferBytes: budget}})
+			st := newStream(infoStream, "app.info", budget, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+			st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
+			nb, n := st.nbatches, len(st.shards)
+			if st.randShards != min(2*procs, nb/2) || n > max(st.randShards, nb/2) {
+				t.Errorf("procs %d budget %d: %d shards, %d own, for %d batches", procs, budget, n, st.randShards, nb)
 			}
-			if o, ok := seen[h]; ok && int(idx) <= len(st.shards)-st.randShards {
-				t.Errorf("budget %d: tags %d and %d share shard %d", budget, o, idx, h)
+			if st.ownShards() != st.randShards {
+				t.Errorf("procs %d budget %d: without tags, writers pick among %d shards, not %d", procs, budget, st.ownShards(), st.randShards)
 			}
-			seen[h] = idx
+			st.tags.lookup("audit")
+			own, tagged := st.ownShards(), n-st.tagShard
+			if n > 1 && (own < 1 || tagged < n/2 || own > st.tagShard) {
+				t.Errorf("procs %d budget %d: with tags, %d own shards and %d of %d the tags'", procs, budget, own, tagged, n)
+			}
+			seen := map[int]uint16{}
+			for idx := uint16(1); idx <= 200; idx++ {
+				h := st.homeShard(idx)
+				if h < st.tagShard && n > 1 || h >= n {
+					t.Fatalf("home %d of tag %d; the tags have %d to %d", h, idx, st.tagShard, n-1)
+				}
+				if o, ok := seen[h]; ok && int(idx) <= tagged {
+					t.Errorf("procs %d budget %d: tags %d and %d share shard %d", procs, budget, o, idx, h)
+				}
+				seen[h] = idx
+			}
 		}
 	}
 }
