@@ -285,12 +285,19 @@ func TestTagCountersAddUpAndAreExported(t *testing.T) {
 	if len(st.Info.Tags) != 2 || len(st.Err.Tags) != 2 {
 		t.Fatalf("tags %v %v; want two on each stream", st.Info.Tags, st.Err.Tags)
 	}
+	delivered := int64(st.Info.Delivered + st.Err.Delivered) // written: the receiver may still be reading
+	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= delivered }, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	var tagDropped uint64
 	for tag, ts := range st.Info.Tags {
 		if ts.Entries != n || ts.Delivered+ts.Dropped != ts.Entries {
 			t.Errorf("%s: %+v; want %d entries, delivered + dropped = entries", tag, ts, n)
 		}
 		tagDropped += ts.Dropped
+		if got := r.TagCounts()[tag]; got != int64(ts.Delivered) {
+			t.Errorf("%s: the receiver has %d, the core delivered %d", tag, got, ts.Delivered)
+		}
 		for name, v := range map[string]uint64{"tag_entries_total": ts.Entries, "tag_delivered_entries_total": ts.Delivered, "tag_dropped_entries_total": ts.Dropped} {
 			if got := tagMetric(t, reg, "fluentcore_"+name, "info", tag); got != float64(v) {
 				t.Errorf("fluentcore_%s{tag=%q} = %v, want %d", name, tag, got, v)

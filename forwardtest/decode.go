@@ -156,6 +156,7 @@ func bodyLen(h []byte) (body uint64, children int) {
 type frameResult struct {
 	mode     Mode
 	tag      string
+	tagZC    []byte // the tag's bytes in the frame, also in CountOnly mode
 	n        int // entries
 	chunk    string
 	hasChunk bool
@@ -188,6 +189,7 @@ func (c *conn) decodeFrame(b []byte) (res frameResult, err error) {
 	if err != nil {
 		return res, fmt.Errorf("tag is msgpack %s, not str (fluent-bit closes the connection)", typeName(b))
 	}
+	res.tagZC = tag // valid until the next frame is read: counted by tag under the lock
 	if !c.countOnly {
 		res.tag = string(tag)
 	}

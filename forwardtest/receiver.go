@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -213,6 +214,7 @@ type Receiver struct {
 	nextConnID int64
 	entries    []Entry
 	stats      Stats
+	byTag      map[string]int64 // entries by tag, in CountOnly mode too
 	violations []error
 	changed    chan struct{} // closed on the next change; nil while nobody waits
 	stalled    chan struct{} // non-nil while stalled; closed by Resume
@@ -377,6 +379,14 @@ func (r *Receiver) entriesLocked() []Entry {
 	return append([]Entry(nil), r.entries...)
 }
 
+// TagCounts returns how many entries arrived under each tag since start or the last Reset,
+// in CountOnly mode too. It never fails and is safe for concurrent use.
+func (r *Receiver) TagCounts() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.byTag)
+}
+
 // ByTag returns a copy of the stored entries grouped by their request's tag, each group in
 // arrival order (nil in CountOnly mode). It never fails and is safe for concurrent use.
 func (r *Receiver) ByTag() map[string][]Entry {
@@ -527,6 +537,7 @@ func (r *Receiver) Reset() {
 	clear(r.entries)
 	r.entries = r.entries[:0]
 	r.stats = Stats{}
+	clear(r.byTag)
 	r.notifyLocked()
 }
 
@@ -725,6 +736,10 @@ func (c *conn) step() bool {
 	}
 	r.stats.Frames++
 	r.stats.Entries += int64(res.n)
+	if r.byTag == nil {
+		r.byTag = map[string]int64{}
+	}
+	r.byTag[string(res.tagZC)] += int64(res.n)
 	c.lastN = res.n
 	r.stats.Bytes += int64(len(c.frame))
 	r.notifyLocked()
