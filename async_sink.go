@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	for _, st := range k.streams {
 		st.tags = k.tags
+		st.tagBatches = make([]atomic.Int32, s.maxTags+1)
 		st.sendDuration = sendDuration.WithLabelValues(st.id.String())
 	}
 

@@ -7,12 +7,14 @@ import "github.com/fluentcore/fluentcore/internal/wire"
 
 // batch is one buffer of encoded entries: the payload of one PackedForward frame.
 type batch struct {
-	buf   []byte // concatenated Forward entries; cap is the stream's batch size, never grown
-	n     int    // entries in buf
-	tag   uint16 // the tag of its entries (tagTable's index; 0: the stream's own): one frame, one tag
-	first uint64 // the first position in the stream's sealing order this batch finishes
-	last  uint64 // the last: first and last differ once compact has merged batches into it
-	tok   ackToken
+	buf []byte // concatenated Forward entries; cap is the stream's batch size, never grown
+	n   int    // entries in buf
+	tag uint16 // the tag of its entries (tagTable's index; 0: the stream's own): one frame, one tag
+	// claimed says the batch is counted in its tag's batches (stream.claim) until finished.
+	claimed bool
+	first   uint64 // the first position in the stream's sealing order this batch finishes
+	last    uint64 // the last: first and last differ once compact has merged batches into it
+	tok     ackToken
 }
 
 // ackToken is the ack token (the "chunk" option) of one frame's entries. A resend of the

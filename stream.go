@@ -78,12 +78,19 @@ type stream struct {
 	// while the core has no logger tag; once it has one, tagShard: the shards from tagShard
 	// on are the logger tags' (homeShard), at least half of them.
 	randShards, tagShard int
-	free                 chan *batch // batches ready for writers
-	queue                chan *batch // sealed batches, in seq order, for the sender
-	nbatches             int
-	batchCap             int // bytes per batch
-	sealAt               int // a batch this full is sealed right away
-	entryCap             int // largest encoded entry accepted
+	// tagBatches counts the batches each tag holds (open, queued, in flight), and
+	// lightTags the tags that hold one; nil in tests that build a stream alone. While the
+	// core has logger tags, a tag that holds two or more takes none of the last free
+	// batches: one per light tag, from nb/8 to nb/4 (mayTake).
+	tagBatches []atomic.Int32
+	lightTags  atomic.Int32
+	nbatchesR  [2]int      // nb/8 and nb/4
+	free       chan *batch // batches ready for writers
+	queue      chan *batch // sealed batches, in seq order, for the sender
+	nbatches   int
+	batchCap   int // bytes per batch
+	sealAt     int // a batch this full is sealed right away
+	entryCap   int // largest encoded entry accepted
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget
@@ -140,6 +147,7 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		policy:     policy,
 		shards:     make([]shard, nshards),
 		randShards: rshards,
+		nbatchesR:  [2]int{nb / 8, nb / 4},
 		tagShard:   tagShard,
 		free:       make(chan *batch, nb),
 		queue:      make(chan *batch, nb),
@@ -175,6 +183,51 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 // tag writes into one shard (homeShard), so that many tags logging at once rarely share
 // one, which would seal a batch at each change of tag.
 const tagShards = 16
+
+// mayTake reports whether a writer of tag may take a free batch: always, but while the
+// core has logger tags, a tag that holds two batches or more takes none of the last few,
+// kept for the tags that hold one (a batch each, from nb/8 to nb/4 of them). Else a
+// flooding tag, whose shard takes every batch the sender frees, left rare tags that filled
+// their batches (at the same moment, at the same rate) none, and their entries were
+// dropped until the sender freed enough (BenchmarkTagFlood).
+func (s *stream) mayTake(tag uint16) bool {
+	if s.tagBatches == nil || !s.tags.inUse.Load() || s.tagBatches[tag].Load() < 2 {
+		return true
+	}
+	reserve := max(s.nbatchesR[0], min(int(s.lightTags.Load()), s.nbatchesR[1]))
+	return len(s.free) > reserve
+}
+
+// tagHeld adds d (1 or -1) to the batches tag holds, and keeps lightTags.
+func (s *stream) tagHeld(tag uint16, d int32) {
+	switch n := s.tagBatches[tag].Add(d); {
+	case n == 1:
+		s.lightTags.Add(1) // from 0 or from 2
+	case d > 0 && n == 2, d < 0 && n == 0:
+		s.lightTags.Add(-1)
+	}
+}
+
+// claim makes b a batch of tag, counted in tag's batches; the caller holds b (its shard's
+// lock, an empty batch).
+func (s *stream) claim(b *batch, tag uint16) {
+	if b.claimed && b.tag == tag {
+		return
+	}
+	s.unclaim(b)
+	b.tag, b.claimed = tag, true
+	if s.tagBatches != nil {
+		s.tagHeld(tag, 1)
+	}
+}
+
+// unclaim takes b out of its tag's batches: it is finished, or merged into another.
+func (s *stream) unclaim(b *batch) {
+	if b.claimed && s.tagBatches != nil {
+		s.tagHeld(b.tag, -1)
+	}
+	b.claimed = false
+}
 
 // ownShards is how many shards writers of the stream's own tag pick from under contention:
 // randShards, or while the core has logger tags, those before tagShard.

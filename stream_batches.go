@@ -127,6 +127,7 @@ func (s *stream) finish(b *batch) {
 	s.queuedBatches.Add(-1)
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
+	s.unclaim(b)
 	b.buf, b.n, b.tag, b.tok = b.buf[:0], 0, 0, ackToken{}
 	s.free <- b
 	s.doneMu.Lock()
@@ -189,6 +190,7 @@ take:
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
+			s.unclaim(src)
 			src.buf, src.n, src.tag = src.buf[:0], 0, 0
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src

@@ -241,16 +241,17 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if b.n > 0 {
 			sh.cur = nil
 			s.seal(b)
-		} else {
-			b.tag = tag
 		}
 	}
 	if sh.cur == nil {
+		if !s.mayTake(tag) {
+			return needBatch, nil
+		}
 		if sh.cur = s.takeFree(); sh.cur == nil {
 			return needBatch, nil
 		}
-		sh.cur.tag = tag
 	}
+	s.claim(sh.cur, tag)
 	return s.appendLocked(sh, ctx, ent, fields, cut, true)
 }
 
@@ -363,7 +364,8 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 			return needBatch, nil
 		}
 		nb.buf = append(nb.buf, out[start:]...)
-		nb.n, nb.tag = 1, b.tag
+		nb.n = 1
+		s.claim(nb, b.tag)
 		sh.cur = nb
 		b = nb
 	} else {

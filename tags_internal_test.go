@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
@@ -79,5 +80,49 @@ func TestTagSettingsFromTheEnvironment(t *testing.T) {
 	}
 	if cfg.TagTemplate != "{name}.{stream}" || !cfg.TagFromName || cfg.MaxTags != 8 {
 		t.Errorf("got %q %v %d", cfg.TagTemplate, cfg.TagFromName, cfg.MaxTags)
+	}
+}
+
+// A tag that holds two batches or more leaves the last free ones to the tags that hold
+// one: a flood cannot take the batch a rare tag needs next.
+func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
+	s, _ := resolve(Config{})
+	st := newStream(infoStream, "app.info", 8<<20, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
+	st.tagBatches = make([]atomic.Int32, 65)
+	flood, rare := st.tags.lookup("flood").idx, st.tags.lookup("rare").idx
+	take := func(tag uint16) *batch {
+		if !st.mayTake(tag) {
+			return nil
+		}
+		b := st.takeFree()
+		if b != nil {
+			st.claim(b, tag)
+		}
+		return b
+	}
+	if take(rare) == nil {
+		t.Fatal("the rare tag's first batch")
+	}
+	var flooded []*batch
+	for b := take(flood); b != nil; b = take(flood) {
+		flooded = append(flooded, b)
+	}
+	// Two tags hold batches, one of them one: the reserve is nb/8 (4 of 32).
+	if left := len(st.free); left != st.nbatches/8 || len(flooded) != st.nbatches-1-left {
+		t.Fatalf("the flood took %d of %d batches and left %d", len(flooded), st.nbatches, left)
+	}
+	if take(rare) == nil {
+		t.Fatal("the rare tag found no batch the flood left")
+	}
+	if take(rare) != nil {
+		t.Fatal("the rare tag, now with two batches, took a third from the reserve")
+	}
+	st.finish(flooded[0])
+	if len(st.free) != st.nbatches/8 || take(flood) != nil {
+		t.Fatal("the flood took a batch of the reserve")
+	}
+	if n := st.tagBatches[flood].Load(); n != int32(len(flooded)-1) {
+		t.Errorf("the flood holds %d batches, counted %d", len(flooded)-1, n)
 	}
 }

@@ -157,7 +157,7 @@ type frameResult struct {
 	mode     Mode
 	tag      string
 	tagZC    []byte // the tag's bytes in the frame, also in CountOnly mode
-	n        int // entries
+	n        int    // entries
 	chunk    string
 	hasChunk bool
 }
