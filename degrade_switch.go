@@ -56,6 +56,7 @@ func (*switchRule) fast() bool                            { return false }
 func (*switchRule) yields() bool                          { return false }
 func (*switchRule) weight(zapcore.Level, string) uint32   { return 1 }
 func (*switchRule) freed(int)                             {}
+func (*switchRule) keepsWhole(zapcore.Level, string) bool { return true }
 func (*switchRule) countsRoom() bool                      { return false }
 func (*switchRule) unweigh(zapcore.Level, string, uint32) {}
 func (*switchRule) gauges() (keepRatio, capacity float64) { return 1, 0 }
