@@ -207,7 +207,7 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 		entryBytes = float64(buffered) / float64(held)
 	}
 	return degradeObservation{
-		now: now, buffered: buffered, limit: info.capacity(), room: room,
+		now: now, buffered: buffered, limit: info.capacity(), room: room, reserved: info.reservedBytes(),
 		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
 		written: taken,
 	}

@@ -15,6 +15,9 @@ type batch struct {
 	first   uint64 // the first position in the stream's sealing order this batch finishes
 	last    uint64 // the last: first and last differ once compact has merged batches into it
 	tok     ackToken
+	// reserved: taken from the free batches the policy reserves (streamPolicy.reserved);
+	// while it is open, only entries the policy keeps whole are written into it.
+	reserved bool
 }
 
 // ackToken is the ack token (the "chunk" option) of one frame's entries. A resend of the

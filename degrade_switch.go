@@ -56,6 +56,7 @@ func (*switchRule) fast() bool                                    { return false
 func (*switchRule) yields() bool                                  { return false }
 func (*switchRule) weight(zapcore.Level, uint16, string) uint32   { return 1 }
 func (*switchRule) freed(int)                                     {}
+func (*switchRule) keepsWhole(zapcore.Level, uint16, string) bool { return true }
 func (*switchRule) countsRoom() bool                              { return false }
 func (*switchRule) unweigh(zapcore.Level, uint16, string, uint32) {}
 func (*switchRule) gauges() (keepRatio, capacity float64)         { return 1, 0 }

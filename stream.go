@@ -61,6 +61,11 @@ type streamPolicy interface {
 	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
 	// report adds the policy's own figures to the stream's Stats.
 	report(st *StreamStats)
+	// reserves reports whether the stream's reserve of free batches (stream.reserve) goes
+	// only to entries keepsWhole reports true for (see takeFor): room that a flood the
+	// policy thins cannot fill.
+	reserves() bool
+	keepsWhole(level zapcore.Level, tag uint16, msg string) bool
 }
 
 var (
@@ -91,6 +96,9 @@ type stream struct {
 	batchCap   int // bytes per batch
 	sealAt     int // a batch this full is sealed right away
 	entryCap   int // largest encoded entry accepted
+	reserve    int // free batches kept for the entries the policy keeps whole, while it reserves
+
+	reservedOpen atomic.Int32 // reserved batches open in a shard now: the reserve less those
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget
@@ -155,6 +163,7 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		batchCap:   s.batchBytes,
 		sealAt:     s.batchBytes - s.batchBytes/16,
 		entryCap:   s.entryBytes,
+		reserve:    reserveOf(nb),
 		firstPass:  firstPass(s.entryBytes, policy.cutsOversized()),
 		held:       make([]*batch, 0, nb),
 		done:       order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
@@ -254,6 +263,26 @@ func (s *stream) homeShard(idx uint16) int {
 		return s.tagShard + int(idx-1)%n
 	}
 	return 0 // one shard
+}
+
+// reserveFrom is the fewest batches a stream must have to keep one of them in reserve (see
+// takeFor): then it holds no more than 1/16 of the budget.
+const reserveFrom = 16
+
+func reserveOf(nbatches int) int {
+	if nbatches >= reserveFrom {
+		return 1
+	}
+	return 0
+}
+
+// reservedBytes is the room of the batches held in reserve now, which a flood the policy
+// thins cannot take.
+func (s *stream) reservedBytes() int64 {
+	if s.reserve == 0 || !s.policy.reserves() {
+		return 0
+	}
+	return int64(s.reserve * s.sealAt)
 }
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream

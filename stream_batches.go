@@ -9,7 +9,29 @@ import (
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
+	"go.uber.org/zap/zapcore"
 )
+
+// takeFor takes a free batch for ent's shard (an entry of tag), or returns nil. While the policy reserves,
+// the last s.reserve free batches go only to an entry the policy keeps whole, and are marked
+// reserved: a flood the policy thins then finds the buffer full while the keys it keeps
+// whole (rare ones, Warn under an Info flood) still have a batch, however the flood's
+// batches were sealed.
+func (s *stream) takeFor(ent *zapcore.Entry, tag uint16) *batch {
+	reserved := false
+	if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n && s.policy.reserves() {
+		if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
+			return nil
+		}
+		reserved = true
+	}
+	b := s.takeFree()
+	if b != nil && reserved {
+		b.reserved = true
+		s.reservedOpen.Add(1)
+	}
+	return b
+}
 
 func (s *stream) takeFree() *batch {
 	select {
@@ -23,6 +45,7 @@ func (s *stream) takeFree() *batch {
 // seal queues a batch for the sender. Callers hold the lock of the shard the batch came
 // from; the queue has room for every batch, so this never blocks.
 func (s *stream) seal(b *batch) {
+	s.unreserve(b)
 	s.queuedBytes.Add(int64(len(b.buf)))
 	s.queuedBatches.Add(1)
 	s.sealMu.Lock()
@@ -33,6 +56,14 @@ func (s *stream) seal(b *batch) {
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
 	s.policy.sealed(float64(s.queuedBytes.Load()) / float64(s.capacity()))
+}
+
+// unreserve counts a reserved batch out of the open ones (sealed, or given back).
+func (s *stream) unreserve(b *batch) {
+	if b.reserved {
+		b.reserved = false
+		s.reservedOpen.Add(-1)
+	}
 }
 
 // flush seals every shard's non-empty open batch.
@@ -128,7 +159,7 @@ func (s *stream) finish(b *batch) {
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
 	s.unclaim(b)
-	b.buf, b.n, b.tag, b.tok = b.buf[:0], 0, 0, ackToken{}
+	b.buf, b.n, b.tag, b.tok, b.reserved = b.buf[:0], 0, 0, ackToken{}, false
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -191,7 +222,7 @@ take:
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
 			s.unclaim(src)
-			src.buf, src.n, src.tag = src.buf[:0], 0, 0
+			src.buf, src.n, src.tag, src.reserved = src.buf[:0], 0, 0, false
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue

@@ -247,9 +247,24 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if !s.mayTake(tag) {
 			return needBatch, nil
 		}
-		if sh.cur = s.takeFree(); sh.cur == nil {
+		if sh.cur = s.takeFor(ent, tag); sh.cur == nil {
 			return needBatch, nil
 		}
+	} else if sh.cur.reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
+		// The shard holds the reserve, which this entry may not fill: once the buffer has
+		// room again, the reserve is sealed with what it holds and the shard moves on.
+		nb := s.takeFor(ent, tag)
+		if nb == nil {
+			return needBatch, nil
+		}
+		if sh.cur.n > 0 {
+			s.seal(sh.cur)
+		} else {
+			s.unreserve(sh.cur)
+			s.unclaim(sh.cur)
+			s.free <- sh.cur // cannot block: every batch fits in free
+		}
+		sh.cur = nb
 	}
 	s.claim(sh.cur, tag)
 	return s.appendLocked(sh, ctx, ent, fields, cut, true)
@@ -271,7 +286,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*msgpEncoder)(nil)
-			if o.cur != nil && o.cur.tag == tag && !s.closed.Load() {
+			if o.cur != nil && o.cur.tag == tag && !s.closed.Load() && (!o.cur.reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
 				status, enc = s.appendLocked(o, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
@@ -356,7 +371,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		// larger than the space sealAt leaves get here).
 		sh.cur = nil
 		s.seal(b)
-		nb := s.takeFree()
+		nb := s.takeFor(ent, b.tag)
 		if nb == nil {
 			if cut == nil {
 				enc.discard(ent)
