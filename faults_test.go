@@ -101,14 +101,31 @@ func faultID(g, seq int) int64 { return int64(g)<<24 | int64(seq) }
 // ids it logged per stream and the slowest call of each kind.
 type faultWorkload struct {
 	logger    *zap.Logger
-	next      int // sequence number of each goroutine's next entry
+	loggers   []*zap.Logger // each goroutine's: logger, or with logger tags one of them (faultCase.tags)
+	next      int           // sequence number of each goroutine's next entry
 	info, err []int64
 	slowest   [3]time.Duration // info, err, DPanic
 }
 
-func newFaultWorkload(core *Core) *faultWorkload {
-	return &faultWorkload{logger: zap.New(core, zap.ErrorOutput(zapcore.AddSync(io.Discard)))}
+func newFaultWorkload(core *Core) *faultWorkload { return newTaggedFaultWorkload(core, 0) }
+
+// newTaggedFaultWorkload is newFaultWorkload whose goroutine g logs through the logger tag
+// faultTag(g, tags), if tags > 0.
+func newTaggedFaultWorkload(core *Core, tags int) *faultWorkload {
+	w := &faultWorkload{logger: zap.New(core, zap.ErrorOutput(zapcore.AddSync(io.Discard)))}
+	for g := range faultGoroutines {
+		l := w.logger
+		if tags > 0 {
+			l = l.With(Tag(faultTag(g, tags)))
+		}
+		w.loggers = append(w.loggers, l)
+	}
+	return w
 }
+
+// faultTag is the logger tag of goroutine g's entries when the workload logs through tags
+// of them.
+func faultTag(g, tags int) string { return fmt.Sprint("t", g%tags) }
 
 // isErr says whether an entry goes to the err stream.
 func (w *faultWorkload) isErr(seq, first int, dpanic bool) bool {
@@ -126,6 +143,7 @@ func (w *faultWorkload) phase(n int, dpanic bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			logger := w.loggers[g]
 			for seq := first; seq < first+n; seq++ {
 				id := zap.Int64("id", faultID(g, seq))
 				kind := 0
@@ -133,14 +151,14 @@ func (w *faultWorkload) phase(n int, dpanic bool) {
 				switch {
 				case dpanic && seq == first:
 					kind = 2
-					w.logger.DPanic("fault suite", id, zap.String("pad", faultErrPad))
+					logger.DPanic("fault suite", id, zap.String("pad", faultErrPad))
 				case w.isErr(seq, first, false):
 					kind = 1
-					w.logger.Error("fault suite", id, zap.String("pad", faultErrPad))
+					logger.Error("fault suite", id, zap.String("pad", faultErrPad))
 				case seq%10 == 1:
-					w.logger.Warn("fault suite", id, zap.String("pad", faultInfoPad))
+					logger.Warn("fault suite", id, zap.String("pad", faultInfoPad))
 				default:
-					w.logger.Info("fault suite", id, zap.String("pad", faultInfoPad))
+					logger.Info("fault suite", id, zap.String("pad", faultInfoPad))
 				}
 				slow[g][kind] = max(slow[g][kind], time.Since(start))
 			}
@@ -351,6 +369,9 @@ type faultCase struct {
 	// process of its own (runAlone), at the same time as the other rows, so that its heap,
 	// goroutines and timing are its own; and not with -short.
 	alone bool
+	// tags, if not 0, has the workload's goroutines log through that many logger tags
+	// (faultTag); every entry must arrive under its goroutine's tag.
+	tags int
 }
 
 // faultEnv is one case's world.
@@ -417,7 +438,7 @@ func (e *faultEnv) received() (info, err map[int64]int) {
 	for _, r := range e.all {
 		for _, en := range r.Entries() {
 			id, _ := en.Record["id"].(int64)
-			if en.Tag == "shop.err" {
+			if strings.HasSuffix(en.Tag, ".err") { // shop.err, or a logger tag's shop.t1.err
 				err[id]++
 			} else {
 				info[id]++
@@ -596,7 +617,7 @@ func runFaultCase(t *testing.T, c *faultCase) faultResult {
 		c.attach(e)
 	}
 	e.watchErrors()
-	w := newFaultWorkload(e.core)
+	w := newTaggedFaultWorkload(e.core, c.tags)
 
 	w.phase(faultPhaseA, false)
 	for deadline := time.Now().Add(20 * time.Second); c.ready != nil && !c.ready(e); time.Sleep(time.Millisecond) {
@@ -749,6 +770,23 @@ func checkDelivery(t *testing.T, e *faultEnv, w *faultWorkload, st Stats, infoLo
 		written = int(st.Info.Delivered) - len(info)
 		res.infoWritten = written
 	}
+	if e.c.tags > 0 && e.remote == nil {
+		wrong := 0
+		for _, r := range e.all {
+			for _, en := range r.Entries() {
+				id, _ := en.Record["id"].(int64)
+				stream := "info"
+				if strings.HasSuffix(en.Tag, ".err") {
+					stream = "err"
+				}
+				if want := fmt.Sprintf("shop.%s.%s", faultTag(int(id>>24), e.c.tags), stream); en.Tag != want {
+					if wrong++; wrong <= 3 {
+						t.Errorf("entry %#x arrived under %q, want %q", id, en.Tag, want)
+					}
+				}
+			}
+		}
+	}
 	if len(info)+written != int(st.Info.Delivered) {
 		t.Errorf("receiver has %d distinct info entries; the core counted %d delivered", len(info), st.Info.Delivered)
 	}
@@ -827,6 +865,17 @@ func faultCases() []faultCase {
 		wantErr: "connection refused",
 		heal:    func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
 	}, {
+		name: "receiver killed mid-batch, restarted, 4 logger tags (RequireAck)",
+		ack:  true,
+		tags: 4,
+		inject: func(e *faultEnv) {
+			waitUntil(e.t, "entries arrive", func() bool { return e.recv.Stats().Entries >= 20 })
+			_ = e.recv.SetRefuse(true)
+			e.recv.CloseConnections()
+		},
+		wantErr: "connection refused",
+		heal:    func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+	}, {
 		name: "receiver process killed (SIGKILL) mid-stream, restarted on the same port",
 		ack:  true,
 		start: func(e *faultEnv) {
@@ -889,6 +938,19 @@ func faultCases() []faultCase {
 		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
 	}, {
 		name: "receiver down longer than SpillAfter",
+		inject: func(e *faultEnv) {
+			_ = e.recv.SetRefuse(true)
+			e.recv.CloseConnections()
+		},
+		wantErr: "connection refused",
+		effect: func(e *faultEnv) bool {
+			f := sinkOf(e.core).streams[errStream].senders[0].fwd
+			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
+		},
+		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+	}, {
+		name: "receiver down longer than SpillAfter, 4 logger tags",
+		tags: 4,
 		inject: func(e *faultEnv) {
 			_ = e.recv.SetRefuse(true)
 			e.recv.CloseConnections()
