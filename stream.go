@@ -257,12 +257,14 @@ func (s *stream) tagOf(idx uint16) string {
 
 // homeShard is the one shard the entries of logger tag idx (not 0) are written to: its
 // entries stay in order, whatever goroutines write them. Tags share a shard only when
-// there are more of them than shards from tagShard on.
+// there are more of them than shards from tagShard on; a stream with fewer than two such
+// shards (a budget of a few batches) spreads the tags over all its shards, the stream's
+// own tag's too, rather than have them all seal each other's batches in one.
 func (s *stream) homeShard(idx uint16) int {
-	if n := len(s.shards) - s.tagShard; n > 0 {
+	if n := len(s.shards) - s.tagShard; n >= 2 {
 		return s.tagShard + int(idx-1)%n
 	}
-	return 0 // one shard
+	return int(idx) % len(s.shards)
 }
 
 // reserveFrom is the fewest batches a stream must have to keep one of them in reserve (see

@@ -2,7 +2,10 @@
 // against it for a few seconds, and prints what was logged, delivered and dropped per stream.
 //
 // With no flags it sends to an embedded Forward receiver (package forwardtest), so it runs
-// anywhere; -fluent ADDR sends to a real fluentd or fluent-bit instead.
+// anywhere; -fluent ADDR sends to a real fluentd or fluent-bit instead. Each handler logs
+// under a tag of its own (docs/tags.md): the orders handler by a Tag option
+// (demo.orders.info, demo.orders.err), the cache handler by its logger's name with
+// TagFromName (demo.cache.info); the summary counts each tag.
 //
 //	go run ./cmd/fluentcore-demo                       # embedded receiver, 5s of load
 //	go run ./cmd/fluentcore-demo -stall 2s             # receiver pauses: watch info degrade, err survive
@@ -87,6 +90,9 @@ func run(args []string, w io.Writer) error {
 		Addr:       addr,
 		Tag:        "demo",
 		Registerer: reg,
+		// logger.Named("cache") sends under demo.cache.info: a tag per handler, routed by
+		// fluentd's <match demo.cache.**>.
+		TagFromName: true,
 		// A small info budget, so that a few seconds of -stall show the info stream
 		// degrading; production services keep the default (8 MiB).
 		Info: fluentcore.StreamConfig{BufferBytes: 1 << 20},
@@ -100,6 +106,8 @@ func run(args []string, w io.Writer) error {
 	core := fluentcore.New(cfg)
 	logger := zap.New(core, zap.AddCaller())
 
+	orders := logger.With(fluentcore.Tag("orders")) // demo.orders.info and demo.orders.err
+
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// Every request the service handles logs exactly one entry; served counts them on the
@@ -111,14 +119,14 @@ func run(args []string, w io.Writer) error {
 		start := time.Now()
 		// Desugared: the hot handler.
 		if n, _ := strconv.Atoi(id); n%50 == 0 {
-			logger.Error("payment failed", zap.String("id", id), zap.Error(errors.New("card declined")))
+			orders.Error("payment failed", zap.String("id", id), zap.Error(errors.New("card declined")))
 			http.Error(w, "payment failed", http.StatusPaymentRequired)
 			return
 		}
-		logger.Info("order placed", zap.String("id", id), zap.String("method", r.Method),
+		orders.Info("order placed", zap.String("id", id), zap.String("method", r.Method),
 			zap.Int("items", len(id)), zap.Duration("took", time.Since(start)))
 	})
-	sugar := logger.Sugar()
+	sugar := logger.Named("cache").Sugar() // demo.cache.info
 	mux.HandleFunc("/cache/{key}", func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
 		key := r.PathValue("key")
@@ -247,6 +255,28 @@ func run(args []string, w io.Writer) error {
 			reasons = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", s.name, s.st.Entries, s.st.Delivered, s.st.DroppedTotal(), s.st.Spilled, reasons)
+	}
+	_ = tw.Flush()
+	// By tag: what the core counted, and what the embedded receiver got under each.
+	var got map[string]int64
+	if recv != nil {
+		_ = recv.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered) }, 5*time.Second)
+		got = recv.TagCounts()
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(tw, "tag\tlogged\tdelivered\tdropped\tspilled\treceived\t")
+	for _, s := range []fluentcore.StreamStats{st.Info, st.Err} {
+		for _, tag := range slices.Sorted(maps.Keys(s.Tags)) {
+			ts := s.Tags[tag]
+			if ts.Entries == 0 {
+				continue // the cache handler logs no err entries
+			}
+			received := "-"
+			if got != nil {
+				received = strconv.FormatInt(got[tag], 10)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", tag, ts.Entries, ts.Delivered, ts.Dropped, ts.Spilled, received)
+		}
 	}
 	_ = tw.Flush()
 	delivered := st.Info.Delivered + st.Err.Delivered

@@ -40,6 +40,21 @@ func TestDemoRunsAndPrintsItsTable(t *testing.T) {
 	if delivered, received := atoi(m[3]), atoi(m[4]); m[1] != m[2] || received < delivered {
 		t.Errorf("closing line does not add up: %s", m[0])
 	}
+	// Each handler's tag has its row, and the receiver has what was delivered under it (the
+	// stall may drop info entries, never put them under another tag).
+	tags := regexp.MustCompile(`(?m)^\s*(demo\.\w+\.\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindAllStringSubmatch(out.String(), -1)
+	seen := map[string]bool{}
+	for _, r := range tags {
+		seen[r[1]] = true
+		if logged, delivered, dropped, spilled, received := atoi(r[2]), atoi(r[3]), atoi(r[4]), atoi(r[5]), atoi(r[6]); logged != delivered+dropped+spilled || received != delivered {
+			t.Errorf("tag %s: logged %d, delivered %d, dropped %d, spilled %d, received %d", r[1], logged, delivered, dropped, spilled, received)
+		}
+	}
+	for _, tag := range []string{"demo.orders.info", "demo.orders.err", "demo.cache.info"} {
+		if !seen[tag] {
+			t.Errorf("no row for tag %s in:\n%s", tag, out.String())
+		}
+	}
 	// Every progress line is per second: no column is a running total.
 	if !regexp.MustCompile(`requests/s\s+logged/s\s+delivered/s\s+dropped/s\s+spilled/s`).Match(out.Bytes()) {
 		t.Errorf("no per-second header in:\n%s", out.String())
