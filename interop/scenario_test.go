@@ -96,8 +96,9 @@ func baseConfig(addr string, fallback *syncBuffer) fluentcore.Config {
 const bulkEntries = 150
 
 // logScenario logs, through zap, entries of every level the core sends with fields of
-// every kind a zap record carries, then bulkEntries small ones, and returns what each
-// receiver must see. Every record carries a unique "seq" to match it on arrival (entries
+// every kind a zap record carries, then bulkEntries small ones, half of them and an err
+// entry through a logger tag (fluentcore.Tag("audit"): tags interop.audit.info and
+// interop.audit.err, docs/tags.md), and returns what each receiver must see. Every record carries a unique "seq" to match it on arrival (entries
 // of one stream may arrive out of order: each shard fills its own batches).
 func logScenario(core *fluentcore.Core, messageKey string) []sent {
 	if messageKey == "" {
@@ -108,14 +109,22 @@ func logScenario(core *fluentcore.Core, messageKey string) []sent {
 	// Nanoseconds that are not a multiple of 1000: a µs-precision path would show.
 	base := time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC)
 
+	audit := logger.With(fluentcore.Tag("audit"))
 	var out []sent
 	seq := int64(0)
+	tagged := false // log through audit
 	log := func(level zapcore.Level, msg string, want map[string]any, fields ...zap.Field) {
 		seq++
 		at := base.Add(time.Duration(seq) * (time.Second + 1001))
 		clock.set(at)
 		fields = append(fields, zap.Int64("seq", seq))
-		logger.Log(level, msg, fields...)
+		tag := baseTag
+		if tagged {
+			audit.Log(level, msg, fields...)
+			tag = baseTag + ".audit"
+		} else {
+			logger.Log(level, msg, fields...)
+		}
 
 		rec := map[string]any{
 			"level": level.String(), "logger": "interop", messageKey: msg, "svc": "shop", "seq": seq,
@@ -127,7 +136,7 @@ func logScenario(core *fluentcore.Core, messageKey string) []sent {
 		if level >= zapcore.ErrorLevel {
 			stream = "err"
 		}
-		out = append(out, sent{tag: baseTag + "." + stream, time: at, record: rec})
+		out = append(out, sent{tag: tag + "." + stream, time: at, record: rec})
 	}
 
 	log(zapcore.InfoLevel, "order placed", map[string]any{
@@ -150,8 +159,11 @@ func logScenario(core *fluentcore.Core, messageKey string) []sent {
 	}, zap.Error(errors.New("card declined")),
 		zap.Dict("ctx", zap.String("k", "v"), zap.Int("n", 7), zap.Dict("nested", zap.Bool("ok", false))))
 	log(zapcore.ErrorLevel, "second error", map[string]any{"attempt": int64(2)}, zap.Int("attempt", 2))
+	tagged = true
+	log(zapcore.ErrorLevel, "refund denied", map[string]any{"attempt": int64(3)}, zap.Int("attempt", 3))
 	pad := strings.Repeat("x", 100)
 	for i := 0; i < bulkEntries; i++ {
+		tagged = i%2 == 1
 		log(zapcore.InfoLevel, "bulk", map[string]any{"i": int64(i), "pad": pad}, zap.Int("i", i), zap.String("pad", pad))
 	}
 	return out
@@ -179,7 +191,7 @@ func checkAllDelivered(t *testing.T, core *fluentcore.Core, want []sent, fallbac
 	t.Helper()
 	var info, errs uint64
 	for _, s := range want {
-		if s.tag == baseTag+".err" {
+		if strings.HasSuffix(s.tag, ".err") {
 			errs++
 		} else {
 			info++
