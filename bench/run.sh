@@ -19,7 +19,7 @@ BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c
 # The benchmark groups and their -benchtime: the scenarios and micro-benchmarks are timed
 # (default 1s); outage and caller latency time a fixed number of calls; err latency logs one
 # err entry per 5ms.
-TIMED='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar|CoreWrite|Scaling|Buffers|Receiver)$'
+TIMED='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar|CoreWrite|Scaling|Buffers|Receiver|Tags)$'
 SCENARIOS='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar)$'
 
 # keep filters go test's output down to benchmark and configuration lines: the clients print
@@ -62,6 +62,8 @@ full)
 	# Scale-out and acks (issue 16): timed by the clock too, sixteen shapes of about 4 s a round.
 	gotest -bench '^BenchmarkScaleOut$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkMaxInflight$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
+	# Logger tags (issue 28): a flood on one tag, and 10,000 names past MaxTags; 5 s each.
+	gotest -bench '^BenchmarkTag(Flood|Cardinality)$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 
 	ibm=results/raw-ibm.txt
@@ -95,7 +97,7 @@ smoke)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	header 1 >"$tmp/raw.txt"
-	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.scaleout=300ms -bench.rule-scale=0.1 -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
+	gotest -bench . -benchtime 200x -count 1 . -bench.outage=500ms -bench.degrade=300ms -bench.scaleout=300ms -bench.rule-scale=0.1 -bench.tagflood=300ms -bench.degrade-series "$tmp/degrade-series.csv" | keep >>"$tmp/raw.txt"
 	gotest -tags ibm -bench '^Benchmark(AddingFields|Outage)$/(mode=single|contender=ibm-fluent-forward-go)$' -benchtime 200x -count 1 . -bench.outage=500ms | keep >"$tmp/raw-ibm.txt"
 	$GO test -count 1 ./...
 	$GO run ./cmd/throughput -d 1s -g 64 >"$tmp/throughput.txt"
