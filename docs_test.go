@@ -350,7 +350,7 @@ func TestDocSnippetsCompile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(goTool(t), "vet", "./...")
+	cmd := exec.CommandContext(t.Context(), goTool(t), "vet", "./...")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
