@@ -212,8 +212,8 @@ type Config struct {
 	// SpillDir turns on the durable err spill: a directory (created if missing, mode 0700)
 	// where err batches that cannot be delivered are appended to segment files in Forward
 	// wire format, fsynced, and replayed in order — before newer err entries — once the
-	// receiver is back, also by the next process after a crash. See the README's "Durable
-	// err spill". Default "": off, err entries that cannot be delivered go to ErrFallback.
+	// receiver is back, also by the next process after a crash. See docs/configuration.md,
+	// "Durable err spill". Default "": off, err entries that cannot be delivered go to ErrFallback.
 	// The directory is locked (flock) for the life of the core; if it cannot be created or
 	// locked (another core uses it), the core runs without a spill and New reports the
 	// problem through Sync, Close and OnEvent (EventSpillDisabled).

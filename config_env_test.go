@@ -46,13 +46,13 @@ func TestReadmeListsEveryEnvVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, _ := filepath.Glob("docs/*.md")
-	for _, p := range pages {
-		page, err := os.ReadFile(p)
+	docs, _ := filepath.Glob("docs/*.md")
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		readme = append(readme, page...)
+		readme = append(readme, b...)
 	}
 	for _, name := range envNames() {
 		if !strings.Contains(string(readme), "`"+name+"`") {
