@@ -95,17 +95,18 @@ func BenchmarkTagFlood(b *testing.B) {
 			// pace calls f every millisecond with the calls due at perSecond since start.
 			pace := func(perSecond float64, f func(n int)) {
 				defer wg.Done()
+				start, done := time.Now(), 0 // before the ticker: no tick is older
 				tick := time.NewTicker(time.Millisecond)
 				defer tick.Stop()
-				start, done := time.Now(), 0
 				for {
 					select {
 					case <-stop:
 						return
 					case now := <-tick.C:
-						due := int(now.Sub(start).Seconds() * perSecond)
-						f(due - done)
-						done = due
+						if due := int(now.Sub(start).Seconds() * perSecond); due > done {
+							f(due - done)
+							done = due
+						}
 					}
 				}
 			}
