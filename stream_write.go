@@ -94,10 +94,12 @@ func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fiel
 	var deadline time.Time
 	for {
 		status, enc := s.tryWriteLocked(sh, tag.idx, ctx, ent, fields, cut)
-		if status == needBatch {
+		if status == needBatch && tag.idx == 0 {
 			// No free batch: the rest of the budget is in the other shards' open batches, so
 			// what is buffered, not how it is split into batches, decides when the stream is
-			// full (the degrade policy's room counts on it).
+			// full (the degrade policy's room counts on it). A logger tag's entries are only
+			// ever in its home shard: no other shard holds a batch they may go into, and
+			// trying every shard's lock at each drop slowed every tag's writers.
 			status, enc = s.writeElsewhere(i, tag.idx, ctx, ent, fields, cut)
 		}
 		switch status {
