@@ -55,7 +55,10 @@ const (
 // Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
 // as Spilled when they went to the spill (by this process, or by an earlier one that used
 // the same SpillDir), so within one process Replayed <= Spilled + what the spill held at
-// start.
+// start; the entries still in flight are Pending. A StreamStats is a copy, taken by
+// Core.Stats (and by each scrape) at the sink's clock's time: safe to keep and read from
+// any goroutine. Its zero value is a stream that has seen nothing, except that the ratios
+// of such a stream read 1; no field reports an error (SendErrors counts them).
 type StreamStats struct {
 	// Entries counts every entry at an enabled level that reached the core, including those
 	// dropped before encoding.

@@ -87,12 +87,6 @@ type stream struct {
 	closed  atomic.Bool
 	senders []*sender     // one per connection; the err stream has one
 	clock   zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
-	// all is every batch of the stream, made once: Stats reads their opened times.
-	all           []*batch
-	flushInterval time.Duration // streamSettings.flushInterval
-	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
-	// clock rolls once a second (rollRecent).
-	recent recentWindow
 
 	policy streamPolicy
 	// errSpill is the err policy's spill, which only the paths its policy opens reach
@@ -123,6 +117,14 @@ type stream struct {
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	sendDuration                                   prometheus.Observer // this stream's histogram
+
+	// What only Stats and the clock read, after the fields of the write path and the
+	// senders. all is every batch of the stream, made once: Stats reads their opened times.
+	all           []*batch
+	flushInterval time.Duration // streamSettings.flushInterval
+	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
+	// clock rolls once a second (rollRecent).
+	recent recentWindow
 }
 
 func newStream(id streamID, tag string, budget int, s streamSettings, policy streamPolicy, fwds ...*forwarder) *stream {
