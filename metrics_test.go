@@ -444,3 +444,57 @@ func TestMetricsCombineTheNewGaugesOverCores(t *testing.T) {
 	}
 	m.leave(cur)
 }
+
+// The exposition of the gauges that say whether entries are arriving, compared whole on a
+// core whose entries were all delivered: the names, labels and help that dashboards and
+// alerts are written against.
+func TestArrivalGaugesExposition(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), Tag: "m"})
+	logger := zap.New(core)
+	logger.Info("one")
+	logger.Error("two")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	core.Close()
+	want := `
+# HELP fluentcore_pending_entries Entries taken and not yet delivered, spilled or dropped: in the stream's buffers (open, queued, being sent, waiting for acks) or being written.
+# TYPE fluentcore_pending_entries gauge
+fluentcore_pending_entries{stream="err"} 0
+fluentcore_pending_entries{stream="info"} 0
+# HELP fluentcore_oldest_pending_seconds Age of the oldest entry in the stream's buffers not yet delivered, spilled or dropped (its batch's first entry); 0 when none.
+# TYPE fluentcore_oldest_pending_seconds gauge
+fluentcore_oldest_pending_seconds{stream="err"} 0
+fluentcore_oldest_pending_seconds{stream="info"} 0
+# HELP fluentcore_send_in_progress_seconds How long the oldest send attempt under way has lasted: a frame's dial and write, or the wait for its ack; 0 when none.
+# TYPE fluentcore_send_in_progress_seconds gauge
+fluentcore_send_in_progress_seconds{stream="err"} 0
+fluentcore_send_in_progress_seconds{stream="info"} 0
+# HELP fluentcore_dropping 1 while the stream has dropped entries for backpressure (degraded, sampled, queue_full, spill_full) in the last second, else 0.
+# TYPE fluentcore_dropping gauge
+fluentcore_dropping{stream="err"} 0
+fluentcore_dropping{stream="info"} 0
+# HELP fluentcore_keep_ratio Share of the info entries offered in the last 10 s that were not dropped, for any reason (1: none offered, or none dropped; 0: all dropped).
+# TYPE fluentcore_keep_ratio gauge
+fluentcore_keep_ratio{stream="info"} 1
+# HELP fluentcore_degrade_admit_ratio Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned).
+# TYPE fluentcore_degrade_admit_ratio gauge
+fluentcore_degrade_admit_ratio{stream="info"} 1
+# HELP fluentcore_capacity_entries_per_second Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits; 0 while nothing is delivered.
+# TYPE fluentcore_capacity_entries_per_second gauge
+fluentcore_capacity_entries_per_second{stream="info"} 0
+`
+	if err := testutil.CollectAndCompare(core.metrics, strings.NewReader(want),
+		"fluentcore_pending_entries", "fluentcore_oldest_pending_seconds", "fluentcore_send_in_progress_seconds",
+		"fluentcore_dropping", "fluentcore_keep_ratio", "fluentcore_degrade_admit_ratio",
+		"fluentcore_capacity_entries_per_second"); err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []string{"info", "err"} {
+		v := gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", map[string]string{"stream": stream, "server": r.Addr()})
+		if now := float64(time.Now().UnixNano()) / 1e9; v <= now-60 || v > now {
+			t.Errorf("last_send_success_timestamp_seconds{%s} = %v, want the Unix time of its delivery, just before %v", stream, v, now)
+		}
+	}
+}
