@@ -197,7 +197,7 @@ func (p *infoPolicy) sealed(queuedShare float64) {
 func (p *infoPolicy) report(st *StreamStats) {
 	st.Degraded = p.degrade.active.Load()
 	st.DegradeTransitions = p.degrade.transitions.Load()
-	st.KeepRatio, st.Capacity = p.degrade.rule.gauges()
+	st.AdmitRatio, st.Capacity = p.degrade.rule.gauges()
 }
 
 // shedRule is one kind of degrade policy: the switching kinds (degrade_switch.go) or the
@@ -230,7 +230,7 @@ type shedRule interface {
 	freed(entries int)                               // entries left the buffer
 	countsRoom() bool                                // admit keeps what fits in the room left (the adaptive shedder)
 	keepsWhole(level zapcore.Level, msg string) bool // not thinned, not over its fair share
-	gauges() (keepRatio, capacity float64)
+	gauges() (admitRatio, capacity float64)
 }
 
 // degradeControl is the info stream's degrade state, whichever the kind of policy: whether

@@ -159,6 +159,7 @@ func (s *stream) finish(b *batch) {
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
 	b.buf, b.n, b.tok, b.reserved = b.buf[:0], 0, ackToken{}, false
+	b.opened.Store(0)
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -220,7 +221,9 @@ take:
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
+			dst.openedBy(src)
 			src.buf, src.n, src.reserved = src.buf[:0], 0, false
+			src.opened.Store(0)
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue
@@ -244,6 +247,7 @@ func (s *stream) moveEntries(b, nb *batch) {
 		moved, rest = moved+size, after
 	}
 	if moved > 0 {
+		b.openedBy(nb)
 		b.buf = append(b.buf, nb.buf[:moved]...)
 		b.n += k
 		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]
