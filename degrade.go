@@ -186,7 +186,7 @@ func (p *infoPolicy) sealed(queuedShare float64) {
 func (p *infoPolicy) report(st *StreamStats) {
 	st.Degraded = p.degrade.active.Load()
 	st.DegradeTransitions = p.degrade.transitions.Load()
-	st.KeepRatio, st.Capacity = p.degrade.rule.gauges()
+	st.AdmitRatio, st.Capacity = p.degrade.rule.gauges()
 }
 
 // shedRule is one kind of degrade policy: the switching kinds (degrade_switch.go) or the
@@ -218,7 +218,7 @@ type shedRule interface {
 	unweigh(level zapcore.Level, msg string, w uint32)
 	freed(entries int) // entries left the buffer
 	countsRoom() bool  // admit keeps what fits in the room left (the adaptive shedder)
-	gauges() (keepRatio, capacity float64)
+	gauges() (admitRatio, capacity float64)
 }
 
 // degradeControl is the info stream's degrade state, whichever the kind of policy: whether

@@ -156,7 +156,7 @@ func (r *adaptiveRule) unweigh(level zapcore.Level, msg string, w uint32) {
 	r.shed.Unweigh(int8(level), msg, w)
 }
 
-func (r *adaptiveRule) gauges() (keepRatio, capacity float64) {
+func (r *adaptiveRule) gauges() (admitRatio, capacity float64) {
 	return r.shed.KeepRatio(), r.shed.Capacity()
 }
 

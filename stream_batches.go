@@ -128,6 +128,7 @@ func (s *stream) finish(b *batch) {
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
 	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
+	b.opened.Store(0)
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -189,7 +190,9 @@ take:
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
+			dst.openedBy(src)
 			src.buf, src.n = src.buf[:0], 0
+			src.opened.Store(0)
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue
@@ -213,6 +216,7 @@ func (s *stream) moveEntries(b, nb *batch) {
 		moved, rest = moved+size, after
 	}
 	if moved > 0 {
+		b.openedBy(nb)
 		b.buf = append(b.buf, nb.buf[:moved]...)
 		b.n += k
 		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]
