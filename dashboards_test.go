@@ -28,24 +28,6 @@ import (
 // name only what the library exports, and that every panel and every documented query
 // returns data from series shaped like the library's own.
 
-// awaitedMetrics are metrics the shipped queries use that the library may not export yet
-// (issue 29: another branch adds them). The tests accept these names and make up their
-// series when the library has none. Delete the list once they are all exported.
-var awaitedMetrics = map[string]awaited{
-	"fluentcore_pending_entries":                     {typ: dto.MetricType_GAUGE, streams: []string{"info", "err"}},
-	"fluentcore_oldest_pending_seconds":              {typ: dto.MetricType_GAUGE, streams: []string{"info", "err"}},
-	"fluentcore_send_in_progress_seconds":            {typ: dto.MetricType_GAUGE, streams: []string{"info", "err"}},
-	"fluentcore_dropping":                            {typ: dto.MetricType_GAUGE, streams: []string{"info", "err"}},
-	"fluentcore_last_send_success_timestamp_seconds": {typ: dto.MetricType_GAUGE, streams: []string{"info", "err"}, labels: []string{"server"}},
-}
-
-// awaited is an awaited metric's type and extra labels (besides stream).
-type awaited struct {
-	typ     dto.MetricType
-	streams []string
-	labels  []string
-}
-
 // libraryMetrics returns the metric families a core exports after a delivery on each
 // stream (so that the histogram and the per-server series exist).
 func libraryMetrics(t *testing.T) []*dto.MetricFamily {
@@ -175,13 +157,7 @@ func TestDashboardsReferToRealMetrics(t *testing.T) {
 	for _, q := range qs {
 		for _, name := range metricRE.FindAllString(q.expr, -1) {
 			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
-			if _, ok := awaitedMetrics[base]; ok && exported[base] {
-				t.Errorf("%s: %q refers to %s, which fluentcore exports under its own name now: delete it from awaitedMetrics", q.where, q.expr, base)
-			}
 			if !exported[name] && !exported[base] {
-				if _, ok := awaitedMetrics[name]; ok {
-					continue
-				}
 				t.Errorf("%s: %q refers to %s, which fluentcore does not export", q.where, q.expr, name)
 			}
 		}
@@ -283,7 +259,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 // promtool's notation.
 type inputSeries struct{ name, values string }
 
-// dashboardSeries gives each series of mfs (and of the awaited metrics it lacks) values
+// dashboardSeries gives each series of mfs values
 // over 15 minutes at 15 s, for two instances of job shop: a:9100 healthy throughout, b:9100
 // with its receiver down from 5m to 10m.
 func dashboardSeries(mfs []*dto.MetricFamily) []inputSeries {
@@ -293,10 +269,8 @@ func dashboardSeries(mfs []*dto.MetricFamily) []inputSeries {
 		labels []map[string]string
 	}
 	var fams []fam
-	have := map[string]bool{}
 	for _, mf := range mfs {
 		f := fam{name: mf.GetName(), typ: mf.GetType()}
-		have[f.name] = true
 		for _, m := range mf.GetMetric() {
 			l := map[string]string{}
 			for _, lp := range m.GetLabel() {
@@ -306,21 +280,6 @@ func dashboardSeries(mfs []*dto.MetricFamily) []inputSeries {
 		}
 		fams = append(fams, f)
 	}
-	for name, a := range awaitedMetrics {
-		if have[name] {
-			continue
-		}
-		f := fam{name: name, typ: a.typ}
-		for _, s := range a.streams {
-			l := map[string]string{"stream": s}
-			for _, k := range a.labels {
-				l[k] = "tcp://127.0.0.1:24224"
-			}
-			f.labels = append(f.labels, l)
-		}
-		fams = append(fams, f)
-	}
-
 	const steps, step = 60, 15.0 // 15 minutes at 15 s
 	down := func(inst string, k int) bool { return inst == "b:9100" && k >= 20 && k < 40 }
 	var out []inputSeries
@@ -387,7 +346,7 @@ func histogramBounds(mfs []*dto.MetricFamily, name string) []string {
 
 // counterRate is the per-second increase of a counter series: entries logged, delivered
 // while the receiver is up; queue_full and degraded drops, spills, send errors while it is
-// down; spilled err entries replayed after; sends of 3 ms while it is up.
+// down; spilled err entries replayed after; sends of 1 ms while it is up.
 func counterRate(name string, l map[string]string, down, after bool) float64 {
 	info := l["stream"] == "info"
 	switch name {
@@ -445,10 +404,10 @@ func counterRate(name string, l map[string]string, down, after bool) float64 {
 		if down {
 			return 0
 		}
-		return 2 * 0.003
+		return 2 * 0.001
 	case "fluentcore_send_duration_seconds_bucket":
 		le, _ := strconv.ParseFloat(l["le"], 64)
-		if down || le < 0.003 {
+		if down || le < 0.001 {
 			return 0
 		}
 		return 2
