@@ -335,7 +335,9 @@ type Config struct {
 	// old one, without an error and without a gap in the series: each counter is the sum
 	// over the cores that have shared it (a closed core's counts as they were at its
 	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
-	// degraded (1 if any is) and keep_ratio (the lowest). The series are unregistered when
+	// degraded and dropping (1 if any is), the ages (the largest), degrade_admit_ratio (the
+	// lowest), keep_ratio (of the live cores' recent counts summed) and the last-success
+	// timestamps (the latest of any core). The series are unregistered when
 	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
 	// their own. If the Registerer refuses the metrics (another collector has their names),
 	// the core works without them, and Sync and Close report it.

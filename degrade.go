@@ -21,8 +21,8 @@ const (
 	// allowance of what fits (the room left, and what the sender frees) stops exactly
 	// what would overflow. Once it is full, what the sender delivers is shared out over
 	// message and level keys: rare messages kept whole, the most frequent thinned hardest,
-	// Debug before Info before Warn; the last 1/64 of the buffer is kept for the keys that
-	// are not flooding. Before the sender has delivered anything, nothing is thinned by
+	// Debug before Info before Warn; one batch of the buffer (the last 1/64 with fewer than
+	// 16 batches) is kept for the keys that are not flooding. Before the sender has delivered anything, nothing is thinned by
 	// rate. During an outage nothing is shed: the buffer holds what it can and the rest is
 	// dropped as queue_full. internal/shed has the controller and its reasons.
 	DegradeAdaptive DegradePolicy = iota
@@ -197,7 +197,7 @@ func (p *infoPolicy) sealed(queuedShare float64) {
 func (p *infoPolicy) report(st *StreamStats) {
 	st.Degraded = p.degrade.active.Load()
 	st.DegradeTransitions = p.degrade.transitions.Load()
-	st.KeepRatio, st.Capacity = p.degrade.rule.gauges()
+	st.AdmitRatio, st.Capacity = p.degrade.rule.gauges()
 }
 
 // shedRule is one kind of degrade policy: the switching kinds (degrade_switch.go) or the
@@ -230,7 +230,7 @@ type shedRule interface {
 	freed(entries int)                                           // entries left the buffer
 	countsRoom() bool                                            // admit keeps what fits in the room left (the adaptive shedder)
 	keepsWhole(level zapcore.Level, tag uint16, msg string) bool // not thinned, not over its fair share
-	gauges() (keepRatio, capacity float64)
+	gauges() (admitRatio, capacity float64)
 }
 
 // degradeControl is the info stream's degrade state, whichever the kind of policy: whether

@@ -36,9 +36,10 @@ type adaptiveRule struct {
 const adaptiveHold = time.Second
 
 // adaptiveFull is the fill up to which DegradeAdaptive admits a flood; the last 1/64 of the
-// buffer is the margin the rare keys' entries find room in while the flood is thinned. It is
-// small because a burst that ends leaves it unused: whatever it holds back is what the
-// policy delivers less than no policy at all.
+// buffer, or the stream's reserved batch if that is more (stream.reserve), is the margin the
+// rare keys' entries find room in while the flood is thinned. It is small because a burst
+// that ends leaves it unused: whatever it holds back is what the policy delivers less than
+// no policy at all.
 const adaptiveFull = 1 - 1.0/64
 
 // adaptiveStep is the shedder's step while it counts keys: at the delivery rates of the
@@ -156,7 +157,7 @@ func (r *adaptiveRule) unweigh(level zapcore.Level, tag uint16, msg string, w ui
 	r.shed.UnweighTag(int8(level), tag, msg, w)
 }
 
-func (r *adaptiveRule) gauges() (keepRatio, capacity float64) {
+func (r *adaptiveRule) gauges() (admitRatio, capacity float64) {
 	return r.shed.KeepRatio(), r.shed.Capacity()
 }
 

@@ -59,7 +59,7 @@ func (*switchRule) freed(int)                                     {}
 func (*switchRule) keepsWhole(zapcore.Level, uint16, string) bool { return true }
 func (*switchRule) countsRoom() bool                              { return false }
 func (*switchRule) unweigh(zapcore.Level, uint16, string, uint32) {}
-func (*switchRule) gauges() (keepRatio, capacity float64)         { return 1, 0 }
+func (*switchRule) gauges() (admitRatio, capacity float64)        { return 1, 0 }
 func (r *switchRule) kickAt() float64                             { return r.sm.cfg.HighWatermark }
 
 // shedAt: the state machine alone enters the degraded state, before Check consults it.

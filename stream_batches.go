@@ -160,6 +160,7 @@ func (s *stream) finish(b *batch) {
 	s.policy.freed(b.n)
 	s.unclaim(b)
 	b.buf, b.n, b.tag, b.tok, b.reserved = b.buf[:0], 0, 0, ackToken{}, false
+	b.opened.Store(0)
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -221,8 +222,10 @@ take:
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
+			dst.openedBy(src)
 			s.unclaim(src)
 			src.buf, src.n, src.tag, src.reserved = src.buf[:0], 0, 0, false
+			src.opened.Store(0)
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue
@@ -246,6 +249,7 @@ func (s *stream) moveEntries(b, nb *batch) {
 		moved, rest = moved+size, after
 	}
 	if moved > 0 {
+		b.openedBy(nb)
 		b.buf = append(b.buf, nb.buf[:moved]...)
 		b.n += k
 		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]

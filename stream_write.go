@@ -389,6 +389,9 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		b.buf = out
 		b.n++
 	}
+	if b.n == 1 {
+		b.opened.Store(s.clock.Now().UnixNano()) // once per batch: OldestPending
+	}
 	if truncated {
 		sh.truncated.Add(1)
 	}
