@@ -52,6 +52,11 @@ type Core struct {
 	// tagged says there was one (else an entry's tag is its name's, or its stream's).
 	tag    tagRef
 	tagged bool
+	// own is ctx without the TagOverflowKey field of a Tag option past MaxTags (over, the
+	// name it carries): what a core derived by With builds on, so that a later Tag option
+	// does not inherit it.
+	own  *encodedContext
+	over string
 }
 
 // shared is what every Core made from one New has in common.
@@ -103,7 +108,7 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 	if len(fields) == 0 {
 		return c
 	}
-	nc := &Core{shared: c.shared, ctx: c.ctx, tag: c.tag, tagged: c.tagged}
+	nc := &Core{shared: c.shared, tag: c.tag, tagged: c.tagged, over: c.over}
 	if i := slices.IndexFunc(fields, isTagOption); i >= 0 {
 		rest := make([]zapcore.Field, 0, len(fields))
 		for _, f := range fields {
@@ -111,16 +116,20 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 				rest = append(rest, f)
 				continue
 			}
-			nc.tag, nc.tagged = c.sink.tagNamed(f.String), f.String != ""
+			nc.tag, nc.tagged, nc.over = c.sink.tagNamed(f.String), f.String != "", ""
 			if nc.tag.over {
-				// Past MaxTags: the stream's tag, and the name the logger asked for in the
-				// record, where a receiver can route by it.
-				rest = append(rest, zapcore.Field{Key: TagOverflowKey, Type: zapcore.StringType, String: f.String})
+				nc.over = f.String
 			}
 		}
 		fields = rest
 	}
-	nc.ctx = c.s.stream.enc.newContext(c.ctx, fields)
+	nc.own = c.s.stream.enc.newContext(c.own, fields)
+	nc.ctx = nc.own
+	if nc.over != "" {
+		// Past MaxTags: the stream's tag, and the name the logger asked for in the record,
+		// where a receiver can route by it.
+		nc.ctx = c.s.stream.enc.newContext(nc.own, []zapcore.Field{{Key: TagOverflowKey, Type: zapcore.StringType, String: nc.over}})
+	}
 	return nc
 }
 

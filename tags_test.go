@@ -342,3 +342,33 @@ func tagMetric(t *testing.T, reg *prometheus.Registry, name, stream, tag string)
 	t.Fatalf("no %s{stream=%q,tag=%q}", name, stream, tag)
 	return 0
 }
+
+// A logger derived from one past MaxTags with a Tag option of its own does not carry the
+// first one's name in its record; one derived with other fields does.
+func TestTagOverflowFieldIsNotInherited(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.MaxTags = 1 })
+	logger := zap.New(core)
+	logger.With(fluentcore.Tag("first")).Info("first")
+	over := logger.With(fluentcore.Tag("second"), zap.String("k", "v"))
+	over.With(zap.Int("n", 1)).Info("over")
+	over.With(fluentcore.Tag("first")).Info("back")
+	over.With(fluentcore.Tag("")).Info("none")
+	got, err := r.WaitForEntries(4, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"first": "shop.first.info", "over": "shop.info", "back": "shop.first.info", "none": "shop.info"}
+	if tags := tagsOf(got); fmt.Sprint(tags) != fmt.Sprint(want) {
+		t.Errorf("tags %v, want %v", tags, want)
+	}
+	for _, e := range got {
+		v, ok := e.Record[fluentcore.TagOverflowKey]
+		if (e.Record["msg"] == "over") != ok || ok && v != "second" {
+			t.Errorf("%v: %s %v", e.Record, fluentcore.TagOverflowKey, v)
+		}
+		if e.Record["msg"] != "first" && e.Record["k"] != "v" {
+			t.Errorf("%v: With's field lost", e.Record)
+		}
+	}
+}
