@@ -371,9 +371,10 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		}
 		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
 		// larger than the space sealAt leaves get here).
+		tag := b.tag // b is the sender's once sealed
 		sh.cur = nil
 		s.seal(b)
-		nb := s.takeFor(ent, b.tag)
+		nb := s.takeFor(ent, tag)
 		if nb == nil {
 			if cut == nil {
 				enc.discard(ent)
@@ -382,7 +383,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		}
 		nb.buf = append(nb.buf, out[start:]...)
 		nb.n = 1
-		s.claim(nb, b.tag)
+		s.claim(nb, tag)
 		sh.cur = nb
 		b = nb
 	} else {
