@@ -305,17 +305,26 @@ type Config struct {
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
 	// Degrade tunes the info stream's degrade state machine.
 	Degrade DegradeConfig `json:"degrade,omitempty" yaml:"degrade,omitempty"`
-	// Registerer receives the core's Prometheus metrics. Default nil: none registered
-	// (Core.Stats still reports them). Cores on one Registerer with equal ConstLabels share
+	// Registerer receives the core's Prometheus metrics. Default prometheus.DefaultRegisterer,
+	// the registry promhttp.Handler() serves, so that the usual /metrics endpoint shows the
+	// fluentcore_* series (the dropped-entries counters above all) with no setting; pass
+	// another Registerer to keep them apart, or set NoMetrics to register none. Cores on
+	// one Registerer with equal ConstLabels share
 	// one set of series, so that a config reload may make the new core before it closes the
 	// old one, without an error and without a gap in the series: each counter is the sum
 	// over the cores that have shared it (a closed core's counts as they were at its
 	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
-	// degraded (1 if any is) and keep_ratio (the lowest). The series are unregistered when
+	// degraded (1 if any is) and keep_ratio (the lowest). So several cores in one process
+	// with the default config share the default registry's series, and their numbers add
+	// up. The series are unregistered when
 	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
 	// their own. If the Registerer refuses the metrics (another collector has their names),
 	// the core works without them, and Sync and Close report it.
 	Registerer prometheus.Registerer `json:"-" yaml:"-"`
+	// NoMetrics registers the core's metrics nowhere (Core.Stats still reports them): the
+	// opt-out from the default registry. Default false. Setting it with Registerer is a
+	// Validate error, and NoMetrics wins.
+	NoMetrics bool `json:"no_metrics,omitempty" yaml:"no_metrics,omitempty"`
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	// Default nil. A name must be a classic Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
 	// not starting with "__") other than the metrics' own stream, reason, server and le, and

@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,15 +40,23 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-// The README documents every environment variable.
+// The README, or a page of docs/, documents every environment variable.
 func TestReadmeListsEveryEnvVariable(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	docs, _ := filepath.Glob("docs/*.md")
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme = append(readme, b...)
+	}
 	for _, name := range envNames() {
 		if !strings.Contains(string(readme), "`"+name+"`") {
-			t.Errorf("README.md does not document %s", name)
+			t.Errorf("neither README.md nor docs/ documents %s", name)
 		}
 	}
 }

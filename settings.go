@@ -57,7 +57,8 @@ type settings struct {
 	acks                            [numStreams]bool
 	onEvent                         eventFunc
 	// registerer and constLabels are where and under what the core's metrics are
-	// registered: Config's, the labels copied; both nil when the labels are refused.
+	// registered: Config's Registerer, else prometheus.DefaultRegisterer, the labels copied;
+	// registerer is nil with NoMetrics, both nil when the labels are refused.
 	registerer  prometheus.Registerer
 	constLabels prometheus.Labels
 
@@ -251,6 +252,15 @@ func resolve(cfg Config) (*settings, error) {
 	}
 
 	s.registerer, s.constLabels = cfg.Registerer, maps.Clone(cfg.ConstLabels)
+	if s.registerer == nil { // not cmp.Or: a Registerer need not be comparable
+		s.registerer = prometheus.DefaultRegisterer
+	}
+	if cfg.NoMetrics {
+		if cfg.Registerer != nil {
+			bad("set Registerer or NoMetrics, not both")
+		}
+		s.registerer = nil
+	}
 	if lerrs := checkConstLabels(cfg.ConstLabels); lerrs != nil {
 		errs = append(errs, lerrs...)
 		s.registerer, s.constLabels = nil, nil
