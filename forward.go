@@ -30,9 +30,9 @@ type forwarder struct {
 	s      connSettings
 	health *dial.Health // shared by the stream's forwarders; bal's
 	bal    *dial.Balancer
-	fr    *wire.Framer
-	conn  *fconn
-	tried []bool // scratch: servers tried in this connection attempt
+	fr     *wire.Framer
+	conn   *fconn
+	tried  []bool // scratch: servers tried in this connection attempt
 
 	ackWindow // with RequireAck: the frames in flight (forward_acks.go)
 
