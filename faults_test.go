@@ -368,8 +368,8 @@ type faultEnv struct {
 	child    *childProc
 	dns      *fakeDNS
 	dns2     *fleetResolver // a name's addresses (Config.Resolver)
-	stalled  *atomic.Bool  // stallConn's switch
-	restarts *atomic.Int32 // restarts done, for a case that restarts the receiver
+	stalled  *atomic.Bool   // stallConn's switch
+	restarts *atomic.Int32  // restarts done, for a case that restarts the receiver
 	cfg      Config
 	core     *Core
 	reg      *prometheus.Registry
@@ -947,7 +947,7 @@ func faultCases() []faultCase {
 			cfg.Resolver = e.dns2
 			cfg.ResolveInterval = faultResolveInterval
 		},
-		ready: func(e *faultEnv) bool { return connsTo(e.core, e.listen) > 0 },
+		ready:  func(e *faultEnv) bool { return connsTo(e.core, e.listen) > 0 },
 		inject: func(e *faultEnv) { e.dns2.set("fleet.test", fleetIPs(3)...) },
 		effect: func(e *faultEnv) bool {
 			return connsTo(e.core, e.listen) == 0 && e.core.Stats().Info.Servers[0].Connections == len(e.all)
