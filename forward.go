@@ -269,7 +269,7 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 		if f.bal.Gone(c.server, c.gen) {
 			f.dropConn(false) // its address left the name: in good order, then a new one
 		} else {
-			return f.move(ctx, now)
+			return f.move(ctx, now), nil
 		}
 	}
 	clear(f.tried)
@@ -309,27 +309,28 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 
 // move tries once to replace the live connection by one to the server the balancer takes
 // now, if that is another server that is available and not a standby; it keeps the
-// connection it has otherwise, and when the new one fails (that server is marked down).
-func (f *forwarder) move(ctx context.Context, now time.Time) (bool, error) {
+// connection it has otherwise, and when the new one fails (that server is marked down;
+// the stream's sends go on, so the failure is no send error). It reports whether it moved.
+func (f *forwarder) move(ctx context.Context, now time.Time) bool {
 	old := f.conn.server
 	i := f.bal.Take(now, nil)
 	if i < 0 {
-		return false, nil
+		return false
 	}
 	if i == old || f.s.endpoints[i].Standby || !f.bal.Available(i, now) {
 		f.bal.Release(i)
-		return false, nil
+		return false
 	}
 	c, err := f.connect(ctx, i)
 	if err != nil {
 		f.bal.Release(i)
 		f.bal.MarkDown(i, f.s.clock.Now())
-		return false, nil
+		return false
 	}
 	f.dropConn(false)
 	f.conn = c
 	f.server.Store(int32(i))
-	return true, nil
+	return true
 }
 
 // connect opens a connection to server i: transport, TLS, then the shared-key handshake,

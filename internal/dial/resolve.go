@@ -113,7 +113,8 @@ func (h *Health) Refresh(now time.Time) {
 	if nm.r == nil || nm.closed || nm.running {
 		return
 	}
-	if now.Before(nm.next) && !(nm.asked && !now.Before(nm.last.Add(MinLookupGap))) {
+	asked := nm.asked && !now.Before(nm.last.Add(MinLookupGap))
+	if now.Before(nm.next) && !asked {
 		return
 	}
 	nm.running, nm.last, nm.next, nm.asked = true, now, now.Add(nm.period), false
