@@ -66,7 +66,9 @@ type StreamConfig struct {
 	// the stream together. Entries keep their order per connection, not across them.
 	// Default 0: for the info stream, one connection per server that is not a standby —
 	// each address of a name counted, as New's first lookup finds them (Config.Servers) —
-	// at most MaxSpread (8), so that several servers take the stream at once, by weight,
+	// and, when the weights differ, as many per server as its weight over the weights'
+	// greatest common divisor if that makes at most MaxSpread (60:30 takes 2 and 1); at
+	// most MaxSpread (8) in all, so that several servers take the stream at once, by weight,
 	// with no setting (bench/README.md, "Several servers"); with one server, one connection,
 	// which keeps each goroutine's entries in order as fluentd's out_forward does with its
 	// default of one flush thread (against a receiver that is not slow per connection, more

@@ -58,7 +58,9 @@ func newForwarder(s connSettings) *forwarder { return newForwarders(s, 1)[0] }
 
 // newForwarders returns a stream's n forwarders, one per connection; n 0 means one per
 // server that is not a standby (each address of a name counted, as New's lookup found
-// them), at least 1 and at most s.spreadMost. They share one view of the servers: their health (a
+// them) — more to a server of a larger weight, when the weights differ and the connections
+// that takes are at most s.spreadMost (dial.Health.Spread) —, at least 1 and at most
+// s.spreadMost. They share one view of the servers: their health (a
 // server one connection finds down is left alone by all of them for its backoff), the
 // connections on each (each new connection goes to the server with the fewest for its
 // weight, so that they spread over the servers by weight from the start), and the
@@ -69,7 +71,7 @@ func newForwarders(s connSettings, n int) []*forwarder {
 	h.Track(s.endpoints, s.resolver, s.resolveInterval, min(s.dialTimeout, lookupTimeout))
 	h.Lookup(s.clock.Now())
 	if n == 0 {
-		n = min(max(h.Primaries(s.endpoints), 1), max(s.spreadMost, 1))
+		n = h.Spread(s.endpoints, max(s.spreadMost, 1))
 	}
 	fs := make([]*forwarder, n)
 	for i := range fs {

@@ -334,32 +334,31 @@ func (b *Balancer) Skip(n int) {
 	}
 }
 
-// Primaries returns how many servers that are not standbys have an address now: the
-// number of connections that spreading over all of them at once takes.
-func (h *Health) Primaries(eps []Endpoint) int {
+// Spread returns how many connections a stream spreads over the servers that are not
+// standbys and have an address now, at most most: the sum of their weights over the weights'
+// greatest common divisor, so that Take puts on each a number in proportion to its weight
+// (one each when the weights are equal); when that is more than most, one per server (Take
+// then favours the heavier ones), and at most most. At least 1.
+func (h *Health) Spread(eps []Endpoint, most int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
+	n, g, sum := 0, 0, 0
 	for i := range h.servers {
-		if !h.servers[i].inactive && !eps[i].Standby && eps[i].Weight > 0 {
-			n++
+		if h.servers[i].inactive || eps[i].Standby || eps[i].Weight <= 0 {
+			continue
 		}
+		n++
+		g, sum = gcd(g, eps[i].Weight), sum+eps[i].Weight
 	}
-	return n
+	if n > 0 && sum/g <= most {
+		return sum / g
+	}
+	return max(min(n, most), 1)
 }
 
-// ShouldYield reports whether a connection to server i should make way for another one:
-// i is a standby and a server that is not has become available.
-func (b *Balancer) ShouldYield(i int, now time.Time) bool {
-	if !b.nodes[i].standby {
-		return false
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for j := range b.nodes {
-		if !b.nodes[j].standby && b.available(j, now) {
-			return true
-		}
-	}
-	return false
+	return a
 }

@@ -148,8 +148,8 @@ func TestNameAddressesAreFollowed(t *testing.T) {
 	if got := targetsOf(b); !slices.Equal(got, want) {
 		t.Fatalf("after the lookup: %q, want %q (IPv4 only)", got, want)
 	}
-	if n := h.Primaries(servers); n != 4 {
-		t.Fatalf("Primaries = %d, want 4 (3 addresses and the IP server)", n)
+	if n := h.Spread(servers, 8); n != 4 {
+		t.Fatalf("Spread = %d, want 4 (3 addresses and the IP server)", n)
 	}
 	gone := -1
 	for i := range 4 {
@@ -226,5 +226,34 @@ func TestTargetsPreferIPv4AndDialOneByName(t *testing.T) {
 	}
 	if got := targets(ip("10.0.0.1", "10.0.0.1", "10.0.0.2"), "1"); !slices.Equal(got, []string{"10.0.0.1:1", "10.0.0.2:1"}) {
 		t.Fatalf("repeats: %q", got)
+	}
+}
+
+// The default count of connections follows the weights when it can: 60:30 takes 3 (2 and
+// 1), equal weights one each, and past the bound one per server, at most the bound.
+func TestSpreadCountsConnectionsByWeight(t *testing.T) {
+	for _, c := range []struct {
+		servers []Server
+		most    int
+		want    int
+	}{
+		{[]Server{{Addr: "a:1"}}, 8, 1},
+		{[]Server{{Addr: "a:1"}, {Addr: "b:1"}, {Addr: "c:1"}, {Addr: "d:1"}, {Addr: "s:1", Standby: true}}, 8, 4},
+		{[]Server{{Addr: "a:1", Weight: 60}, {Addr: "b:1", Weight: 30}}, 8, 3},
+		{[]Server{{Addr: "a:1", Weight: 60}, {Addr: "b:1", Weight: 60}, {Addr: "c:1", Weight: 60}, {Addr: "d:1", Weight: 30}}, 8, 7},
+		{[]Server{{Addr: "a:1", Weight: 50}, {Addr: "b:1", Weight: 7}}, 8, 2},
+		{[]Server{{Addr: "a:1"}, {Addr: "b:1"}, {Addr: "c:1"}}, 2, 2},
+	} {
+		e := eps(c.servers...)
+		h := NewHealth(len(e), constantBackOff(time.Second))
+		if got := h.Spread(e, c.most); got != c.want {
+			t.Errorf("%+v, at most %d: %d connections, want %d", c.servers, c.most, got, c.want)
+		}
+		if c.want == 7 {
+			b := NewBalancer(e, h)
+			if got := take(b, t0, 7); !slices.Equal(got, []int{2, 2, 2, 1}) {
+				t.Errorf("7 connections over 60:60:60:30: %v, want [2 2 2 1]", got)
+			}
+		}
 	}
 }
