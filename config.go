@@ -148,7 +148,10 @@ const MaxNameAddresses = 16
 
 // Resolver looks host names up, for Config.Resolver: *net.Resolver is one
 // (net.DefaultResolver is the default). Implementations must be safe for concurrent use;
-// an error, or no address, leaves the addresses of the name's last lookup in use.
+// an error, or no address, leaves the addresses of the name's last lookup in use. For
+// srv:// servers it must also have the method LookupSRV(ctx, service, proto, name string)
+// (string, []*net.SRV, error), called with service and proto "" and the whole name, as
+// *net.Resolver's; without it such a server has no address.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
@@ -156,8 +159,8 @@ type Resolver interface {
 // Config configures a Core. The zero value is usable: every field has a documented default.
 // Config is read once by New; changing it afterwards has no effect.
 type Config struct {
-	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port" or
-	// "unix:///path". Default DefaultAddr, unless Servers is set (then Addr must be empty).
+	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port",
+	// "unix:///path" or "srv://_service._proto.name" (see Servers). Default DefaultAddr, unless Servers is set (then Addr must be empty).
 	// A host name with several addresses is that many servers (see Servers); one with one
 	// address is resolved again on every reconnect.
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
@@ -345,7 +348,17 @@ type Config struct {
 	// connections moved, in good order, once their frames in flight are acked. IPv4
 	// addresses are used if the name has any, else IPv6 ones; a name with one address is
 	// dialed by name, as before. A failed lookup keeps the addresses of the last one. TLS
-	// verifies the name as configured, whichever address is dialed. Default nil: Addr only.
+	// verifies the name as configured, whichever address is dialed.
+	//
+	// A server "srv://_service._proto.name" (DNS SRV discovery, as fluentd's srv service
+	// discovery) is the name's SRV targets, each at its port, dialed by its name, up to
+	// MaxNameAddresses, looked up as above (and every second until a lookup answers: there
+	// is no server before that): the records of the lowest priority are regular servers,
+	// the others standbys; a target's weight is its record's (0 counts as 1) times the
+	// srv:// server's Weight, so the info stream's connections follow the records' weights
+	// (20:10:10 gives 2, 1 and 1). Plain TCP only (with TLS set it is refused as any plain
+	// address is), and Resolver must have LookupSRV (net.Resolver has). Default nil: Addr
+	// only.
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
 	// ResolveInterval is how often the servers' host names are looked up again while the
 	// core sends (see Servers). Default DefaultResolveInterval (30s); at least MinInterval.
@@ -396,7 +409,8 @@ const DefaultServerWeight = 60
 // Server is one receiver of Config.Servers. It is a plain value, safe to copy and share.
 type Server struct {
 	// Addr is the receiver, in the forms Config.Addr takes ("tcp://host:port", "host:port",
-	// "tls://host:port", "unix:///path"). Required: an empty or malformed Addr is a Validate
+	// "tls://host:port", "unix:///path"), or "srv://_service._proto.name" (see
+	// Config.Servers). Required: an empty or malformed Addr is a Validate
 	// error, and makes every send fail.
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Weight is the server's share of new connections among the servers in use: with weights

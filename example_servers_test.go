@@ -26,3 +26,10 @@ func Example_headlessService() {
 	defer core.Close()
 	http.Handle("/metrics", promhttp.Handler())
 }
+
+// DNS SRV discovery: the name's SRV targets are the servers, the lowest priority's regular,
+// with the records' weights (docs/servers.md). Compiled, not run.
+func Example_srv() {
+	core := fluentcore.New(fluentcore.Config{Addr: "srv://_fluentd._tcp.fluentd-aggregator.logging.svc.cluster.local"})
+	defer core.Close()
+}

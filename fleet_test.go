@@ -233,3 +233,68 @@ func TestEveryAddressOfANameIsFollowed(t *testing.T) {
 		return uint64(received(rs...)) == st.Info.Delivered+st.Err.Delivered
 	})
 }
+
+// srvFleet is a Resolver whose SRV name answers with the records the test set.
+type srvFleet struct {
+	fleetResolver
+	recs []*net.SRV
+}
+
+func (r *srvFleet) LookupSRV(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if name != "_fluentd._tcp.fleet.test" || len(r.recs) == 0 {
+		return "", nil, errors.New("no such host " + name)
+	}
+	return name, r.recs, nil
+}
+
+// An srv:// server is its SRV targets, with the records' weights: 20:10:10 gives the info
+// stream four connections, two, one and one. The entries follow the connections only as
+// closely as the connections' paces agree (the senders take batches as they come), so their
+// shares are logged, not checked.
+func TestSRVWeightsAreFollowed(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	var rs []*forwardtest.Receiver
+	res := &srvFleet{}
+	for _, w := range []uint16{20, 10, 10} {
+		r := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
+		rs = append(rs, r)
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
+		p, _ := strconv.Atoi(port)
+		res.recs = append(res.recs, &net.SRV{Target: "127.0.0.1.", Port: uint16(p), Priority: 1, Weight: w})
+	}
+	core := New(Config{Addr: "srv://_fluentd._tcp.fleet.test", Resolver: res, Registerer: prometheus.NewRegistry()})
+	t.Cleanup(func() { _ = core.Close() })
+	if n := len(core.sink.streams[infoStream].senders); n != 4 {
+		t.Fatalf("info connections %d, want 4 (weights 2:1:1)", n)
+	}
+	target := func(r *forwardtest.Receiver) string { return strings.TrimPrefix(r.Addr(), "tcp://") }
+	logUntil(t, core, "connections 2, 1 and 1 by weight", func() bool {
+		return connsTo(core, target(rs[0])) >= 2 && connsTo(core, target(rs[1])) >= 1 && connsTo(core, target(rs[2])) >= 1
+	})
+	logger := zap.New(core)
+	for i := range 50_000 {
+		logger.Info("weighted", zap.Int("i", i))
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := core.Stats()
+	testkit.WaitUntil(t, "every entry delivered arrives", func() bool { return uint64(received(rs...)) == st.Info.Delivered+st.Err.Delivered })
+	total := float64(received(rs...))
+	for i, want := range []float64{0.5, 0.25, 0.25} {
+		t.Logf("target %d: %.3f of the entries (weight share %.2f)", i, float64(rs[i].Len())/total, want)
+	}
+}
+
+// An srv:// server with a Resolver that cannot look SRV records up is a Validate error.
+func TestSRVNeedsLookupSRV(t *testing.T) {
+	if err := (Config{Addr: "srv://_fluentd._tcp.fleet.test", Resolver: &fleetResolver{}}).Validate(); err == nil || !strings.Contains(err.Error(), "LookupSRV") {
+		t.Fatalf("Validate: %v, want the missing LookupSRV", err)
+	}
+	if err := (Config{Addr: "srv://_fluentd._tcp.fleet.test"}).Validate(); err != nil {
+		t.Fatalf("Validate with net.DefaultResolver: %v", err)
+	}
+}

@@ -319,7 +319,7 @@ func (f *forwarder) move(ctx context.Context, now time.Time) bool {
 	if i < 0 {
 		return false
 	}
-	if i == old || f.s.endpoints[i].Standby || !f.bal.Available(i, now) {
+	if i == old || f.bal.IsStandby(i) || !f.bal.Available(i, now) {
 		f.bal.Release(i)
 		return false
 	}

@@ -236,6 +236,14 @@ func resolve(cfg Config) (*settings, error) {
 	if c.resolver == nil {
 		c.resolver = net.DefaultResolver
 	}
+	if _, ok := c.resolver.(dial.SRVResolver); !ok {
+		for _, ep := range c.endpoints {
+			if strings.HasPrefix(ep.Addr, "srv://") {
+				bad("server %s: Resolver has no LookupSRV, so an srv:// server has no address", ep.Addr)
+				break
+			}
+		}
+	}
 	dg, def := &s.degrade, DegradeConfig{}.withDefaults()
 	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold)
 	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval)

@@ -57,6 +57,9 @@ type health struct {
 	retryAt time.Time   // while down: when it may be tried again
 	bo      backoff.BackOff
 
+	weight   int    // its share, from its endpoint or (SRV) its name's last lookup
+	standby  bool   // likewise
+	placed   bool   // weight and standby are set (NewBalancer)
 	conns    int    // the connections on it now, taken and not released
 	inactive bool   // a slot of a name that has no address now: never picked
 	target   string // the address dialed: "" for the endpoint's own (by name), else an IP's
@@ -136,8 +139,6 @@ type Balancer struct {
 }
 
 type node struct {
-	weight  int
-	standby bool
 	current int // smooth weighted round robin state
 }
 
@@ -148,9 +149,9 @@ func NewBalancer(eps []Endpoint, h *Health) *Balancer {
 		panic("dial: NewBalancer: a Health for another number of servers")
 	}
 	b := &Balancer{Health: h, nodes: make([]node, len(eps))}
-	for i, ep := range eps {
-		b.nodes[i] = node{weight: ep.Weight, standby: ep.Standby}
-	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.place(eps)
 	return b
 }
 
@@ -173,11 +174,11 @@ func (b *Balancer) Pick(now time.Time, exclude []bool) int {
 		best, total := -1, 0
 		for i := range b.nodes {
 			n := &b.nodes[i]
-			if n.standby != standby || skip(i) || !b.available(i, now) {
+			if b.servers[i].standby != standby || skip(i) || !b.available(i, now) {
 				continue
 			}
-			n.current += n.weight
-			total += n.weight
+			n.current += b.servers[i].weight
+			total += b.servers[i].weight
 			if best < 0 || n.current > b.nodes[best].current {
 				best = i
 			}
@@ -221,7 +222,7 @@ func (b *Balancer) Take(now time.Time, exclude []bool) int {
 	for _, standby := range [2]bool{false, true} {
 		least := -1 // a candidate with the fewest connections for its weight
 		for i := range b.nodes {
-			if b.nodes[i].standby != standby || skip(i) || !b.available(i, now) {
+			if b.servers[i].standby != standby || skip(i) || !b.available(i, now) {
 				continue
 			}
 			if least < 0 || b.fewer(i, least) {
@@ -234,11 +235,11 @@ func (b *Balancer) Take(now time.Time, exclude []bool) int {
 		best, total := -1, 0
 		for i := range b.nodes {
 			n := &b.nodes[i]
-			if n.standby != standby || skip(i) || !b.available(i, now) || b.fewer(least, i) {
+			if b.servers[i].standby != standby || skip(i) || !b.available(i, now) || b.fewer(least, i) {
 				continue
 			}
-			n.current += n.weight
-			total += n.weight
+			n.current += b.servers[i].weight
+			total += b.servers[i].weight
 			if best < 0 || n.current > b.nodes[best].current {
 				best = i
 			}
@@ -257,7 +258,7 @@ func (b *Balancer) Take(now time.Time, exclude []bool) int {
 // fewer reports whether server i has fewer connections for its weight than server j. The
 // caller holds b.mu.
 func (b *Balancer) fewer(i, j int) bool {
-	return b.servers[i].conns*b.nodes[j].weight < b.servers[j].conns*b.nodes[i].weight
+	return b.servers[i].conns*b.servers[j].weight < b.servers[j].conns*b.servers[i].weight
 }
 
 // Release ends the count of a connection Take put on server i: it closed, or never opened.
@@ -275,6 +276,14 @@ func (b *Balancer) Target(i int) (string, uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.servers[i].target, b.servers[i].gen
+}
+
+// IsStandby reports whether server i is a standby now (an SRV target's priority may
+// change it).
+func (b *Balancer) IsStandby(i int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.servers[i].standby
 }
 
 // Gone reports whether a connection to server i opened at generation gen is to an address
@@ -298,10 +307,10 @@ func (b *Balancer) ShouldMove(i int, gen uint64, now time.Time) bool {
 		return true
 	}
 	for j := range b.nodes {
-		if j == i || b.nodes[j].standby || !b.available(j, now) {
+		if j == i || b.servers[j].standby || !b.available(j, now) {
 			continue
 		}
-		if b.nodes[i].standby || b.servers[j].conns*b.nodes[i].weight < (b.servers[i].conns-1)*b.nodes[j].weight {
+		if b.servers[i].standby || b.servers[j].conns*b.servers[i].weight < (b.servers[i].conns-1)*b.servers[j].weight {
 			return true
 		}
 	}
@@ -318,11 +327,11 @@ func (b *Balancer) Skip(n int) {
 		best, total := -1, 0
 		for i := range b.nodes {
 			nd := &b.nodes[i]
-			if nd.standby || b.servers[i].inactive {
+			if b.servers[i].standby || b.servers[i].inactive {
 				continue
 			}
-			nd.current += nd.weight
-			total += nd.weight
+			nd.current += b.servers[i].weight
+			total += b.servers[i].weight
 			if best < 0 || nd.current > b.nodes[best].current {
 				best = i
 			}
@@ -334,6 +343,16 @@ func (b *Balancer) Skip(n int) {
 	}
 }
 
+// place gives the servers their endpoints' weights and standby flags, once: the first
+// balancer of h (or Track) sets them for all. The caller holds h.mu.
+func (h *Health) place(eps []Endpoint) {
+	for i, ep := range eps {
+		if sv := &h.servers[i]; !sv.placed {
+			sv.weight, sv.standby, sv.placed = ep.Weight, ep.Standby, true
+		}
+	}
+}
+
 // Spread returns how many connections a stream spreads over the servers that are not
 // standbys and have an address now, at most most: the sum of their weights over the weights'
 // greatest common divisor, so that Take puts on each a number in proportion to its weight
@@ -342,13 +361,15 @@ func (b *Balancer) Skip(n int) {
 func (h *Health) Spread(eps []Endpoint, most int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.place(eps)
 	n, g, sum := 0, 0, 0
 	for i := range h.servers {
-		if h.servers[i].inactive || eps[i].Standby || eps[i].Weight <= 0 {
+		sv := &h.servers[i]
+		if sv.inactive || sv.standby || sv.weight <= 0 {
 			continue
 		}
 		n++
-		g, sum = gcd(g, eps[i].Weight), sum+eps[i].Weight
+		g, sum = gcd(g, sv.weight), sum+sv.weight
 	}
 	if n > 0 && sum/g <= most {
 		return sum / g

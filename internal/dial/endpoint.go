@@ -56,6 +56,7 @@ type Endpoint struct {
 	// host name has Slots places from First, one per address it may have; any other has 1.
 	First, Slots int
 	host, port   string // a name's, for its lookups
+	srv          bool   // Address is an SRV name: its targets are the servers, and it is never dialed
 }
 
 // NewEndpoint parses one server. weight is its share of new connections (see Balancer);
@@ -64,6 +65,17 @@ type Endpoint struct {
 // is an error; the endpoint is returned all the same, for messages.
 func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (Endpoint, error) {
 	ep := Endpoint{Addr: addr, Weight: weight, Standby: standby}
+	if name, ok := strings.CutPrefix(addr, "srv://"); ok {
+		// DNS SRV discovery: the servers are the name's SRV targets (Expand, Track).
+		if name == "" || strings.ContainsAny(name, ":/") {
+			return ep, fmt.Errorf("fluentcore: address %q: want srv://_service._proto.name, without a port", addr)
+		}
+		if weight < 0 {
+			return ep, fmt.Errorf("fluentcore: server %q: negative weight %d", addr, weight)
+		}
+		ep.Network, ep.Address, ep.srv = "tcp", name, true
+		return ep, nil
+	}
 	network, address, useTLS, err := ParseAddr(addr)
 	if err != nil {
 		return ep, err

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,6 +16,12 @@ import (
 // one). It must be safe for concurrent use.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// SRVResolver is a Resolver that also looks SRV records up, as *net.Resolver does (called
+// with service and proto "" and the whole name). Servers given as srv:// need one.
+type SRVResolver interface {
+	LookupSRV(ctx context.Context, service, proto, name string) (string, []*net.SRV, error)
 }
 
 // MinLookupGap is the shortest time between two lookups of a stream's names that a failed
@@ -32,6 +40,13 @@ func Expand(eps []Endpoint, slots int) []Endpoint {
 	}
 	out := make([]Endpoint, 0, len(eps))
 	for _, ep := range eps {
+		if ep.srv {
+			ep.First, ep.Slots = len(out), slots
+			for range slots {
+				out = append(out, ep)
+			}
+			continue
+		}
 		host, port, err := net.SplitHostPort(ep.Address)
 		if ep.Network != "tcp" || err != nil || isIP(host) {
 			ep.First, ep.Slots = len(out), 1
@@ -74,9 +89,10 @@ type names struct {
 // after a failure, at most every MinLookupGap), each lookup bounded by timeout; Close stops
 // the lookups. It does nothing when eps has no name. Call it once, before h is shared.
 func (h *Health) Track(eps []Endpoint, r Resolver, period, timeout time.Duration) {
+	h.place(eps)
 	hasName := false
 	for i, ep := range eps {
-		if ep.Slots > 1 && i != ep.First {
+		if ep.Slots > 1 && (i != ep.First || ep.srv) { // an SRV name has no server before its lookup
 			h.servers[i].inactive = true
 		}
 		hasName = hasName || ep.Slots > 1
@@ -113,7 +129,7 @@ func (h *Health) Refresh(now time.Time) {
 	if nm.r == nil || nm.closed || nm.running {
 		return
 	}
-	asked := nm.asked && !now.Before(nm.last.Add(MinLookupGap))
+	asked := (nm.asked || h.emptyName()) && !now.Before(nm.last.Add(MinLookupGap))
 	if now.Before(nm.next) && !asked {
 		return
 	}
@@ -126,19 +142,25 @@ func (h *Health) Refresh(now time.Time) {
 func (h *Health) lookup() {
 	nm := &h.names
 	defer nm.wg.Done()
-	found := map[int][]string{} // a name's first slot: its addresses
+	found := map[int][]target{} // a name's first slot: its addresses
 	for _, ep := range nm.eps {
 		if ep.Slots < 2 || found[ep.First] != nil {
 			continue
 		}
+		found[ep.First] = []target{} // kept as they are if the lookup fails: no news
 		ctx, cancel := context.WithTimeout(nm.ctx, nm.timeout)
-		addrs, err := nm.r.LookupIPAddr(ctx, ep.host)
-		cancel()
-		if err != nil || len(addrs) == 0 {
-			found[ep.First] = []string{} // kept as they are: a failed lookup is no news
-			continue
+		if ep.srv {
+			if sr, ok := nm.r.(SRVResolver); ok {
+				if _, recs, err := sr.LookupSRV(ctx, "", "", ep.Address); err == nil && len(recs) > 0 {
+					found[ep.First] = srvTargets(recs, ep.Weight, ep.Standby)
+				}
+			}
+		} else if addrs, err := nm.r.LookupIPAddr(ctx, ep.host); err == nil && len(addrs) > 0 {
+			for _, t := range targets(addrs, ep.port) {
+				found[ep.First] = append(found[ep.First], target{addr: t, weight: ep.Weight, standby: ep.Standby})
+			}
 		}
-		found[ep.First] = targets(addrs, ep.port)
+		cancel()
 	}
 	h.mu.Lock()
 	changed := false
@@ -153,6 +175,38 @@ func (h *Health) lookup() {
 	if changed && onChanged != nil {
 		onChanged()
 	}
+}
+
+// target is one server of a name: the address to dial ("" for the name itself), its
+// weight and whether it is a standby.
+type target struct {
+	addr    string
+	weight  int
+	standby bool
+}
+
+// srvTargets returns the servers of an SRV name's records (RFC 2782): each target at its
+// port, dialed by name; the records of the lowest priority are the regular servers, the
+// others standbys (and so are all of them if the srv:// server is); a target's weight is
+// its record's times the srv:// server's own (a record's weight 0, which RFC 2782 gives the
+// least share, counts as 1), so the records' ratios hold; a repeated target counts once.
+func srvTargets(recs []*net.SRV, weight int, standby bool) []target {
+	best := recs[0].Priority
+	for _, r := range recs {
+		best = min(best, r.Priority)
+	}
+	var ts []target
+	seen := map[string]bool{}
+	for _, r := range recs {
+		addr := net.JoinHostPort(strings.TrimSuffix(r.Target, "."), strconv.Itoa(int(r.Port)))
+		if seen[addr] {
+			continue
+		}
+		seen[addr] = true
+		ts = append(ts, target{addr: addr, weight: max(int(r.Weight), 1) * max(weight, 1), standby: standby || r.Priority != best})
+	}
+	slices.SortFunc(ts, func(a, b target) int { return strings.Compare(a.addr, b.addr) })
+	return ts
 }
 
 // targets returns the addresses to dial for a name's IPs: those of IPv4 if it has any, else
@@ -180,24 +234,26 @@ func targets(addrs []net.IPAddr, port string) []string {
 	return ts
 }
 
-// assign gives a name's slots [first, first+n) the addresses ts ("" alone: the name itself):
-// a slot keeps its address if ts still has it, a slot whose address is gone is left out,
-// and the new addresses take the free slots, as up servers with no connection yet
-// (addresses past the slots are left out). It reports whether a slot changed. The caller
-// holds h.mu.
-func (h *Health) assign(first, n int, ts []string) bool {
+// assign gives a name's slots [first, first+n) the servers ts (an address "" alone: the
+// name itself): a slot keeps its address if ts still has it, with the weight and standby
+// flag ts now gives it; a slot whose address is gone is left out; and the new addresses
+// take the free slots, as up servers with no connection yet (addresses past the slots are
+// left out). It reports whether an address changed. The caller holds h.mu.
+func (h *Health) assign(first, n int, ts []target) bool {
 	slots := h.servers[first : first+n]
-	keep := map[string]bool{}
+	keep := map[string]target{}
 	for _, t := range ts {
-		keep[t] = true
+		keep[t.addr] = t
 	}
 	changed := false
 	for i := range slots {
 		s := &slots[i]
-		if !s.inactive && !keep[s.target] {
+		t, ok := keep[s.target]
+		if !s.inactive && !ok {
 			s.inactive, s.gen, changed = true, s.gen+1, true
 		}
 		if !s.inactive {
+			s.weight, s.standby = t.weight, t.standby
 			delete(keep, s.target)
 		}
 	}
@@ -207,7 +263,7 @@ func (h *Health) assign(first, n int, ts []string) bool {
 	ts = slices.Clone(ts)
 	rand.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 	for _, t := range ts {
-		if !keep[t] {
+		if _, ok := keep[t.addr]; !ok {
 			continue
 		}
 		free := -1
@@ -221,13 +277,32 @@ func (h *Health) assign(first, n int, ts []string) bool {
 			break
 		}
 		s := &slots[free]
-		s.inactive, s.target, s.gen, changed = false, t, s.gen+1, true
+		s.inactive, s.target, s.gen, changed = false, t.addr, s.gen+1, true
+		s.weight, s.standby = t.weight, t.standby
 		s.down.Store(false)
 		s.retryAt, s.downAt = time.Time{}, time.Time{}
 		s.bo.Reset()
-		delete(keep, t)
+		delete(keep, t.addr)
 	}
 	return changed
+}
+
+// emptyName reports whether a name has no server now (an SRV name before its first
+// lookup that answered). The caller holds h.mu.
+func (h *Health) emptyName() bool {
+	for _, ep := range h.names.eps {
+		if ep.Slots < 2 || !ep.srv {
+			continue
+		}
+		empty := true
+		for i := ep.First; i < ep.First+ep.Slots; i++ {
+			empty = empty && h.servers[i].inactive
+		}
+		if empty {
+			return true
+		}
+	}
+	return false
 }
 
 // askLookup has the next Refresh look the names up (at most every MinLookupGap) after a

@@ -257,3 +257,81 @@ func TestSpreadCountsConnectionsByWeight(t *testing.T) {
 		}
 	}
 }
+
+// srvResolver answers SRV lookups from a table the test changes.
+type srvResolver struct {
+	fakeResolver
+	srv map[string][]*net.SRV
+}
+
+func (r *srvResolver) setSRV(name string, recs ...*net.SRV) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.srv[name] = recs
+}
+
+func (r *srvResolver) LookupSRV(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lookups++
+	recs, ok := r.srv[name]
+	if service != "" || proto != "" || !ok {
+		return "", nil, errors.New("no such host")
+	}
+	return name, recs, nil
+}
+
+// An srv:// server is its SRV targets (RFC 2782): the lowest priority's are regular
+// servers with the records' weights, the others standbys; none before the first lookup
+// that answers, which is tried again every MinLookupGap until one does.
+func TestSRVTargetsAreServers(t *testing.T) {
+	ep, err := NewEndpoint("srv://_fluentd._tcp.logging.svc", 60, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"srv://", "srv://name:24224"} {
+		if _, err := NewEndpoint(bad, 60, false, nil); err == nil {
+			t.Errorf("NewEndpoint(%q) accepted", bad)
+		}
+	}
+	servers := Expand([]Endpoint{ep}, 4)
+	r := &srvResolver{fakeResolver: fakeResolver{addrs: map[string][]string{}}, srv: map[string][]*net.SRV{}}
+	h := NewHealth(len(servers), constantBackOff(time.Second))
+	h.Track(servers, r, 30*time.Second, time.Second)
+	b := NewBalancer(servers, h)
+	h.Lookup(t0) // nothing yet
+	if got := targetsOf(b); len(got) != 0 {
+		t.Fatalf("before an answer: %q, want no server", got)
+	}
+	if i := b.Take(t0, nil); i != -1 {
+		t.Fatalf("Take with no server: %d, want -1", i)
+	}
+	r.setSRV("_fluentd._tcp.logging.svc",
+		&net.SRV{Target: "a.logging.svc.", Port: 24224, Priority: 10, Weight: 20},
+		&net.SRV{Target: "b.logging.svc.", Port: 24224, Priority: 10, Weight: 10},
+		&net.SRV{Target: "c.logging.svc.", Port: 24225, Priority: 10, Weight: 10},
+		&net.SRV{Target: "d.logging.svc.", Port: 24224, Priority: 20, Weight: 50})
+	h.Refresh(t0.Add(MinLookupGap / 2)) // too soon after the last
+	h.names.wg.Wait()
+	if got := targetsOf(b); len(got) != 0 {
+		t.Fatalf("looked up again within MinLookupGap: %q", got)
+	}
+	h.Refresh(t0.Add(MinLookupGap))
+	h.names.wg.Wait()
+	want := []string{"a.logging.svc:24224", "b.logging.svc:24224", "c.logging.svc:24225", "d.logging.svc:24224"}
+	if got := targetsOf(b); !slices.Equal(got, want) {
+		t.Fatalf("targets %q, want %q", got, want)
+	}
+	// Weights 20:10:10 among the regular three: 4 connections, 2, 1 and 1; d a standby.
+	if n := h.Spread(servers, 8); n != 4 {
+		t.Fatalf("Spread = %d, want 4 (weights 2:1:1)", n)
+	}
+	got := map[string]int{}
+	for range 4 {
+		tg, _ := b.Target(b.Take(t0, nil))
+		got[tg]++
+	}
+	if got["a.logging.svc:24224"] != 2 || got["b.logging.svc:24224"] != 1 || got["c.logging.svc:24225"] != 1 {
+		t.Fatalf("connections by target %v, want a 2, b 1, c 1 and the standby d none", got)
+	}
+}
