@@ -68,19 +68,18 @@ func isIP(host string) bool {
 
 // names is what Health knows of its names' lookups. Guarded by Health.mu.
 type names struct {
-	eps       []Endpoint
-	r         Resolver
-	period    time.Duration // between lookups
-	timeout   time.Duration // of one lookup
-	next      time.Time     // when the next lookup is due
-	last      time.Time     // when the last one began
-	asked     bool          // a failed connection asked for a lookup
-	running   bool
-	closed    bool
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	onChanged func() // called after a lookup changed an address; nil for none
+	eps     []Endpoint
+	r       Resolver
+	period  time.Duration // between lookups
+	timeout time.Duration // of one lookup
+	next    time.Time     // when the next lookup is due
+	last    time.Time     // when the last one began
+	asked   bool          // a failed connection asked for a lookup
+	running bool
+	closed  bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // Track has h follow the addresses of the names in eps (made by Expand, for the servers h
@@ -129,8 +128,11 @@ func (h *Health) Refresh(now time.Time) {
 	if nm.r == nil || nm.closed || nm.running {
 		return
 	}
-	asked := (nm.asked || h.emptyName()) && !now.Before(nm.last.Add(MinLookupGap))
-	if now.Before(nm.next) && !asked {
+	due := !now.Before(nm.next)
+	if !due && !now.Before(nm.last.Add(MinLookupGap)) {
+		due = nm.asked || h.emptyName()
+	}
+	if !due {
 		return
 	}
 	nm.running, nm.last, nm.next, nm.asked = true, now, now.Add(nm.period), false
@@ -163,18 +165,13 @@ func (h *Health) lookup() {
 		cancel()
 	}
 	h.mu.Lock()
-	changed := false
+	defer h.mu.Unlock()
 	for first, ts := range found {
 		if len(ts) > 0 {
-			changed = h.assign(first, nm.eps[first].Slots, ts) || changed
+			h.assign(first, nm.eps[first].Slots, ts)
 		}
 	}
 	nm.running = false
-	onChanged := nm.onChanged
-	h.mu.Unlock()
-	if changed && onChanged != nil {
-		onChanged()
-	}
 }
 
 // target is one server of a name: the address to dial ("" for the name itself), its
