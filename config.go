@@ -341,8 +341,10 @@ type Config struct {
 	//
 	// A server (or Addr) whose host is a DNS name, not an IP address, is every address the
 	// name has: each is a server of its own, with the name's weight and standby flag, up to
-	// MaxNameAddresses. New looks the name up once (waiting at most a second, or DialTimeout
-	// if shorter), and the connections look it up again every ResolveInterval and, at most
+	// MaxNameAddresses. New looks the name up once for the info stream (waiting at most a
+	// second, or DialTimeout if shorter; the err stream's one connection has it looked up
+	// in the background and dials the name until then), and the connections look it up
+	// again every ResolveInterval and, at most
 	// every second, after a connection to one of its addresses failed: an address that
 	// appears takes connections that are missing elsewhere, one that is gone has its
 	// connections moved, in good order, once their frames in flight are acked. IPv4

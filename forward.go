@@ -64,12 +64,18 @@ func newForwarder(s connSettings) *forwarder { return newForwarders(s, 1)[0] }
 // server one connection finds down is left alone by all of them for its backoff), the
 // connections on each (each new connection goes to the server with the fewest for its
 // weight, so that they spread over the servers by weight from the start), and the
-// addresses of the servers given by host names, which the first lookup, here, finds (at
-// most lookupTimeout) and the connections then look up again every resolveInterval.
+// addresses of the servers given by host names, which the first lookup finds (here, at
+// most lookupTimeout, when there are to be several connections to count and place; in the
+// background for one, which dials the name until it has the addresses) and the
+// connections then look up again every resolveInterval.
 func newForwarders(s connSettings, n int) []*forwarder {
 	h := dial.NewHealth(len(s.endpoints), s.newBackoff)
 	h.Track(s.endpoints, s.resolver, s.resolveInterval, min(s.dialTimeout, lookupTimeout))
-	h.Lookup(s.clock.Now())
+	if n == 1 {
+		h.Refresh(s.clock.Now()) // in the background: one connection needs no count of them
+	} else {
+		h.Lookup(s.clock.Now())
+	}
 	if n == 0 {
 		n = h.Spread(s.endpoints, max(s.spreadMost, 1))
 	}
