@@ -298,3 +298,32 @@ func TestSRVNeedsLookupSRV(t *testing.T) {
 		t.Fatalf("Validate with net.DefaultResolver: %v", err)
 	}
 }
+
+// hangingResolver answers only when its context ends.
+type hangingResolver struct{}
+
+func (hangingResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// New waits for a resolver that does not answer at most lookupTimeout (once, for the info
+// stream), and the core then dials the name as configured.
+func TestNewWaitsForTheFirstLookupAtMostASecond(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	r := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
+	start := time.Now()
+	core := New(Config{Addr: "tcp://localhost:" + port, Resolver: hangingResolver{}, Registerer: prometheus.NewRegistry()})
+	took := time.Since(start)
+	t.Cleanup(func() { _ = core.Close() })
+	if took > lookupTimeout+time.Second { // slack for a loaded machine
+		t.Fatalf("New took %v with a resolver that never answers; the bound is %v", took, lookupTimeout)
+	}
+	zap.New(core).Info("by name")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitUntil(t, "the entry sent to the name as configured", func() bool { return r.Len() == 1 })
+}
