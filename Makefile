@@ -82,11 +82,11 @@ fuzz-smoke:
 soak:
 	$(GO) test -count=1 -run='^TestSoak$$' -v . -args -soak=$(SOAK)
 
-# guarantees: run the fault suite and put its results in README.md's Guarantees table.
+# guarantees: run the fault suite and put its results in docs/guarantees.md's table.
 guarantees:
 	@mkdir -p $(dir $(GUARANTEES_OUT))
 	$(GO) test -count=1 -run='^TestFaults$$' . -args -guarantees=$(abspath $(GUARANTEES_OUT))
-	$(GO) run ./internal/guarantees/splice -table $(GUARANTEES_OUT) -doc README.md
+	$(GO) run ./internal/guarantees/splice -table $(GUARANTEES_OUT) -doc docs/guarantees.md
 
 # lint: vet, staticcheck on every module, and golangci-lint (.golangci.yml) on the library.
 lint:
@@ -106,7 +106,7 @@ check-generate:
 		(echo "generated code is stale: run 'make generate' and commit"; exit 1)
 
 # bench: every benchmark of the bench/ module with -count 5 (COUNT=n to change), benchstat,
-# and the regenerated tables of bench/README.md and README.md and bench/chart.png. Long:
+# and the regenerated tables of bench/README.md and docs/benchmarks.md and bench/chart.png. Long:
 # about 20 minutes on 2 cores.
 bench:
 	GO=$(GO) bench/run.sh full

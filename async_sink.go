@@ -134,7 +134,8 @@ func (k *sink) stats() Stats {
 
 // clock flushes the streams every FlushInterval and feeds the info stream's degrade state
 // machine several times a second (and at once when its fill reaches the high watermark).
-// Its tickers and the time it passes on are settings.clock's.
+// Once a second of its time it takes each stream's counts for the recent windows of Stats
+// (KeepRatio, Dropping). Its tickers and the time it passes on are settings.clock's.
 func (k *sink) clock() {
 	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
 	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
@@ -157,7 +158,11 @@ func (k *sink) clock() {
 				st.flushTick(now)
 			}
 		}
-		k.info.degrade.observe(k.infoObservation(k.s.clock.Now()))
+		now := k.s.clock.Now()
+		for _, st := range k.streams {
+			st.rollRecent(now) // once a second: the windows of KeepRatio and Dropping
+		}
+		k.info.degrade.observe(k.infoObservation(now))
 		if f := k.info.degrade.rule.fast(); f != fast {
 			fast = f
 			if f {
@@ -185,7 +190,7 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 		entryBytes = float64(buffered) / float64(held)
 	}
 	return degradeObservation{
-		now: now, buffered: buffered, limit: info.capacity(), room: room,
+		now: now, buffered: buffered, limit: info.capacity(), room: room, reserved: info.reservedBytes(),
 		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
 		written: taken,
 	}

@@ -1,6 +1,10 @@
 package fluentcore
 
-import "github.com/fluentcore/fluentcore/internal/wire"
+import (
+	"sync/atomic"
+
+	"github.com/fluentcore/fluentcore/internal/wire"
+)
 
 // A batch is what a stream's buffers are made of and what a forwarder sends: it sits below
 // the sink and the forwarders, which both use it, and uses neither.
@@ -12,6 +16,19 @@ type batch struct {
 	first uint64 // the first position in the stream's sealing order this batch finishes
 	last  uint64 // the last: first and last differ once compact has merged batches into it
 	tok   ackToken
+	// reserved: taken from the free batches the policy reserves (streamPolicy.reserves);
+	// while it is open, only entries the policy keeps whole are written into it.
+	reserved bool
+	// opened is when its first entry was written (unix nanos, the sink's clock), 0 while
+	// it holds none: written under its shard's lock, read by Stats (OldestPending).
+	opened atomic.Int64
+}
+
+// openedBy makes b as old as o, if o is older: o's entries (some of them) move into b.
+func (b *batch) openedBy(o *batch) {
+	if at := o.opened.Load(); at != 0 && (b.opened.Load() == 0 || at < b.opened.Load()) {
+		b.opened.Store(at)
+	}
 }
 
 // ackToken is the ack token (the "chunk" option) of one frame's entries. A resend of the

@@ -220,8 +220,8 @@ type Config struct {
 	// SpillDir turns on the durable err spill: a directory (created if missing, mode 0700)
 	// where err batches that cannot be delivered are appended to segment files in Forward
 	// wire format, fsynced, and replayed in order — before newer err entries — once the
-	// receiver is back, also by the next process after a crash. See the README's "Durable
-	// err spill". Default "": off, err entries that cannot be delivered go to ErrFallback.
+	// receiver is back, also by the next process after a crash. See docs/configuration.md,
+	// "Durable err spill". Default "": off, err entries that cannot be delivered go to ErrFallback.
 	// The directory is locked (flock) for the life of the core; if it cannot be created or
 	// locked (another core uses it), the core runs without a spill and New reports the
 	// problem through Sync, Close and OnEvent (EventSpillDisabled).
@@ -379,9 +379,11 @@ type Config struct {
 	// old one, without an error and without a gap in the series: each counter is the sum
 	// over the cores that have shared it (a closed core's counts as they were at its
 	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
-	// degraded (1 if any is) and keep_ratio (the lowest). So several cores in one process
-	// with the default config share the default registry's series, and their numbers add
-	// up. The series are unregistered when
+	// degraded and dropping (1 if any is), the ages (the largest), degrade_admit_ratio (the
+	// lowest), keep_ratio (of the live cores' recent counts summed) and the last-success
+	// timestamps (the latest of any core). So several cores in one process with the
+	// default config share the default registry's series, and their numbers add up. The
+	// series are unregistered when
 	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
 	// their own. If the Registerer refuses the metrics (another collector has their names),
 	// the core works without them, and Sync and Close report it.

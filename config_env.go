@@ -19,8 +19,8 @@ const EnvPrefix = "FLUENT_"
 // ConfigFromEnv returns a Config read from environment variables, for twelve-factor
 // services. Each key of the JSON form becomes FLUENT_ plus the key in upper case, nested
 // keys joined by "_": FLUENT_ADDR, FLUENT_TAG, FLUENT_LEVEL, FLUENT_FLUSH_INTERVAL=500ms,
-// FLUENT_INFO_BUFFER_BYTES, FLUENT_DEGRADE_POLICY=keep_warn, FLUENT_SHARED_KEY, ... (README
-// lists them all). FLUENT_SERVERS is a comma-separated list of addresses, each optionally
+// FLUENT_INFO_BUFFER_BYTES, FLUENT_DEGRADE_POLICY=keep_warn, FLUENT_SHARED_KEY, ...
+// (docs/configuration.md lists them all). FLUENT_SERVERS is a comma-separated list of addresses, each optionally
 // followed by ";weight=N" and ";standby"; FLUENT_CONST_LABELS is "k=v,k2=v2". Unset
 // variables leave a field at its zero value, which New reads as the default. A FLUENT_
 // variable that is not one of these but within two letters of one (FLUENT_FLUSH_INTERVALL)

@@ -153,6 +153,17 @@ func (*infoPolicy) written()                {}
 func (p *infoPolicy) freed(n int)           { p.degrade.rule.freed(n) }
 func (*infoPolicy) roomWait() time.Duration { return 0 } // a full info stream drops: queue_full
 func (*infoPolicy) noRoom()                 {}
+
+// reserves while the shedder counts keys against the room left (the adaptive policy): the
+// reserve is then the margin it keeps for the keys it keeps whole, in batches, not only in
+// its count, which partly filled batches sealed between two steps can outrun.
+func (p *infoPolicy) reserves() bool {
+	return p.degrade.checking.Load() && p.degrade.rule.countsRoom()
+}
+
+func (p *infoPolicy) keepsWhole(level zapcore.Level, msg string) bool {
+	return p.degrade.rule.keepsWhole(level, msg)
+}
 func (p *infoPolicy) roomAdmitted() bool {
 	return p.degrade.checking.Load() && p.degrade.rule.countsRoom()
 }
@@ -186,7 +197,7 @@ func (p *infoPolicy) sealed(queuedShare float64) {
 func (p *infoPolicy) report(st *StreamStats) {
 	st.Degraded = p.degrade.active.Load()
 	st.DegradeTransitions = p.degrade.transitions.Load()
-	st.KeepRatio, st.Capacity = p.degrade.rule.gauges()
+	st.AdmitRatio, st.Capacity = p.degrade.rule.gauges()
 }
 
 // shedRule is one kind of degrade policy: the switching kinds (degrade_switch.go) or the
@@ -216,9 +227,10 @@ type shedRule interface {
 	yields() bool // a caller whose entry was shed should yield the processor
 	weight(level zapcore.Level, msg string) uint32
 	unweigh(level zapcore.Level, msg string, w uint32)
-	freed(entries int) // entries left the buffer
-	countsRoom() bool  // admit keeps what fits in the room left (the adaptive shedder)
-	gauges() (keepRatio, capacity float64)
+	freed(entries int)                               // entries left the buffer
+	countsRoom() bool                                // admit keeps what fits in the room left (the adaptive shedder)
+	keepsWhole(level zapcore.Level, msg string) bool // not thinned, not over its fair share
+	gauges() (admitRatio, capacity float64)
 }
 
 // degradeControl is the info stream's degrade state, whichever the kind of policy: whether
@@ -261,6 +273,7 @@ type degradeObservation struct {
 	now             time.Time
 	buffered, limit int64         // bytes buffered, and the buffer budget
 	room            int64         // bytes the stream's batches can still take
+	reserved        int64         // of them, the bytes held in reserve for keys kept whole
 	disconnectedFor time.Duration // how long sends have been failing; 0 when they succeed
 	delivered       uint64        // entries delivered so far
 	written         uint64        // entries the stream's writers have taken in so far

@@ -92,8 +92,8 @@ func (r *adaptiveRule) endStep(o degradeObservation) {
 // stepLocked steps the shedder; r.mu is held.
 func (r *adaptiveRule) stepLocked(o degradeObservation) {
 	r.lastStep.Store(o.now.UnixNano())
-	margin := (1 - adaptiveFull) * float64(o.limit)
-	room := math.MaxFloat64 // until an entry's size is known, in entries
+	margin := max((1-adaptiveFull)*float64(o.limit), float64(o.reserved)) // the reserve is the margin
+	room := math.MaxFloat64                                               // until an entry's size is known, in entries
 	if o.entryBytes > 0 {
 		room = (float64(o.room) - margin) / o.entryBytes
 	}
@@ -156,7 +156,7 @@ func (r *adaptiveRule) unweigh(level zapcore.Level, msg string, w uint32) {
 	r.shed.Unweigh(int8(level), msg, w)
 }
 
-func (r *adaptiveRule) gauges() (keepRatio, capacity float64) {
+func (r *adaptiveRule) gauges() (admitRatio, capacity float64) {
 	return r.shed.KeepRatio(), r.shed.Capacity()
 }
 
@@ -168,3 +168,8 @@ func (r *adaptiveRule) freed(n int) { r.shed.Freed(n) }
 
 // countsRoom: while it counts keys, what the shedder admits fits the room left.
 func (*adaptiveRule) countsRoom() bool { return true }
+
+// keepsWhole: a key the shedder neither thins nor counts as a flood.
+func (r *adaptiveRule) keepsWhole(level zapcore.Level, msg string) bool {
+	return r.shed.Whole(int8(level), msg)
+}

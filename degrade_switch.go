@@ -48,18 +48,19 @@ func (r *switchRule) admit(level zapcore.Level, msg string, at int64) (bool, dro
 }
 
 // The switching policies step only on the sink's clock, weigh nothing and measure nothing.
-func (*switchRule) stepDue(int64) bool                    { return false }
-func (*switchRule) beginStep(time.Time) bool              { return false }
-func (*switchRule) endStep(degradeObservation)            {}
-func (*switchRule) wake() bool                            { return false }
-func (*switchRule) fast() bool                            { return false }
-func (*switchRule) yields() bool                          { return false }
-func (*switchRule) weight(zapcore.Level, string) uint32   { return 1 }
-func (*switchRule) freed(int)                             {}
-func (*switchRule) countsRoom() bool                      { return false }
-func (*switchRule) unweigh(zapcore.Level, string, uint32) {}
-func (*switchRule) gauges() (keepRatio, capacity float64) { return 1, 0 }
-func (r *switchRule) kickAt() float64                     { return r.sm.cfg.HighWatermark }
+func (*switchRule) stepDue(int64) bool                     { return false }
+func (*switchRule) beginStep(time.Time) bool               { return false }
+func (*switchRule) endStep(degradeObservation)             {}
+func (*switchRule) wake() bool                             { return false }
+func (*switchRule) fast() bool                             { return false }
+func (*switchRule) yields() bool                           { return false }
+func (*switchRule) weight(zapcore.Level, string) uint32    { return 1 }
+func (*switchRule) freed(int)                              {}
+func (*switchRule) keepsWhole(zapcore.Level, string) bool  { return true }
+func (*switchRule) countsRoom() bool                       { return false }
+func (*switchRule) unweigh(zapcore.Level, string, uint32)  {}
+func (*switchRule) gauges() (admitRatio, capacity float64) { return 1, 0 }
+func (r *switchRule) kickAt() float64                      { return r.sm.cfg.HighWatermark }
 
 // shedAt: the state machine alone enters the degraded state, before Check consults it.
 func (*switchRule) shedAt(int64, zapcore.Clock) bool { return false }

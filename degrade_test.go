@@ -404,7 +404,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	thinning := func() bool {
 		mid = core.Stats().Info
 		capacity = testkit.Metric(t, reg, "fluentcore_capacity_entries_per_second", map[string]string{"stream": "info"})
-		return mid.KeepRatio < 1 && mid.Degraded && capacity >= rate/2 && capacity <= rate*2
+		return mid.AdmitRatio < 1 && mid.Degraded && capacity >= rate/2 && capacity <= rate*2
 	}
 	seen := false
 	for deadline := start.Add(20 * time.Second); time.Since(start) < 3*time.Second || !seen && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -415,11 +415,11 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	elapsed := time.Since(start)
 	if !seen {
 		t.Errorf("never seen thinning during the %v flood: last keep ratio %v, degraded %v, fluentcore_capacity_entries_per_second{info} %.0f (the receiver takes %d/s)",
-			elapsed.Round(time.Millisecond), mid.KeepRatio, mid.Degraded, capacity, rate)
+			elapsed.Round(time.Millisecond), mid.AdmitRatio, mid.Degraded, capacity, rate)
 	}
 	// Admission reopens once the flood ends. (How fast is TestRecoversWithinASecond's, on
 	// a fake clock; here the machine's load would decide.)
-	waitUntil(t, "admission reopens", func() bool { return core.Stats().Info.KeepRatio == 1 })
+	waitUntil(t, "admission reopens", func() bool { return core.Stats().Info.AdmitRatio == 1 })
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
 	}

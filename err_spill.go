@@ -72,11 +72,13 @@ func (p *errPolicy) written() {
 func (*errPolicy) freed(int)          {}
 func (*errPolicy) roomAdmitted() bool { return false }
 
-func (p *errPolicy) roomWait() time.Duration { return p.maxWait }
-func (p *errPolicy) noRoom()                 { p.kickSpill() }
-func (p *errPolicy) cutsOversized() bool     { return true } // delivered truncated, marked
-func (p *errPolicy) losesToSpill() bool      { return true } // never dropped silently
-func (p *errPolicy) sealed(float64)          {}
+func (p *errPolicy) roomWait() time.Duration             { return p.maxWait }
+func (p *errPolicy) noRoom()                             { p.kickSpill() }
+func (*errPolicy) reserves() bool                        { return false } // nothing is thinned
+func (*errPolicy) keepsWhole(zapcore.Level, string) bool { return true }
+func (p *errPolicy) cutsOversized() bool                 { return true } // delivered truncated, marked
+func (p *errPolicy) losesToSpill() bool                  { return true } // never dropped silently
+func (p *errPolicy) sealed(float64)                      {}
 
 // sealsWhileFailing: the err stream's sealed batches leave at once while sends fail, to the
 // durable spill (which frees them, and an entry there survives a crash), or, without one,

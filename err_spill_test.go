@@ -236,7 +236,7 @@ func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 		t.Fatalf("%d entries, %d distinct, want %d", len(got), len(seen), goroutines*perG)
 	}
 	// Each goroutine's entries keep their order unless one overflowed the buffers, which can
-	// overtake batches still in memory (see the README); so only completeness is checked.
+	// overtake batches still in memory (see docs/configuration.md); so only completeness is checked.
 	waitUntil(t, "the spill is replayed", func() bool { return core.Stats().Err.Replayed == goroutines*perG })
 	if err := core.Close(); err != nil {
 		t.Fatal(err)

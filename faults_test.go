@@ -34,7 +34,7 @@ import (
 
 // The fault-injection suite (issue 7). Every case breaks the receiver in one way while
 // several goroutines log a known mix of info and err entries, heals it, closes the core and
-// checks what the README's "Guarantees" section promises:
+// checks what docs/guarantees.md promises:
 //
 //   - no log call waited longer than its documented bound (ErrMaxWait for err entries,
 //     SyncTimeout for DPanic, nothing for info), with generous slack: a functional bound,
@@ -45,11 +45,14 @@ import (
 //   - every err entry reached the receiver (duplicates only with RequireAck, counted);
 //   - the receiver's info entries plus the counted info drops are exactly what was logged.
 //
-// `go test -run TestFaults -args -guarantees=FILE` writes the results as the README's
-// table; `make guarantees` splices that into README.md. A plain run checks that the README's
+// `go test -run TestFaults -args -guarantees=FILE` writes the results as the table of
+// docs/guarantees.md; `make guarantees` splices that in. A plain run checks that the committed
 // table lists the faults this run tested, in order, each with "err lost" 0.
 
-var guaranteesOut = flag.String("guarantees", "", "TestFaults writes its results, as the README's Guarantees table, to this file")
+// guaranteesDoc is the document whose table the suite checks (`make guarantees` rewrites it).
+const guaranteesDoc = "docs/guarantees.md"
+
+var guaranteesOut = flag.String("guarantees", "", "TestFaults writes its results, as the table of docs/guarantees.md, to this file")
 
 const (
 	faultGoroutines = 4
@@ -1232,8 +1235,8 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// checkGuaranteesTable writes the suite's rows as the README's table (-guarantees), or
-// checks that the README's table is this suite's.
+// checkGuaranteesTable writes the suite's rows as the table of guaranteesDoc (-guarantees),
+// or checks that the committed table is this suite's.
 func checkGuaranteesTable(t *testing.T, rows []string) {
 	table := guaranteesHeader + strings.Join(rows, "")
 	t.Logf("results:\n%s", table)
@@ -1243,13 +1246,13 @@ func checkGuaranteesTable(t *testing.T, rows []string) {
 		}
 		return
 	}
-	// The README's table must be this suite's: the same faults in the same order, each
+	// The committed table must be this suite's: the same faults in the same order, each
 	// with "err lost" 0. The other columns are counts that differ from run to run.
-	readme, err := os.ReadFile("README.md")
+	doc, err := os.ReadFile(guaranteesDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, err := guarantees.Extract(readme)
+	committed, err := guarantees.Extract(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1260,7 +1263,7 @@ func checkGuaranteesTable(t *testing.T, rows []string) {
 		stale = len(g) != len(w) || g[0] != w[0] || g[1] != w[1] || g[len(g)-1] != "0"
 	}
 	if stale {
-		t.Fatalf("README.md's Guarantees table is not this suite's (faults, RequireAck, err lost): run `make guarantees`.\ncommitted:\n%s\nthis run:\n%s", committed, table)
+		t.Fatalf("%s: the Guarantees table is not this suite's (faults, RequireAck, err lost): run `make guarantees`.\ncommitted:\n%s\nthis run:\n%s", guaranteesDoc, committed, table)
 	}
 }
 
@@ -1332,7 +1335,7 @@ func runAloneChild(t *testing.T, cases []faultCase, row string) {
 	}
 }
 
-// guaranteesHeader is the head of the README's table; guaranteesRow renders one row.
+// guaranteesHeader is the head of the table in guaranteesDoc; guaranteesRow renders one row.
 const guaranteesHeader = "| fault | RequireAck | what the client did | info logged | info delivered | info dropped (reason) | info lost | err logged | err delivered | err spilled (replayed) | err duplicates | err lost |\n" +
 	"|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
 

@@ -46,6 +46,8 @@ type forwarder struct {
 	connects          atomic.Uint64   // connections opened (and handshaken)
 	server            atomic.Int32    // index of the server connected to; -1 while none
 	deliveredTo       []atomic.Uint64 // entries delivered, by server
+	lastTaken         []atomic.Int64  // unix nanos of the last frame delivered, by server; 0 before the first
+	attemptAt         atomic.Int64    // unix nanos when the post under way began (dial and write); 0 if none
 	handshakeFailures atomic.Uint64
 	downSince         atomic.Int64 // unix nanos of the first failure since the last success; 0 if none
 	errMu             sync.Mutex
@@ -89,6 +91,7 @@ func newForwarders(s connSettings, n int) []*forwarder {
 			tried:  make([]bool, len(s.endpoints)),
 
 			deliveredTo: make([]atomic.Uint64, len(s.endpoints)),
+			lastTaken:   make([]atomic.Int64, len(s.endpoints)),
 		}
 		f.server.Store(-1)
 		f.setMaxInflight(s.maxInflight)
@@ -138,7 +141,10 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 	if f.s.addrErr != nil {
 		return 0, false, f.fail(f.s.addrErr)
 	}
-	fresh, err := f.ensureConn(ctx, f.s.clock.Now())
+	now := f.s.clock.Now()
+	f.attemptAt.Store(now.UnixNano()) // SendInProgress: until the write ends, then the ack wait
+	defer f.attemptAt.Store(0)
+	fresh, err := f.ensureConn(ctx, now)
 	if err != nil {
 		return 0, false, f.fail(err)
 	}
@@ -183,6 +189,7 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 		f.flights = append(f.flights, flight{chunk: chunk, at: now, n: n, b: b})
 		f.inflight.Store(int32(len(f.flights)))
 		if len(f.flights) == 1 {
+			f.oldestAt.Store(now.UnixNano())
 			f.armAckTimer(now)
 		}
 		return size, fresh, nil
@@ -195,6 +202,7 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 // failure is over. A receiver that closes after each request is left to do so.
 func (f *forwarder) succeeded(c *fconn, n int) {
 	f.deliveredTo[c.server].Add(uint64(n))
+	f.lastTaken[c.server].Store(f.s.clock.Now().UnixNano())
 	f.bal.MarkUp(c.server, c.opened)
 	f.downSince.Store(0)
 	f.setLastError(nil)
@@ -223,6 +231,17 @@ func (f *forwarder) reclaim() {
 		f.dropConn(true)
 		f.dropFlights()
 	}
+}
+
+// busySince returns when the oldest send under way on the connection began (unix nanos):
+// the post writing a frame, or the oldest frame waiting for its ack; 0 if none. Safe for
+// concurrent use.
+func (f *forwarder) busySince() int64 {
+	a, o := f.attemptAt.Load(), f.oldestAt.Load()
+	if a == 0 || (o != 0 && o < a) {
+		return o
+	}
+	return a
 }
 
 // fail records a failed attempt and returns err.

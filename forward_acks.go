@@ -35,6 +35,7 @@ type ackWindow struct {
 	maxInflight int
 	ackT        *time.Timer
 	inflight    atomic.Int32 // len(flights), for other goroutines
+	oldestAt    atomic.Int64 // unix nanos when flights[0] was written, 0 if none: for other goroutines
 }
 
 // setMaxInflight sets how many frames may wait for their acks at once (at least 1).
@@ -70,6 +71,7 @@ func (w *ackWindow) dropFlights() {
 	clear(w.flights)
 	w.flights = w.flights[:0]
 	w.inflight.Store(0)
+	w.oldestAt.Store(0)
 	if w.ackT != nil {
 		w.ackT.Stop()
 	}
@@ -154,8 +156,13 @@ func (f *forwarder) onAck(tok string) (flight, error) {
 		fl := f.flights[i]
 		f.flights = slices.Delete(f.flights, i, i+1)
 		f.inflight.Store(int32(len(f.flights)))
-		if i == 0 && len(f.flights) > 0 {
-			f.armAckTimer(f.s.clock.Now())
+		if i == 0 {
+			if len(f.flights) > 0 {
+				f.oldestAt.Store(f.flights[0].at.UnixNano())
+				f.armAckTimer(f.s.clock.Now())
+			} else {
+				f.oldestAt.Store(0)
+			}
 		}
 		f.succeeded(f.conn, fl.n)
 		return fl, nil

@@ -18,9 +18,13 @@ import (
 // What it exports, so that a scraper sees neither a gap nor a counter going backwards when
 // the cores are swapped: each counter is the sum over every core that has been in it (the
 // live ones as they are now, those that left as they were when they left); each gauge is
-// the sum over the live cores, what they hold now, except degraded (1 if any live core is)
-// and keep_ratio (the lowest). The last core to leave unregisters it; a core made after
-// that registers a new one, from zero, as a new process would.
+// the sum over the live cores, what they hold now, except: degraded and dropping (1 if any
+// live core is), oldest_pending_seconds and send_in_progress_seconds (the largest),
+// degrade_admit_ratio (the lowest), keep_ratio (taken from the live cores' window counts
+// summed: the share kept of everything they were offered) and
+// last_send_success_timestamp_seconds (the latest over every core that has been in it, as
+// a counter: a reload does not reset it to "never"). The last core to leave unregisters
+// it; a core made after that registers a new one, from zero, as a new process would.
 //
 // A collector that is not registered (no Registerer, or the Registerer refused it) has its
 // one core, which never leaves, so its numbers stay readable after Close. Its methods are
@@ -29,7 +33,9 @@ type metrics struct {
 	entries, delivered, spilled, dropped, truncated   *prometheus.Desc
 	replayed, spillBytes, spillCorrupt                *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
-	keepRatio, capacity                               *prometheus.Desc
+	keepRatio, admitRatio, capacity, dropping         *prometheus.Desc
+	pending, oldestPending, sendInProgress            *prometheus.Desc
+	serverLastSuccess                                 *prometheus.Desc
 	sentBatches, sentBytes, sendErrors, reconnects    *prometheus.Desc
 	handshakeFailures                                 *prometheus.Desc
 	serverConns, serverInFlight, serverDelivered      *prometheus.Desc
@@ -146,7 +152,7 @@ func (m *metrics) total() Stats {
 		}
 	}
 	m.mu.Unlock()
-	t.Info.KeepRatio, t.Err.KeepRatio = 1, 1 // the lowest over the live cores; 1 with none
+	t.Info.AdmitRatio, t.Err.AdmitRatio = 1, 1 // the lowest over the live cores; 1 with none
 	for _, stats := range live {
 		st := stats()
 		t.Info.addCounters(&st.Info)
@@ -154,6 +160,7 @@ func (m *metrics) total() Stats {
 		t.Err.addCounters(&st.Err)
 		t.Err.addGauges(&st.Err)
 	}
+	t.Info.KeepRatio, t.Err.KeepRatio = keepRatio(t.Info.recent), keepRatio(t.Err.recent)
 	return t
 }
 
@@ -178,19 +185,31 @@ func (s *StreamStats) addCounters(o *StreamStats) {
 		s.Dropped[r] += v
 	}
 	for _, sv := range o.Servers {
-		s.server(sv.Addr).Delivered += sv.Delivered
+		p := s.server(sv.Addr)
+		p.Delivered += sv.Delivered
+		if sv.LastDelivery.After(p.LastDelivery) {
+			p.LastDelivery = sv.LastDelivery
+		}
 	}
 }
 
-// addGauges adds o's gauges to s's: amounts are summed, Degraded is either's, KeepRatio the
-// lower.
+// addGauges adds o's gauges to s's: amounts (and the window counts KeepRatio is taken from)
+// are summed, Degraded and Dropping are either's, the ages the larger, AdmitRatio the
+// lower. KeepRatio is left for the caller to take from the summed window counts.
 func (s *StreamStats) addGauges(o *StreamStats) {
 	s.SpillBytes += o.SpillBytes
 	s.BufferedBytes += o.BufferedBytes
 	s.CapacityBytes += o.CapacityBytes
 	s.Capacity += o.Capacity
+	s.Pending += o.Pending
+	s.OldestPending = max(s.OldestPending, o.OldestPending)
+	s.SendInProgress = max(s.SendInProgress, o.SendInProgress)
 	s.Degraded = s.Degraded || o.Degraded
-	s.KeepRatio = min(s.KeepRatio, o.KeepRatio)
+	s.Dropping = s.Dropping || o.Dropping
+	s.AdmitRatio = min(s.AdmitRatio, o.AdmitRatio)
+	s.recent.offered += o.recent.offered
+	s.recent.dropped += o.recent.dropped
+	s.recent.pressed += o.recent.pressed
 	for _, sv := range o.Servers {
 		p := s.server(sv.Addr)
 		p.Connections += sv.Connections
@@ -209,6 +228,14 @@ func (s *StreamStats) server(addr string) *ServerStats {
 	return &s.Servers[len(s.Servers)-1]
 }
 
+// sendDurationBuckets are the bounds of fluentcore_send_duration_seconds: 10 µs to about 42 s
+// by factors of 4 (12 bounds, and +Inf). The lowest resolves an err frame acked on a
+// local connection (tens of µs: a 100 µs floor read every one as "under 100 µs"); the
+// highest is past AckTimeout's default (30 s) and WriteTimeout's (10 s), so that an
+// attempt that ran into either lands in a bucket of its own, not in +Inf; factors of 4 keep
+// the series as few as before (a stall in progress is send_in_progress_seconds').
+var sendDurationBuckets = prometheus.ExponentialBuckets(0.00001, 4, 12)
+
 // newMetrics returns a collector with no core, under constLabels, and its send-duration
 // histogram (fluentcore_send_duration_seconds, by stream).
 func newMetrics(constLabels prometheus.Labels) *metrics {
@@ -220,7 +247,7 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		sendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:        "fluentcore_send_duration_seconds",
 			Help:        "Time to write one frame and, with acks, receive its ack.",
-			Buckets:     prometheus.ExponentialBuckets(0.0001, 4, 10),
+			Buckets:     sendDurationBuckets,
 			ConstLabels: constLabels,
 		}, []string{labelStream}),
 		entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
@@ -233,28 +260,43 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
 		bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
 		capacityBytes: d("buffer_capacity_bytes", "The stream's buffer budget in bytes."),
-		degraded:      d("degraded", "1 while the stream is degraded, else 0."),
+		degraded:      d("degraded", "1 while the stream's degrade policy has it degraded, else 0 (drops with nothing shed, as in an outage: dropping, keep_ratio)."),
 		transitions:   d("degrade_transitions_total", "Changes between the normal and degraded states."),
-		keepRatio:     d("keep_ratio", "Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned)."),
-		capacity:      d("capacity_entries_per_second", "Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits."),
-		sentBatches:   d("sent_batches_total", "Forward frames written to a receiver."),
-		sentBytes:     d("sent_bytes_total", "Bytes of Forward frames written to a receiver."),
-		sendErrors:    d("send_errors_total", "Failed attempts to send a frame (dial, write or ack)."),
-		reconnects:    d("reconnects_total", "Connections opened after the first one."),
+		keepRatio: d("keep_ratio",
+			"Share of the info entries offered in the last 10 s that were not dropped, for any reason (1: none offered, or none dropped; 0: all dropped)."),
+		admitRatio: d("degrade_admit_ratio",
+			"Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned)."),
+		capacity: d("capacity_entries_per_second",
+			"Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits; 0 while nothing is delivered."),
+		dropping: d("dropping",
+			"1 while the stream has dropped entries for backpressure (degraded, sampled, queue_full, spill_full) in the last second, else 0."),
+		pending: d("pending_entries",
+			"Entries taken and not yet delivered, spilled or dropped: in the stream's buffers (open, queued, being sent, waiting for acks) or being written."),
+		oldestPending: d("oldest_pending_seconds",
+			"Age of the oldest entry in the stream's buffers not yet delivered, spilled or dropped (its batch's first entry); 0 when none."),
+		sendInProgress: d("send_in_progress_seconds",
+			"How long the oldest send attempt under way has lasted: a frame's dial and write, or the wait for its ack; 0 when none."),
+		sentBatches: d("sent_batches_total", "Forward frames written to a receiver."),
+		sentBytes:   d("sent_bytes_total", "Bytes of Forward frames written to a receiver."),
+		sendErrors:  d("send_errors_total", "Failed attempts to send a frame (dial, write or ack)."),
+		reconnects:  d("reconnects_total", "Connections opened after the first one."),
 		handshakeFailures: d("handshake_failures_total",
 			"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
 		serverConns:    d("server_connections", "The stream's connections open to the server now.", labelServer),
 		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", labelServer),
 		serverDelivered: d("server_delivered_entries_total",
 			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
+		serverLastSuccess: d("last_send_success_timestamp_seconds",
+			"Unix time when the server last took a frame of the stream (written, or acknowledged when acks are on); 0 before the first. Seconds since: time() - this.", labelServer),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
-		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.capacity, m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures,
-		m.serverConns, m.serverInFlight, m.serverDelivered} {
+		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.admitRatio, m.capacity, m.dropping, m.pending, m.oldestPending, m.sendInProgress,
+		m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures,
+		m.serverConns, m.serverInFlight, m.serverDelivered, m.serverLastSuccess} {
 		ch <- d
 	}
 	m.sendDuration.Describe(ch)
@@ -287,14 +329,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(m.bufferBytes, float64(st.BufferedBytes))
 		gauge(m.capacityBytes, float64(st.CapacityBytes))
-		deg := 0.0
-		if st.Degraded {
-			deg = 1
-		}
-		gauge(m.degraded, deg)
+		gauge(m.pending, float64(st.Pending))
+		gauge(m.oldestPending, st.OldestPending.Seconds())
+		gauge(m.sendInProgress, st.SendInProgress.Seconds())
+		gauge(m.degraded, boolGauge(st.Degraded))
+		gauge(m.dropping, boolGauge(st.Dropping))
 		counter(m.transitions, st.DegradeTransitions)
 		if streamID(id) == infoStream { // the err stream never sheds
 			gauge(m.keepRatio, st.KeepRatio)
+			gauge(m.admitRatio, st.AdmitRatio)
 			gauge(m.capacity, st.Capacity)
 		}
 		counter(m.sentBatches, st.SentBatches)
@@ -306,7 +349,20 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.serverConns, prometheus.GaugeValue, float64(sv.Connections), name, sv.Addr)
 			ch <- prometheus.MustNewConstMetric(m.serverInFlight, prometheus.GaugeValue, float64(sv.FramesInFlight), name, sv.Addr)
 			counter(m.serverDelivered, sv.Delivered, sv.Addr)
+			var last float64 // 0 before the first
+			if !sv.LastDelivery.IsZero() {
+				last = float64(sv.LastDelivery.UnixNano()) / 1e9
+			}
+			ch <- prometheus.MustNewConstMetric(m.serverLastSuccess, prometheus.GaugeValue, last, name, sv.Addr)
 		}
 	}
 	m.sendDuration.Collect(ch)
+}
+
+// boolGauge is a gauge's value for b: 1 or 0.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,11 +2,15 @@ package fluentcore
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -184,4 +188,313 @@ func TestMetricsSharedByCoresComingAndGoing(t *testing.T) {
 			t.Fatalf("%d series after the last core left, %v", n, err)
 		}
 	})
+}
+
+// gauge reads one series of the core's metrics (a fresh Registry each time: the core's
+// collector is not registered on one).
+func gauge(t *testing.T, core *Core, name string, labels map[string]string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(core.metrics)
+	return testkit.Metric(t, reg, name, labels)
+}
+
+// newestCount returns when the window's newest count was taken (unix nanos).
+func (w *recentWindow) newestCount() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Max(w.at[:])
+}
+
+// advance moves clk by d and waits until the sink's clock has taken both streams' counts
+// at the new time, as it does once a second of the clock.
+func advance(t *testing.T, core *Core, clk *manualClock, d time.Duration) {
+	t.Helper()
+	clk.add(d)
+	now := clk.Now().UnixNano()
+	waitUntil(t, "the sink's clock counts at the new time", func() bool {
+		for _, st := range sinkOf(core).streams {
+			if st.recent.newestCount() != now {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// An err entry the receiver does not take is visible while it waits, on the injected clock:
+// pending 1, the age of the oldest pending entry and of the send under way (the frame
+// waits for its ack) both the time the clock moved; and once the receiver acks it, pending
+// and the ages are back to 0 and the server's last success is the clock's time of the ack.
+// (Before these gauges an err entry stuck in memory showed nowhere.)
+func TestErrPendingIsVisibleUntilAcked(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &manualClock{now: t0}
+	core := NewWithClock(Config{Addr: r.Addr(), FlushInterval: 10 * time.Millisecond, SpillAfter: time.Hour}, clk)
+	defer core.Close()
+	errs := map[string]string{"stream": "err"}
+	server := map[string]string{"stream": "err", "server": r.Addr()}
+	if v := gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", server); v != 0 {
+		t.Fatalf("last success %v before any send, want 0", v)
+	}
+
+	r.Stall()
+	zap.New(core).Error("waits for its ack")
+	waitUntil(t, "the err frame waits for its ack", func() bool {
+		st := core.Stats().Err
+		return st.Pending == 1 && st.Servers[0].FramesInFlight == 1
+	})
+	clk.add(3 * time.Second)
+	for name, want := range map[string]float64{
+		"fluentcore_pending_entries":          1,
+		"fluentcore_oldest_pending_seconds":   3,
+		"fluentcore_send_in_progress_seconds": 3,
+	} {
+		if v := gauge(t, core, name, errs); v != want {
+			t.Errorf("%s{err} = %v while the receiver stalls, want %v", name, v, want)
+		}
+	}
+	if v := gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", server); v != 0 {
+		t.Errorf("last success %v with nothing taken yet, want 0", v)
+	}
+
+	r.Resume()
+	waitUntil(t, "the err entry is acked", func() bool { return core.Stats().Err.Delivered == 1 })
+	for _, name := range []string{"fluentcore_pending_entries", "fluentcore_oldest_pending_seconds", "fluentcore_send_in_progress_seconds"} {
+		if v := gauge(t, core, name, errs); v != 0 {
+			t.Errorf("%s{err} = %v once delivered, want 0", name, v)
+		}
+	}
+	want := float64(t0.Add(3*time.Second).UnixNano()) / 1e9
+	if v := gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", server); v != want {
+		t.Errorf("last success %v, want the clock's time of the ack %v", v, want)
+	}
+	if v := gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", map[string]string{"stream": "info"}); v != 0 {
+		t.Errorf("info's last success %v, want 0: the info stream sent nothing", v)
+	}
+}
+
+// A total outage (the receiver unreachable) with the info buffer full: almost everything
+// offered is dropped as queue_full, so keep_ratio reads about the share kept, near 0 (it
+// read 1, "all kept", when it was the degrade policy's own ratio, which sheds nothing in an
+// outage), and dropping is 1 whatever the degrade policy's state. Once nothing has been
+// offered for the window, both read as a calm stream again.
+func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
+	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	core := NewWithClock(fastRetry(Config{
+		Addr: downAddr(t), MaxBatchBytes: 1024, Info: StreamConfig{BufferBytes: 4 << 10},
+		FlushInterval: 10 * time.Millisecond, CloseTimeout: 100 * time.Millisecond,
+	}), clk)
+	defer core.Close()
+	logger := zap.New(core)
+	const n = 2000
+	for i := range n {
+		logger.Info("lost", zap.Int("i", i), zap.String("pad", strings.Repeat("x", 100)))
+	}
+	st := core.Stats().Info
+	info := map[string]string{"stream": "info"}
+	keep := gauge(t, core, "fluentcore_keep_ratio", info)
+	if kept := 1 - float64(st.DroppedTotal())/float64(st.Entries); keep > 0.1 || math.Abs(keep-kept) > 0.01 {
+		t.Errorf("keep_ratio %v with %d of %d dropped (%v), want about %v", keep, st.DroppedTotal(), st.Entries, st.Dropped, kept)
+	}
+	if v := gauge(t, core, "fluentcore_dropping", info); v != 1 {
+		t.Errorf("dropping{info} = %v with %d dropped as queue_full, want 1", v, st.Dropped["queue_full"])
+	}
+	if v := gauge(t, core, "fluentcore_dropping", map[string]string{"stream": "err"}); v != 0 {
+		t.Errorf("dropping{err} = %v, want 0: no err entry was logged", v)
+	}
+
+	// The clock counts once a second of its time; this one moves by leaps, and a window
+	// reaches back to the newest count at least its length old.
+	advance(t, core, clk, 11*time.Second) // a count with every drop in it
+	advance(t, core, clk, time.Second)
+	if v := gauge(t, core, "fluentcore_dropping", info); v != 0 {
+		t.Errorf("dropping{info} = %v after a second with no drop, want 0", v)
+	}
+	if v := gauge(t, core, "fluentcore_keep_ratio", info); v > 0.1 {
+		t.Errorf("keep_ratio %v with the drops 1 s ago, want them still in its window", v)
+	}
+	advance(t, core, clk, keepWindow)
+	if v := gauge(t, core, "fluentcore_keep_ratio", info); v != 1 {
+		t.Errorf("keep_ratio %v with nothing offered in the window, want 1", v)
+	}
+}
+
+// While the receiver stops reading, nothing is delivered: capacity reads 0 (it held the
+// last measure, above what the receiver took, while it took nothing), and the stall shows
+// while it lasts in send_in_progress_seconds and oldest_pending_seconds.
+func TestCapacityIsZeroWhileNothingIsDelivered(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithReadRate(40_000))
+	core := New(Config{
+		Addr: r.Addr(), RequireAck: true, MaxBatchBytes: 16 << 10, Info: StreamConfig{BufferBytes: 512 << 10},
+		FlushInterval: 10 * time.Millisecond,
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				logger.Info("flood")
+			}
+		}()
+	}
+	stopped := false
+	stopFlood := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer stopFlood()
+	info := map[string]string{"stream": "info"}
+	waitUntil(t, "the receiver's capacity is measured", func() bool {
+		return gauge(t, core, "fluentcore_capacity_entries_per_second", info) > 0
+	})
+	r.Stall()
+	waitUntil(t, "the stall holds entries back", func() bool { return core.Stats().Info.Servers[0].FramesInFlight > 0 })
+	stopFlood()
+	waitUntil(t, "capacity reads 0 while nothing is delivered", func() bool {
+		return gauge(t, core, "fluentcore_capacity_entries_per_second", info) == 0
+	})
+	st := core.Stats().Info
+	if st.Pending == 0 || st.SendInProgress < stallAfter || st.OldestPending < stallAfter {
+		t.Errorf("during the stall: pending %d, send in progress %v, oldest pending %v; want entries pending, both over %v",
+			st.Pending, st.SendInProgress, st.OldestPending, stallAfter)
+	}
+	if v := gauge(t, core, "fluentcore_send_in_progress_seconds", info); v < stallAfter.Seconds() {
+		t.Errorf("send_in_progress_seconds{info} = %v during the stall", v)
+	}
+	r.Resume()
+}
+
+// The send-duration histogram resolves an err frame acked within tens of µs and a stall
+// up to AckTimeout's default: its lowest bound is under 100 µs and its highest over 30 s.
+func TestSendDurationBucketsSpanMicrosecondsToStalls(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewPedanticRegistry()
+	core := New(Config{Addr: r.Addr(), Registerer: reg})
+	defer core.Close()
+	zap.New(core).Error("one")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "fluentcore_send_duration_seconds" {
+			continue
+		}
+		b := mf.GetMetric()[0].GetHistogram().GetBucket()
+		if lo, hi := b[0].GetUpperBound(), b[len(b)-1].GetUpperBound(); lo > 20e-6 || hi < DefaultAckTimeout.Seconds() {
+			t.Fatalf("buckets from %v s to %v s; want at most 20 µs to at least %v", lo, hi, DefaultAckTimeout)
+		}
+		return
+	}
+	t.Fatal("no fluentcore_send_duration_seconds")
+}
+
+// Across the cores of a reload the new gauges combine as documented: pending summed, the
+// ages the largest, dropping either's, keep_ratio from the summed window counts (a core
+// that was offered nothing does not hide another's drops, as the lowest ratio would not
+// either, but it weighs by what each was offered), and the last success the latest of every
+// core that has been in the collector, the closed ones too.
+func TestMetricsCombineTheNewGaugesOverCores(t *testing.T) {
+	t1 := time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC)
+	t2 := t1.Add(time.Minute)
+	stats := func(pending uint64, oldest time.Duration, dropping bool, recent recentCounts, last time.Time) func() Stats {
+		return func() Stats {
+			return Stats{Info: StreamStats{
+				Pending: pending, OldestPending: oldest, SendInProgress: oldest, Dropping: dropping, AdmitRatio: 1,
+				recent: recent, Servers: []ServerStats{{Addr: "a", LastDelivery: last}},
+			}}
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	m, old, err := joinMetrics(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.start(old, stats(5, 2*time.Second, true, recentCounts{offered: 300, dropped: 297, pressed: 297}, t2))
+	_, cur, _ := joinMetrics(reg, nil)
+	m.start(cur, stats(3, 7*time.Second, false, recentCounts{offered: 100}, t1))
+	got := m.total().Info
+	if got.Pending != 8 || got.OldestPending != 7*time.Second || got.SendInProgress != 7*time.Second || !got.Dropping ||
+		math.Abs(got.KeepRatio-103.0/400) > 1e-9 || !got.Servers[0].LastDelivery.Equal(t2) {
+		t.Fatalf("combined: pending %d, oldest %v, in progress %v, dropping %v, keep %v, last %v",
+			got.Pending, got.OldestPending, got.SendInProgress, got.Dropping, got.KeepRatio, got.Servers[0].LastDelivery)
+	}
+	m.leave(old)
+	got = m.total().Info
+	if got.Pending != 3 || got.Dropping || got.KeepRatio != 1 || !got.Servers[0].LastDelivery.Equal(t2) {
+		t.Fatalf("after the old core left: pending %d, dropping %v, keep %v, last %v (want the old core's %v)",
+			got.Pending, got.Dropping, got.KeepRatio, got.Servers[0].LastDelivery, t2)
+	}
+	m.leave(cur)
+}
+
+// The exposition of the gauges that say whether entries are arriving, compared whole on a
+// core whose entries were all delivered: the names, labels and help that dashboards and
+// alerts are written against.
+func TestArrivalGaugesExposition(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), Tag: "m"})
+	logger := zap.New(core)
+	logger.Info("one")
+	logger.Error("two")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	core.Close()
+	want := `
+# HELP fluentcore_pending_entries Entries taken and not yet delivered, spilled or dropped: in the stream's buffers (open, queued, being sent, waiting for acks) or being written.
+# TYPE fluentcore_pending_entries gauge
+fluentcore_pending_entries{stream="err"} 0
+fluentcore_pending_entries{stream="info"} 0
+# HELP fluentcore_oldest_pending_seconds Age of the oldest entry in the stream's buffers not yet delivered, spilled or dropped (its batch's first entry); 0 when none.
+# TYPE fluentcore_oldest_pending_seconds gauge
+fluentcore_oldest_pending_seconds{stream="err"} 0
+fluentcore_oldest_pending_seconds{stream="info"} 0
+# HELP fluentcore_send_in_progress_seconds How long the oldest send attempt under way has lasted: a frame's dial and write, or the wait for its ack; 0 when none.
+# TYPE fluentcore_send_in_progress_seconds gauge
+fluentcore_send_in_progress_seconds{stream="err"} 0
+fluentcore_send_in_progress_seconds{stream="info"} 0
+# HELP fluentcore_dropping 1 while the stream has dropped entries for backpressure (degraded, sampled, queue_full, spill_full) in the last second, else 0.
+# TYPE fluentcore_dropping gauge
+fluentcore_dropping{stream="err"} 0
+fluentcore_dropping{stream="info"} 0
+# HELP fluentcore_keep_ratio Share of the info entries offered in the last 10 s that were not dropped, for any reason (1: none offered, or none dropped; 0: all dropped).
+# TYPE fluentcore_keep_ratio gauge
+fluentcore_keep_ratio{stream="info"} 1
+# HELP fluentcore_degrade_admit_ratio Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned).
+# TYPE fluentcore_degrade_admit_ratio gauge
+fluentcore_degrade_admit_ratio{stream="info"} 1
+# HELP fluentcore_capacity_entries_per_second Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits; 0 while nothing is delivered.
+# TYPE fluentcore_capacity_entries_per_second gauge
+fluentcore_capacity_entries_per_second{stream="info"} 0
+`
+	if err := testutil.CollectAndCompare(core.metrics, strings.NewReader(want),
+		"fluentcore_pending_entries", "fluentcore_oldest_pending_seconds", "fluentcore_send_in_progress_seconds",
+		"fluentcore_dropping", "fluentcore_keep_ratio", "fluentcore_degrade_admit_ratio",
+		"fluentcore_capacity_entries_per_second"); err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []string{"info", "err"} {
+		v := gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", map[string]string{"stream": stream, "server": r.Addr()})
+		if now := float64(time.Now().UnixNano()) / 1e9; v <= now-60 || v > now {
+			t.Errorf("last_send_success_timestamp_seconds{%s} = %v, want the Unix time of its delivery, just before %v", stream, v, now)
+		}
+	}
 }

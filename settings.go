@@ -92,6 +92,7 @@ type streamSettings struct {
 	clock                  zapcore.Clock
 	enc                    *encoderConfig
 	batchBytes, entryBytes int
+	flushInterval          time.Duration // FlushInterval: how long an entry may wait in a batch, for Stats
 }
 
 // spillSettings is what the err stream's policy needs: how long a writer waits for room,
@@ -221,6 +222,7 @@ func resolve(cfg Config) (*settings, error) {
 		return def
 	}
 	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval)
+	s.stream.flushInterval = s.flushInterval
 	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait)
 	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout)
 	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout)

@@ -1,5 +1,11 @@
 package fluentcore
 
+import (
+	"math"
+	"sync"
+	"time"
+)
+
 // dropReason is the closed set of reasons an entry is dropped; each is a key of
 // StreamStats.Dropped (all of them, for both streams) and a value of the "reason" label of
 // fluentcore_dropped_entries_total (those a stream can have: streamDropReasons, level_split.go), exported
@@ -24,6 +30,12 @@ var dropReasonNames = [numDropReasons]string{
 	"spill_failed", "spill_full",
 }
 
+// backpressure reports whether r is a drop for backpressure, which Dropping shows: the
+// degrade policy shed the entry, the buffer had no room, or the spill was full.
+func backpressure(r dropReason) bool {
+	return r == dropDegraded || r == dropSampled || r == dropQueueFull || r == dropSpillFull
+}
+
 // String returns the reason's label value.
 func (r dropReason) String() string { return dropReasonNames[r] }
 
@@ -43,7 +55,10 @@ const (
 // Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
 // as Spilled when they went to the spill (by this process, or by an earlier one that used
 // the same SpillDir), so within one process Replayed <= Spilled + what the spill held at
-// start.
+// start; the entries still in flight are Pending. A StreamStats is a copy, taken by
+// Core.Stats (and by each scrape) at the sink's clock's time: safe to keep and read from
+// any goroutine. Its zero value is a stream that has seen nothing, except that the ratios
+// of such a stream read 1; no field reports an error (SendErrors counts them).
 type StreamStats struct {
 	// Entries counts every entry at an enabled level that reached the core, including those
 	// dropped before encoding.
@@ -72,16 +87,57 @@ type StreamStats struct {
 	// BufferedBytes is the size of the entries buffered: in open batches, and in sealed
 	// ones waiting to be sent; CapacityBytes the stream's buffer budget.
 	BufferedBytes, CapacityBytes int64
+	// Pending is how many entries the stream has taken and not yet delivered, spilled or
+	// dropped: in its batches (open, queued, being sent, waiting for their acks), or in a
+	// logging call that is still writing one (an err entry waiting for room). It is
+	// Entries - Delivered - Spilled - DroppedTotal(), read so that it is never negative; 0
+	// after Close.
+	Pending uint64
+	// OldestPending is how long the oldest pending entry in the stream's batches has been
+	// there, on the sink's clock: the time since the first entry of the oldest batch not
+	// yet finished was written (0 when none is pending). It is measured per batch, not per
+	// entry, so that the write path pays nothing for it: entries moved forward into an
+	// older batch while the sender cannot deliver count from that batch's start.
+	OldestPending time.Duration
+	// SendInProgress is how long the oldest send attempt now under way has lasted: a
+	// frame's write (the dial and handshake included), or with acks the wait for its ack
+	// (0 when none is under way). A stall shows here while it lasts; the send-duration
+	// histogram has it only once it ends. Between the attempts of an outage (a dial
+	// refused at once, then a backoff wait) it is 0: OldestPending and
+	// ServerStats.LastDelivery show an outage.
+	SendInProgress time.Duration
 	// Degraded is true while the stream is degraded; DegradeTransitions counts changes.
 	// Under DegradeAdaptive the stream is degraded before its first shed entry is counted
-	// (and OnEvent has had EventDegraded by then), until it has shed none for a second.
+	// (and OnEvent has had EventDegraded by then), until it has shed none for a second. It
+	// is the degrade policy's state: in an outage, when the buffer is full and entries are
+	// dropped as queue_full with nothing shed, it stays false; Dropping and KeepRatio say
+	// that the stream is not carrying what it is offered.
 	Degraded           bool
 	DegradeTransitions uint64
-	// KeepRatio is the share of the offered info entries DegradeAdaptive let through at
-	// its last step (1 when it thinned nothing, and on the err stream). Capacity is the
-	// delivery rate it measured while the buffer held a backlog, in entries per second (0
-	// until measured, and on the err stream).
-	KeepRatio, Capacity float64
+	// Dropping is true while the stream has dropped an entry for backpressure — shed by
+	// the degrade policy (degraded, sampled), no room in the buffer (queue_full), or the
+	// spill full (spill_full) — within the last second or two: since the sink's clock
+	// last took its once-a-second count at least a second ago. It has no event: OnEvent's
+	// EventDegraded and EventRecovered stay the degrade policy's.
+	Dropping bool
+	// KeepRatio is the share of the entries offered to the stream (Entries) in the last
+	// ten seconds or so that were not dropped, for any reason (degraded, sampled,
+	// queue_full, too_large, closed, shutdown, ...): 1 when nothing was offered, 0 when
+	// everything offered was dropped. The window is counted from the sink's clock, which
+	// takes the counts once a second: it reaches back to the newest count at least ten
+	// seconds old (to the core's start while it is younger), so it spans 10–11 s.
+	KeepRatio float64
+	// AdmitRatio is the share of the offered info entries DegradeAdaptive let through at
+	// its last step (1 when it thinned nothing, under the other policies, and on the err
+	// stream): the policy's own figure, where KeepRatio is what the stream kept.
+	AdmitRatio float64
+	// Capacity is the delivery rate DegradeAdaptive measured while the buffer held a
+	// backlog, in entries per second (0 until measured, and on the err stream). It reads 0
+	// while nothing is delivered — entries have been pending for longer than
+	// FlushInterval and a second, and no frame has been taken for a second — rather than
+	// the last measure, which would say the receiver takes what it no longer takes. The
+	// policy itself still uses its measure (this is reporting only).
+	Capacity float64
 	// SentBatches and SentBytes count frames written; SendErrors failed attempts;
 	// Reconnects connections opened after the first.
 	SentBatches, SentBytes, SendErrors, Reconnects uint64
@@ -91,6 +147,10 @@ type StreamStats struct {
 	// Servers has one row per address in Config.Servers (or the one Addr), in their order;
 	// an address listed twice has one row.
 	Servers []ServerStats
+
+	// recent is what the stream was offered and dropped within KeepRatio's window: the
+	// collector sums it over its cores and takes KeepRatio from the sums.
+	recent recentCounts
 }
 
 // ServerStats are one server's numbers within a stream.
@@ -106,6 +166,11 @@ type ServerStats struct {
 	// Entries replayed from the spill are counted too, so over all servers it is the
 	// stream's Delivered + Replayed.
 	Delivered uint64
+	// LastDelivery is when it last took a frame of the stream (written, or acknowledged
+	// with RequireAck; a frame of the spill's replay too), on the sink's clock; the zero
+	// time before the first. An idle stream's grows old too: it says a server is not
+	// taking entries only while some are pending.
+	LastDelivery time.Time
 }
 
 // DroppedTotal returns the sum of Dropped over all reasons.
@@ -120,4 +185,96 @@ func (s StreamStats) DroppedTotal() uint64 {
 // Stats holds the numbers of both streams, the same ones the Prometheus metrics expose.
 type Stats struct {
 	Info, Err StreamStats
+}
+
+// keepRatio is the share of offered entries not dropped: 1 when none were offered.
+func keepRatio(c recentCounts) float64 {
+	if c.offered == 0 {
+		return 1
+	}
+	return 1 - min(float64(c.dropped)/float64(c.offered), 1)
+}
+
+// The windows of KeepRatio and Dropping, on the sink's clock, which counts once a second.
+const (
+	keepWindow = 10 * time.Second
+	dropWindow = time.Second
+	// recentSlots holds a count per second for keepWindow, the one it reaches back to, and
+	// one that the clock may be writing.
+	recentSlots = int(keepWindow/time.Second) + 2
+)
+
+// recentCounts are a stream's cumulative counts that its recent windows are taken from:
+// offered (Entries), dropped (all reasons) and pressed (the backpressure reasons of
+// Dropping).
+type recentCounts struct{ offered, dropped, pressed uint64 }
+
+// minus returns c - o, each at least 0 (o is an older count).
+func (c recentCounts) minus(o recentCounts) recentCounts {
+	sub := func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	}
+	return recentCounts{sub(c.offered, o.offered), sub(c.dropped, o.dropped), sub(c.pressed, o.pressed)}
+}
+
+// recentWindow is a ring of a stream's counts, one per second of the sink's clock (roll),
+// that Stats reads the windows from (before). roll is called by the clock's goroutine
+// only; before is safe for concurrent use.
+type recentWindow struct {
+	sec int64 // the unix second of the last count; the clock's goroutine's alone
+
+	mu   sync.Mutex
+	at   [recentSlots]int64 // unix nanos of each count; 0: none yet
+	c    [recentSlots]recentCounts
+	next int
+}
+
+// start takes the first count, of a stream that has counted nothing yet, at now.
+func (w *recentWindow) start(now time.Time) {
+	w.sec = now.Unix()
+	w.at[0] = now.UnixNano()
+	w.next = 1
+}
+
+// due reports whether the clock should take a count at now: the first of its second.
+func (w *recentWindow) due(now time.Time) bool { return now.Unix() != w.sec }
+
+// roll takes count c at now.
+func (w *recentWindow) roll(now time.Time, c recentCounts) {
+	w.sec = now.Unix()
+	w.mu.Lock()
+	w.at[w.next], w.c[w.next] = now.UnixNano(), c
+	w.next = (w.next + 1) % recentSlots
+	w.mu.Unlock()
+}
+
+// before returns the newest count taken at least d before now, or the oldest one if none
+// is that old.
+func (w *recentWindow) before(now time.Time, d time.Duration) recentCounts {
+	limit := now.Add(-d).UnixNano()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	best, bestAt := -1, int64(math.MinInt64)
+	oldest, oldestAt := -1, int64(math.MaxInt64)
+	for i, at := range w.at {
+		if at == 0 {
+			continue
+		}
+		if at <= limit && at > bestAt {
+			best, bestAt = i, at
+		}
+		if at < oldestAt {
+			oldest, oldestAt = i, at
+		}
+	}
+	switch {
+	case best >= 0:
+		return w.c[best]
+	case oldest >= 0:
+		return w.c[oldest]
+	}
+	return recentCounts{}
 }

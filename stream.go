@@ -61,6 +61,11 @@ type streamPolicy interface {
 	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
 	// report adds the policy's own figures to the stream's Stats.
 	report(st *StreamStats)
+	// reserves reports whether the stream's reserve of free batches (stream.reserve) goes
+	// only to entries keepsWhole reports true for (see takeFor): room that a flood the
+	// policy thins cannot fill.
+	reserves() bool
+	keepsWhole(level zapcore.Level, msg string) bool
 }
 
 var (
@@ -78,7 +83,10 @@ type stream struct {
 	nbatches int
 	batchCap int // bytes per batch
 	sealAt   int // a batch this full is sealed right away
-	entryCap int // largest encoded entry accepted
+	reserve  int // free batches kept for the entries the policy keeps whole, while it reserves
+
+	reservedOpen atomic.Int32 // reserved batches open in a shard now: the reserve less those
+	entryCap     int          // largest encoded entry accepted
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget
@@ -117,6 +125,14 @@ type stream struct {
 	replayed                                       atomic.Uint64 // delivered from the durable spill
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	sendDuration                                   prometheus.Observer // this stream's histogram
+
+	// What only Stats and the clock read, after the fields of the write path and the
+	// senders. all is every batch of the stream, made once: Stats reads their opened times.
+	all           []*batch
+	flushInterval time.Duration // streamSettings.flushInterval
+	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
+	// clock rolls once a second (rollRecent).
+	recent recentWindow
 }
 
 func newStream(id streamID, tag string, budget int, s streamSettings, policy streamPolicy, fwds ...*forwarder) *stream {
@@ -132,13 +148,18 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		nbatches:  nb,
 		batchCap:  s.batchBytes,
 		sealAt:    s.batchBytes - s.batchBytes/16,
+		reserve:   reserveOf(nb),
 		entryCap:  s.entryBytes,
 		firstPass: firstPass(s.entryBytes, policy.cutsOversized()),
 		held:      make([]*batch, 0, nb),
 		done:      order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
 		progress:  make(chan struct{}),
 		clock:     s.clock,
+
+		all:           make([]*batch, 0, nb),
+		flushInterval: s.flushInterval,
 	}
+	st.recent.start(s.clock.Now())
 	for _, f := range fwds {
 		// The connections hold at most all but nshards of the batches in flight together:
 		// that many stay out of flight, for the writers to fill and the senders to take next.
@@ -151,9 +172,31 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		sh.enc.release = sh.release
 	}
 	for range nb {
-		st.free <- &batch{buf: make([]byte, 0, s.batchBytes)}
+		b := &batch{buf: make([]byte, 0, s.batchBytes)}
+		st.all = append(st.all, b)
+		st.free <- b
 	}
 	return st
+}
+
+// reserveFrom is the fewest batches a stream must have to keep one of them in reserve (see
+// takeFor): then it holds no more than 1/16 of the budget.
+const reserveFrom = 16
+
+func reserveOf(nbatches int) int {
+	if nbatches >= reserveFrom {
+		return 1
+	}
+	return 0
+}
+
+// reservedBytes is the room of the batches held in reserve now, which a flood the policy
+// thins cannot take.
+func (s *stream) reservedBytes() int64 {
+	if s.reserve == 0 || !s.policy.reserves() {
+		return 0
+	}
+	return int64(s.reserve * s.sealAt)
 }
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream
@@ -203,7 +246,11 @@ func (s *stream) lastError() error {
 	return nil
 }
 
+// stats reads the stream's counters and gauges at the sink's clock's now. The outcomes
+// (delivered, spilled, dropped) are read before Entries, each of which only grows and
+// counts an entry before its outcome, so Pending is never negative.
 func (s *stream) stats() StreamStats {
+	now := s.clock.Now()
 	st := StreamStats{
 		Dropped:       make(map[string]uint64, numDropReasons),
 		Delivered:     s.delivered.Load(),
@@ -216,24 +263,109 @@ func (s *stream) stats() StreamStats {
 		SendErrors:    s.sendErrors.Load(),
 		Reconnects:    s.reconnects.Load(),
 	}
+	var busy int64 // when the oldest send under way began
 	for _, snd := range s.senders {
 		st.HandshakeFailures += snd.fwd.handshakeFailures.Load()
+		if at := snd.fwd.busySince(); at != 0 && (busy == 0 || at < busy) {
+			busy = at
+		}
+	}
+	if busy != 0 {
+		st.SendInProgress = max(now.Sub(time.Unix(0, busy)), 0)
 	}
 	st.Servers = s.serverStats()
-	for r := dropReason(0); r < numDropReasons; r++ {
-		st.Dropped[r.String()] = 0
+	cur := s.recentCounts()
+	var dropped [numDropReasons]uint64
+	for i := range s.shards {
+		for r := range dropped {
+			dropped[r] += s.shards[i].dropped[r].Load()
+		}
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		st.Entries += sh.entries.Load()
 		st.Truncated += sh.truncated.Load()
-		for r := dropReason(0); r < numDropReasons; r++ {
-			st.Dropped[r.String()] += sh.dropped[r].Load()
+	}
+	var lost uint64 // every outcome but delivery
+	for r, v := range dropped {
+		st.Dropped[dropReason(r).String()] = v
+		lost += v
+	}
+	lost += st.Spilled
+	if st.Entries > st.Delivered+lost {
+		st.Pending = st.Entries - st.Delivered - lost
+	}
+	if at := s.oldestOpened(); at != 0 {
+		st.OldestPending = max(now.Sub(time.Unix(0, at)), 0)
+	}
+	st.recent = cur.minus(s.recent.before(now, keepWindow))
+	st.KeepRatio = keepRatio(st.recent)
+	st.Dropping = cur.minus(s.recent.before(now, dropWindow)).pressed > 0
+	st.AdmitRatio = 1
+	s.policy.report(&st)
+	if st.Capacity > 0 && s.stalled(now, &st) {
+		st.Capacity = 0
+	}
+	return st
+}
+
+// stallAfter is how long a stream that holds entries may deliver nothing before Stats
+// reports its Capacity as 0: more than the gaps between a healthy sender's frames, less than
+// a scrape interval.
+const stallAfter = time.Second
+
+// stalled reports whether the stream delivers nothing at now, by st: an entry has waited
+// longer than FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
+func (s *stream) stalled(now time.Time, st *StreamStats) bool {
+	if st.Pending == 0 || st.OldestPending <= s.flushInterval+stallAfter {
+		return false
+	}
+	for _, sv := range st.Servers {
+		if now.Sub(sv.LastDelivery) <= stallAfter {
+			return false
 		}
 	}
-	st.KeepRatio = 1
-	s.policy.report(&st)
-	return st
+	return true
+}
+
+// oldestOpened returns when the oldest batch holding entries was opened (unix nanos), 0 if
+// none holds any.
+func (s *stream) oldestOpened() int64 {
+	var oldest int64
+	for _, b := range s.all {
+		if at := b.opened.Load(); at != 0 && (oldest == 0 || at < oldest) {
+			oldest = at
+		}
+	}
+	return oldest
+}
+
+// recentCounts returns the stream's cumulative counts for its recent windows; the drops are
+// read before the entries, which count each entry first.
+func (s *stream) recentCounts() recentCounts {
+	var c recentCounts
+	for i := range s.shards {
+		sh := &s.shards[i]
+		for r := range sh.dropped {
+			v := sh.dropped[r].Load()
+			c.dropped += v
+			if backpressure(dropReason(r)) {
+				c.pressed += v
+			}
+		}
+	}
+	for i := range s.shards {
+		c.offered += s.shards[i].entries.Load()
+	}
+	return c
+}
+
+// rollRecent is the sink's clock's: once a second of the clock it takes the stream's counts
+// for KeepRatio and Dropping. Only the clock's goroutine calls it.
+func (s *stream) rollRecent(now time.Time) {
+	if s.recent.due(now) {
+		s.recent.roll(now, s.recentCounts())
+	}
 }
 
 // serverStats sums the senders' connections, frames in flight and deliveries by server.
@@ -256,6 +388,11 @@ func (s *stream) serverStats() []ServerStats {
 		}
 		for i := range snd.fwd.deliveredTo {
 			rows[row[i]].Delivered += snd.fwd.deliveredTo[i].Load()
+			if at := snd.fwd.lastTaken[i].Load(); at != 0 {
+				if t := time.Unix(0, at); t.After(rows[row[i]].LastDelivery) {
+					rows[row[i]].LastDelivery = t
+				}
+			}
 		}
 	}
 	return rows

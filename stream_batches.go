@@ -9,7 +9,29 @@ import (
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
+	"go.uber.org/zap/zapcore"
 )
+
+// takeFor takes a free batch for ent's shard, or returns nil. While the policy reserves,
+// the last s.reserve free batches go only to an entry the policy keeps whole, and are marked
+// reserved: a flood the policy thins then finds the buffer full while the keys it keeps
+// whole (rare ones, Warn under an Info flood) still have a batch, however the flood's
+// batches were sealed.
+func (s *stream) takeFor(ent *zapcore.Entry) *batch {
+	reserved := false
+	if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n && s.policy.reserves() {
+		if !s.policy.keepsWhole(ent.Level, ent.Message) {
+			return nil
+		}
+		reserved = true
+	}
+	b := s.takeFree()
+	if b != nil && reserved {
+		b.reserved = true
+		s.reservedOpen.Add(1)
+	}
+	return b
+}
 
 func (s *stream) takeFree() *batch {
 	select {
@@ -23,6 +45,7 @@ func (s *stream) takeFree() *batch {
 // seal queues a batch for the sender. Callers hold the lock of the shard the batch came
 // from; the queue has room for every batch, so this never blocks.
 func (s *stream) seal(b *batch) {
+	s.unreserve(b)
 	s.queuedBytes.Add(int64(len(b.buf)))
 	s.queuedBatches.Add(1)
 	s.sealMu.Lock()
@@ -33,6 +56,14 @@ func (s *stream) seal(b *batch) {
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
 	s.policy.sealed(float64(s.queuedBytes.Load()) / float64(s.capacity()))
+}
+
+// unreserve counts a reserved batch out of the open ones (sealed, or given back).
+func (s *stream) unreserve(b *batch) {
+	if b.reserved {
+		b.reserved = false
+		s.reservedOpen.Add(-1)
+	}
 }
 
 // flush seals every shard's non-empty open batch.
@@ -127,7 +158,8 @@ func (s *stream) finish(b *batch) {
 	s.queuedBatches.Add(-1)
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
-	b.buf, b.n, b.tok = b.buf[:0], 0, ackToken{}
+	b.buf, b.n, b.tok, b.reserved = b.buf[:0], 0, ackToken{}, false
+	b.opened.Store(0)
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -189,7 +221,9 @@ take:
 			dst.buf = append(dst.buf, src.buf...)
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
-			src.buf, src.n = src.buf[:0], 0
+			dst.openedBy(src)
+			src.buf, src.n, src.reserved = src.buf[:0], 0, false
+			src.opened.Store(0)
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue
@@ -213,6 +247,7 @@ func (s *stream) moveEntries(b, nb *batch) {
 		moved, rest = moved+size, after
 	}
 	if moved > 0 {
+		b.openedBy(nb)
 		b.buf = append(b.buf, nb.buf[:moved]...)
 		b.n += k
 		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]

@@ -195,3 +195,64 @@ func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 		t.Fatalf("done %d (early %v) once every batch finished, want 4", st.done.Upto(), st.done.Early())
 	}
 }
+
+// reservingPolicy is the info policy reserving as the adaptive shedder does when n > 0, and
+// keeping every message but "flood" whole.
+type reservingPolicy struct {
+	*infoPolicy
+	n int
+}
+
+func (p reservingPolicy) reserves() bool                            { return p.n > 0 }
+func (reservingPolicy) keepsWhole(_ zapcore.Level, msg string) bool { return msg != "flood" }
+
+// A flood the policy does not keep whole fills the buffer up to the reserved batch, and no
+// further: a key kept whole still finds room, however the flood's batches were sealed, and
+// the flood is not written into the batch it opened. Without the reserve, the same
+// entries are queue_full.
+func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
+	for _, n := range []int{1, 0} {
+		s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: reserveFrom * 4 << 10}})
+		st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, reservingPolicy{newInfoPolicy(s.degrade, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
+		queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
+		log := func(msg string) {
+			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
+			st.write(nil, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
+		}
+		// No sender runs: nothing leaves the buffer. Fill it, sealing some batches partly
+		// filled as flush ticks do.
+		for i := 0; queueFull() == 0; i++ {
+			if i > 10000 {
+				t.Fatal("the flood never filled the buffer")
+			}
+			log("flood")
+			if i%7 == 0 {
+				st.flush()
+			}
+		}
+		before := queueFull()
+		for range 5 {
+			log("rare")
+			log("flood")
+		}
+		dropped := queueFull() - before
+		if n == 1 && dropped != 5 {
+			t.Fatalf("with a reserved batch: %d of 5 rare and 5 flood entries queue_full; want the 5 flood ones", dropped)
+		}
+		if n == 0 && dropped != 10 {
+			t.Fatalf("without a reserved batch: %d of 10 entries queue_full; want all of them (the test would not show the reserve)", dropped)
+		}
+		// The sender frees a batch: the flood is written again, in a batch of its own, and
+		// the reserve, which the shard held, is sealed with the rare entries in it.
+		st.finish(<-st.queue)
+		before, sealed := queueFull(), st.lastSealed()
+		log("flood")
+		if queueFull() != before {
+			t.Fatalf("reserve %d: the flood's entry was queue_full with a batch free", n)
+		}
+		if n == 1 && st.lastSealed() != sealed+1 {
+			t.Fatalf("the reserve was not sealed when its shard moved on (%d sealed, was %d)", st.lastSealed(), sealed)
+		}
+		st.senders[0].fwd.close()
+	}
+}

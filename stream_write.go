@@ -209,9 +209,23 @@ func (s *stream) tryAppendLocked(sh *shard, ctx *encodedContext, ent *zapcore.En
 		return streamClosed, nil
 	}
 	if sh.cur == nil {
-		if sh.cur = s.takeFree(); sh.cur == nil {
+		if sh.cur = s.takeFor(ent); sh.cur == nil {
 			return needBatch, nil
 		}
+	} else if sh.cur.reserved && !s.policy.keepsWhole(ent.Level, ent.Message) {
+		// The shard holds the reserve, which this entry may not fill: once the buffer has
+		// room again, the reserve is sealed with what it holds and the shard moves on.
+		nb := s.takeFor(ent)
+		if nb == nil {
+			return needBatch, nil
+		}
+		if sh.cur.n > 0 {
+			s.seal(sh.cur)
+		} else {
+			s.unreserve(sh.cur)
+			s.free <- sh.cur // cannot block: every batch fits in free
+		}
+		sh.cur = nb
 	}
 	return s.appendLocked(sh, ctx, ent, fields, cut, true)
 }
@@ -232,7 +246,7 @@ func (s *stream) writeElsewhere(i int, ctx *encodedContext, ent *zapcore.Entry, 
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*msgpEncoder)(nil)
-			if o.cur != nil && !s.closed.Load() {
+			if o.cur != nil && !s.closed.Load() && (!o.cur.reserved || s.policy.keepsWhole(ent.Level, ent.Message)) {
 				status, enc = s.appendLocked(o, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
@@ -314,7 +328,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		// larger than the space sealAt leaves get here).
 		sh.cur = nil
 		s.seal(b)
-		nb := s.takeFree()
+		nb := s.takeFor(ent)
 		if nb == nil {
 			if cut == nil {
 				enc.discard(ent)
@@ -328,6 +342,9 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 	} else {
 		b.buf = out
 		b.n++
+	}
+	if b.n == 1 {
+		b.opened.Store(s.clock.Now().UnixNano()) // once per batch: OldestPending
 	}
 	if truncated {
 		sh.truncated.Add(1)

@@ -69,6 +69,17 @@ func run(args []string, w io.Writer) error {
 		return err
 	}
 
+	// The metrics port first, before anything starts: a demo run for its metrics that
+	// cannot serve them is a failed run, not one that carries on without them.
+	var metricsLn net.Listener
+	if *metricsAddr != "" {
+		var err error
+		if metricsLn, err = new(net.ListenConfig).Listen(context.Background(), "tcp", *metricsAddr); err != nil {
+			return fmt.Errorf("-metrics %s: cannot serve /metrics there: %w", *metricsAddr, err)
+		}
+		defer func() { _ = metricsLn.Close() }()
+	}
+
 	var recv *forwardtest.Receiver
 	addr := *fluent
 	if addr == "" {
@@ -137,14 +148,11 @@ func run(args []string, w io.Writer) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
-	if *metricsAddr != "" {
-		msrv := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := msrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				fmt.Fprintln(os.Stderr, "metrics server:", err)
-			}
-		}()
+	if metricsLn != nil {
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = msrv.Serve(metricsLn) }()
 		defer func() { _ = msrv.Close() }()
+		fmt.Fprintf(out, "fluentcore-demo: metrics on http://%s/metrics\n", metricsLn.Addr())
 	}
 
 	fmt.Fprintf(out, "fluentcore-demo: service on http://%s, logging to %s, %d workers for %v\n",

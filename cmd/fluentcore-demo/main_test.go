@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net"
+	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -63,5 +68,55 @@ func TestHelpSucceeds(t *testing.T) {
 	}
 	if err := run([]string{"-no-such-flag"}, &out); err == nil {
 		t.Error("run -no-such-flag: no error")
+	}
+}
+
+// -metrics on a port already taken is an error that names the flag and the address, and
+// the demo stops before it drives any load (it does not carry on without its metrics).
+func TestMetricsPortTakenIsAnError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out bytes.Buffer
+	err = run([]string{"-d", "1s", "-metrics", ln.Addr().String()}, &out)
+	if err == nil {
+		t.Fatalf("run -metrics %s (taken): no error\n%s", ln.Addr(), out.String())
+	}
+	if !strings.Contains(err.Error(), "-metrics "+ln.Addr().String()) {
+		t.Errorf("error does not name the flag and address: %v", err)
+	}
+	if strings.Contains(out.String(), "requests/s") {
+		t.Errorf("the demo drove load although its metrics port was taken:\n%s", out.String())
+	}
+}
+
+// -metrics on a free port serves the library's metrics while the demo runs.
+func TestMetricsServed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() { done <- run([]string{"-d", "1500ms", "-workers", "2", "-metrics", addr}, &out) }()
+	var body []byte
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		break
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !bytes.Contains(body, []byte("fluentcore_entries_total")) {
+		t.Errorf("/metrics did not serve fluentcore's metrics:\n%.2000s", body)
 	}
 }

@@ -1,6 +1,6 @@
-// Package guarantees keeps the README's "Guarantees" table in step with the fault suite
-// (TestFaults in the root package), which generates it: Splice puts a generated table
-// between the README's markers, Extract and Rows read it back so a test can compare.
+// Package guarantees keeps the "Guarantees" table of docs/guarantees.md in step with the
+// fault suite (TestFaults in the root package), which generates it: Splice puts a generated
+// table between the document's markers, Extract and Rows read it back so a test can compare.
 // It is a development tool of this repository, not part of fluentcore's API.
 package guarantees
 
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Begin and End are the marker comments around the generated table in README.md.
+// Begin and End are the marker comments around the generated table in docs/guarantees.md.
 const (
 	Begin = "<!-- guarantees:begin -->"
 	End   = "<!-- guarantees:end -->"

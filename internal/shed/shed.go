@@ -182,6 +182,17 @@ func (s *Shedder) Keep(level int8, msg string) bool {
 	return false
 }
 
+// Whole reports whether msg at level is a key kept whole: not thinned by the last step,
+// and not over its fair share of what the sender delivers (so not kept out of the margin).
+// Every key is while keys are not counted. Safe for concurrent use; a hash and two loads.
+func (s *Shedder) Whole(level int8, msg string) bool {
+	if !s.counting.Load() {
+		return true
+	}
+	sl := &s.slots[slotOf(level, msg)]
+	return sl.ratio.Load() == one && !sl.flood.Load()
+}
+
 // leaseChunk is how much of the allowance a key takes at a time into its slot's lease: the
 // key's callers then count down their own slot's line, which they write anyway, rather than
 // all of them one shared line per entry.

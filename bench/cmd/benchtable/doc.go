@@ -125,7 +125,7 @@ func orDash(s string) string {
 	return s
 }
 
-// summary is the top-level README's section.
+// summary is docs/benchmarks.md's section.
 func (d *doc) summary() string {
 	var b strings.Builder
 	b.WriteString(d.machine() + " Medians; lost and rejected/dropped are shares of all calls over the runs.\n\n")

@@ -1,8 +1,8 @@
 // Command benchtable turns the raw output of make bench into the tables of bench/README.md,
-// the summary table of the top-level README.md and the chart bench/chart.png. Every figure
+// the summary table of docs/benchmarks.md and the chart bench/chart.png. Every figure
 // in them comes from the raw files; nothing is typed by hand.
 //
-//	go run ./cmd/benchtable -results results -readme README.md -top ../README.md -chart chart.png
+//	go run ./cmd/benchtable -results results -readme README.md -top ../docs/benchmarks.md -chart chart.png
 //
 // Inputs in -results: raw.txt (the main benchmark run), raw-ibm.txt (the run built with
 // -tags ibm), throughput.txt (cmd/throughput) and forwardtest.txt (forwardtest's own
@@ -25,7 +25,7 @@ import (
 func main() {
 	dir := flag.String("results", "results", "directory with raw.txt, raw-ibm.txt, throughput.txt, forwardtest.txt")
 	readme := flag.String("readme", "README.md", "file whose benchtable section is regenerated")
-	top := flag.String("top", "", "top-level README whose summary section is regenerated")
+	top := flag.String("top", "", "document whose summary section is regenerated (docs/benchmarks.md)")
 	chart := flag.String("chart", "chart.png", "chart image to write")
 	flag.Parse()
 	if err := run(*dir, *readme, *top, *chart); err != nil {

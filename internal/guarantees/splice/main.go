@@ -1,7 +1,7 @@
-// Command splice puts the table TestFaults generated into README.md between the
+// Command splice puts the table TestFaults generated into docs/guarantees.md between the
 // guarantees markers: `make guarantees` runs the suite, then this.
 //
-//	go run ./internal/guarantees/splice -table build/guarantees.md -doc README.md
+//	go run ./internal/guarantees/splice -table build/guarantees.md -doc docs/guarantees.md
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	table := flag.String("table", "", "the generated table (written by go test -run TestFaults -args -guarantees=FILE)")
-	doc := flag.String("doc", "README.md", "the document to update")
+	doc := flag.String("doc", "docs/guarantees.md", "the document to update")
 	flag.Parse()
 	if err := run(*table, *doc); err != nil {
 		fmt.Fprintln(os.Stderr, "splice:", err)
