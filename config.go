@@ -1,10 +1,12 @@
 package fluentcore
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +33,7 @@ const (
 	DefaultRetryMax        = 10 * time.Second
 	DefaultSpillAfter      = 5 * time.Second
 	DefaultSpillMaxBytes   = 256 << 20
+	DefaultResolveInterval = 30 * time.Second
 )
 
 // MinInterval is the shortest duration a Config takes: every duration field that is set
@@ -59,18 +62,27 @@ type StreamConfig struct {
 	BufferBytes int `json:"buffer_bytes,omitempty" yaml:"buffer_bytes,omitempty"`
 	// Connections is how many connections the stream sends on at once, each with its own
 	// sender taking sealed batches as they come: a receiver that serves each connection on
-	// one worker (fluentd's `workers N` behind one port) or several Servers then take
+	// one worker (fluentd's `workers N` behind one port) or several servers then take
 	// the stream together. Entries keep their order per connection, not across them.
-	// Default 1: against a receiver that is not slow per connection, more connections
-	// delivered no more than one by any measure that tells a gain from the noise, while one
-	// connection keeps each goroutine's entries in order, as fluentd's out_forward does with
-	// its default of one flush thread. Against receivers that are slow per connection or per
-	// server, N connections deliver up to N times as much: set it to the receiver's workers
-	// or servers (bench/README.md, "Scale-out and acks", has the figures). At most MaxConnections, and at
+	// Default 0: for the info stream, one connection per server that is not a standby —
+	// each address of a name counted, as New's first lookup finds them (Config.Servers) —
+	// and, when the weights differ, as many per server as its weight over the weights'
+	// greatest common divisor if that makes at most MaxSpread (60:30 takes 2 and 1); at
+	// most MaxSpread (8) in all, so that several servers take the stream at once, by weight,
+	// with no setting (bench/README.md, "Several servers"); with one server, one connection,
+	// which keeps each goroutine's entries in order as fluentd's out_forward does with its
+	// default of one flush thread (against a receiver that is not slow per connection, more
+	// connections to it delivered no more than one). The count is fixed by New: a name
+	// that gains addresses later gets no more connections (set Connections for a tier that
+	// grows). Against a receiver that is slow per connection, N connections deliver up to
+	// N times as much: set it to the receiver's workers (bench/README.md, "Scale-out and
+	// acks", has the figures). At most MaxConnections, and at
 	// most half the stream's batches (BufferBytes / MaxBatchBytes / 2); more is a Validate
 	// error and means the limit. The err stream sends on one connection: its spill replay
-	// and order need one sender, so Err.Connections other than 0 or 1 is a Validate error
-	// and means 1.
+	// and its order need one sender — its entries reach the receivers in the order they
+	// were logged (by one goroutine; in the order their shards sealed them across
+	// goroutines), to whichever server the connection is on — so Err.Connections other
+	// than 0 or 1 is a Validate error and means 1.
 	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
 	// Acks says whether the stream's frames ask the receiver to acknowledge them. Default
 	// (AcksDefault): the err stream does, so that an err entry counts as delivered only
@@ -125,12 +137,32 @@ const MaxInflightLimit = 64
 // MaxConnections is the most connections one stream sends on (StreamConfig.Connections).
 const MaxConnections = 16
 
+// MaxSpread is the most connections the info stream opens by default (Info.Connections 0),
+// one per server: with more servers than this, each core's connections take MaxSpread of
+// them by weight, and different cores mostly different ones.
+const MaxSpread = 8
+
+// MaxNameAddresses is the most addresses of one server name that are used at once (see
+// Config.Servers): a name with more uses this many of them, keeping those it has.
+const MaxNameAddresses = 16
+
+// Resolver looks host names up, for Config.Resolver: *net.Resolver is one
+// (net.DefaultResolver is the default). Implementations must be safe for concurrent use;
+// an error, or no address, leaves the addresses of the name's last lookup in use. For
+// srv:// servers it must also have the method LookupSRV(ctx, service, proto, name string)
+// (string, []*net.SRV, error), called with service and proto "" and the whole name, as
+// *net.Resolver's; without it such a server has no address.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
 // Config configures a Core. The zero value is usable: every field has a documented default.
 // Config is read once by New; changing it afterwards has no effect.
 type Config struct {
-	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port" or
-	// "unix:///path". Default DefaultAddr, unless Servers is set (then Addr must be empty).
-	// The name is resolved again on every reconnect.
+	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port",
+	// "unix:///path" or "srv://_service._proto.name" (see Servers). Default DefaultAddr, unless Servers is set (then Addr must be empty).
+	// A host name with several addresses is that many servers (see Servers); one with one
+	// address is resolved again on every reconnect.
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
 	// Default DefaultTag ("app").
@@ -321,27 +353,69 @@ type Config struct {
 	// Default "" (none).
 	Username string `json:"username,omitempty" yaml:"username,omitempty"`
 	Password Secret `json:"password,omitzero" yaml:"password,omitempty"`
-	// Servers, if set, replaces Addr by several receivers: new connections go to the
-	// servers that are up by weighted round robin, standbys take over while every other
-	// server is down, and a server that fails is left alone by all of the stream's
-	// connections for its own backoff (RetryMin to RetryMax, with jitter) before it is tried
-	// again. Each connection is kept until it fails. Default nil: Addr only.
+	// Servers, if set, replaces Addr by several receivers: the info stream opens one
+	// connection per server that is not a standby (Info.Connections, default 0), each new
+	// connection going to the server that has the fewest for its weight, so that all the
+	// servers take the stream at once, by weight; a connection whose server fails moves to
+	// another, and moves back, one at a time, once the server takes connections again.
+	// Standbys take connections only while every other server is down. A server that fails
+	// is left alone by all of the stream's connections for its own backoff (RetryMin to
+	// RetryMax, with jitter) before it is tried again. The err stream's one connection
+	// goes to one server at a time, by the same rules.
+	//
+	// A server (or Addr) whose host is a DNS name, not an IP address, is every address the
+	// name has: each is a server of its own, with the name's weight and standby flag, up to
+	// MaxNameAddresses. New looks the name up once for the info stream (waiting at most a
+	// second, or DialTimeout if shorter; the err stream's one connection has it looked up
+	// in the background and dials the name until then), and the connections look it up
+	// again every ResolveInterval and, at most
+	// every second, after a connection to one of its addresses failed: an address that
+	// appears takes connections that are missing elsewhere, one that is gone has its
+	// connections moved, in good order, once their frames in flight are acked. IPv4
+	// addresses are used if the name has any, else IPv6 ones; a name with one address is
+	// dialed by name, as before. A failed lookup keeps the addresses of the last one. TLS
+	// verifies the name as configured, whichever address is dialed.
+	//
+	// A server "srv://_service._proto.name" (DNS SRV discovery, as fluentd's srv service
+	// discovery) is the name's SRV targets, each at its port, dialed by its name, up to
+	// MaxNameAddresses, looked up as above (and every second until a lookup answers: there
+	// is no server before that): the records of the lowest priority are regular servers,
+	// the others standbys; a target's weight is its record's (0 counts as 1) times the
+	// srv:// server's Weight, so the info stream's connections follow the records' weights
+	// (20:10:10 gives 2, 1 and 1). Plain TCP only (with TLS set it is refused as any plain
+	// address is), and Resolver must have LookupSRV (net.Resolver has). Default nil: Addr
+	// only.
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
+	// ResolveInterval is how often the servers' host names are looked up again while the
+	// core sends (see Servers). Default DefaultResolveInterval (30s); at least MinInterval.
+	ResolveInterval time.Duration `json:"resolve_interval,omitempty" yaml:"resolve_interval,omitempty"`
+	// Resolver looks the servers' host names up. Default net.DefaultResolver; a test, or a
+	// service with its own DNS client, passes another.
+	Resolver Resolver `json:"-" yaml:"-"`
 	// Degrade tunes the info stream's degrade state machine.
 	Degrade DegradeConfig `json:"degrade,omitempty" yaml:"degrade,omitempty"`
-	// Registerer receives the core's Prometheus metrics. Default nil: none registered
-	// (Core.Stats still reports them). Cores on one Registerer with equal ConstLabels share
+	// Registerer receives the core's Prometheus metrics. Default prometheus.DefaultRegisterer,
+	// the registry promhttp.Handler() serves, so that the usual /metrics endpoint shows the
+	// fluentcore_* series (the dropped-entries counters above all) with no setting; pass
+	// another Registerer to keep them apart, or set NoMetrics to register none. Cores on
+	// one Registerer with equal ConstLabels share
 	// one set of series, so that a config reload may make the new core before it closes the
 	// old one, without an error and without a gap in the series: each counter is the sum
 	// over the cores that have shared it (a closed core's counts as they were at its
 	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
 	// degraded and dropping (1 if any is), the ages (the largest), degrade_admit_ratio (the
 	// lowest), keep_ratio (of the live cores' recent counts summed) and the last-success
-	// timestamps (the latest of any core). The series are unregistered when
+	// timestamps (the latest of any core). So several cores in one process with the
+	// default config share the default registry's series, and their numbers add up. The
+	// series are unregistered when
 	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
 	// their own. If the Registerer refuses the metrics (another collector has their names),
 	// the core works without them, and Sync and Close report it.
 	Registerer prometheus.Registerer `json:"-" yaml:"-"`
+	// NoMetrics registers the core's metrics nowhere (Core.Stats still reports them): the
+	// opt-out from the default registry. Default false. Setting it with Registerer is a
+	// Validate error, and NoMetrics wins.
+	NoMetrics bool `json:"no_metrics,omitempty" yaml:"no_metrics,omitempty"`
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	// Default nil. A name must be a classic Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
 	// not starting with "__") other than the metrics' own stream, reason, server and le, and
@@ -363,7 +437,8 @@ const DefaultServerWeight = 60
 // Server is one receiver of Config.Servers. It is a plain value, safe to copy and share.
 type Server struct {
 	// Addr is the receiver, in the forms Config.Addr takes ("tcp://host:port", "host:port",
-	// "tls://host:port", "unix:///path"). Required: an empty or malformed Addr is a Validate
+	// "tls://host:port", "unix:///path"), or "srv://_service._proto.name" (see
+	// Config.Servers). Required: an empty or malformed Addr is a Validate
 	// error, and makes every send fail.
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Weight is the server's share of new connections among the servers in use: with weights

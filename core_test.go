@@ -38,7 +38,7 @@ func jsonTwin(buf *bytes.Buffer) zapcore.Core {
 
 // newTestCore returns a core for a receiver at addr (or, with addr "", Config.Servers),
 // closed when the test ends: tag "shop", every level, a quick flush and quick retries,
-// metrics on reg; then each mod, in order, changes its Config (a nil mod is skipped). It
+// metrics on reg (a new registry if nil); then each mod, in order, changes its Config (a nil mod is skipped). It
 // fails the test if the Config does not validate.
 func newTestCore(t *testing.T, addr string, reg prometheus.Registerer, mods ...func(*fluentcore.Config)) *fluentcore.Core {
 	t.Helper()
@@ -50,6 +50,9 @@ func newTestCore(t *testing.T, addr string, reg prometheus.Registerer, mods ...f
 		RetryMin:      5 * time.Millisecond,
 		RetryMax:      50 * time.Millisecond,
 		Registerer:    reg,
+	}
+	if reg == nil { // a registry of its own: tests running in parallel share no series
+		cfg.Registerer = prometheus.NewRegistry()
 	}
 	for _, mod := range mods {
 		if mod != nil {

@@ -355,6 +355,9 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 		// With acks, delivered means the receiver has it: without, a write completes when
 		// the kernel takes it, and loopback's socket buffers hold seconds of this receiver.
 		Addr: r.Addr(), Registerer: reg, RequireAck: true, Degrade: DegradeConfig{WeightKey: "weight"},
+		// The backlog the flood leaves (up to the whole 8 MiB) drains at the receiver's
+		// rate: about 4 s, more under -race on a busy machine, against Sync's default 5 s.
+		SyncTimeout: time.Minute,
 	})
 	defer core.Close()
 	logger := zap.New(core)

@@ -35,8 +35,9 @@
 // (at most Config.SyncTimeout).
 //
 // Every Core counts what happens to each entry; for each stream, once the core is closed,
-// entries = delivered + dropped + spilled. Core.Stats returns the numbers and
-// Config.Registerer exposes them to Prometheus.
+// entries = delivered + dropped + spilled. Core.Stats returns the numbers, and the
+// Prometheus metrics expose them on prometheus.DefaultRegisterer, where promhttp.Handler()
+// serves them (Config.Registerer for another registry, Config.NoMetrics for none).
 //
 // Package forwardtest is an in-process Forward receiver for testing code that logs through
 // fluentcore.

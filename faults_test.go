@@ -69,6 +69,9 @@ const (
 	// in-process receivers hold, decoded into maps (the suite's records are about 1 KiB).
 	faultHeapSlack    = 1 << 20
 	faultHeapPerEntry = 1536
+
+	// faultResolveInterval is ResolveInterval in the rows of a name's addresses.
+	faultResolveInterval = 200 * time.Millisecond
 )
 
 var (
@@ -388,8 +391,9 @@ type faultEnv struct {
 	remote   *receivedIDs // entries of receivers in child processes
 	child    *childProc
 	dns      *fakeDNS
-	stalled  *atomic.Bool  // stallConn's switch
-	restarts *atomic.Int32 // restarts done, for a case that restarts the receiver
+	dns2     *fleetResolver // a name's addresses (Config.Resolver)
+	stalled  *atomic.Bool   // stallConn's switch
+	restarts *atomic.Int32  // restarts done, for a case that restarts the receiver
 	cfg      Config
 	core     *Core
 	reg      *prometheus.Registry
@@ -940,6 +944,70 @@ func faultCases() []faultCase {
 		},
 		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
 	}, {
+		// The same with the default config (issue 27): the info stream has a connection on
+		// each server without a setting, and is unacked, so what was written into the
+		// killed server's connection just before it died is lost, counted delivered (info
+		// at most once); the other three take its share, and err loses nothing.
+		name: "one of four servers down (Servers, default config)",
+		start: func(e *faultEnv) {
+			e.startReceiver() // the one the fault hits
+			for range 3 {
+				e.all = append(e.all, forwardtest.NewReceiver(e.t, forwardtest.WithLogf(nil)))
+			}
+		},
+		mod: func(e *faultEnv, cfg *Config) {
+			cfg.Addr = ""
+			for _, r := range e.all {
+				cfg.Servers = append(cfg.Servers, Server{Addr: r.Addr()})
+			}
+		},
+		ready: func(e *faultEnv) bool {
+			st := e.core.Stats()
+			return st.Info.Servers[0].Connections > 0 && st.Err.Servers[0].Connections > 0
+		},
+		inject: func(e *faultEnv) {
+			_ = e.recv.SetRefuse(true)
+			e.recv.CloseConnections()
+		},
+		// The rest take its share: every info connection on the other three.
+		effect: func(e *faultEnv) bool {
+			st := e.core.Stats()
+			rest := 0
+			for _, sv := range st.Info.Servers[1:] {
+				rest += sv.Connections
+			}
+			return st.Info.Servers[0].Connections == 0 && st.Err.Servers[0].Connections == 0 && rest == len(e.all)
+		},
+		heal:           func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		infoAtMostOnce: true,
+	}, {
+		// A name with four addresses (a Kubernetes headless service over four pods), default
+		// config: one of them leaves the name, as a pod's does when it starts terminating,
+		// its receiver still up. The first send after the next lookup, ResolveInterval
+		// later, moves its connection to the others in good order: nothing counted
+		// delivered is lost.
+		name: "an address disappears from the name (four addresses, default config)",
+		start: func(e *faultEnv) {
+			port, rs := loopbackFleet(e.t, 4)
+			e.all, e.recv = rs, rs[3]
+			e.listen = net.JoinHostPort("127.0.0.4", port)
+			e.addr = "tcp://fleet.test:" + port
+			e.dns2 = &fleetResolver{}
+			e.dns2.set("fleet.test", fleetIPs(4)...)
+		},
+		mod: func(e *faultEnv, cfg *Config) {
+			cfg.Resolver = e.dns2
+			cfg.ResolveInterval = faultResolveInterval
+		},
+		ready:  func(e *faultEnv) bool { return connsTo(e.core, e.listen) > 0 },
+		inject: func(e *faultEnv) { e.dns2.set("fleet.test", fleetIPs(3)...) },
+		effect: func(e *faultEnv) bool {
+			return connsTo(e.core, e.listen) == 0 && e.core.Stats().Info.Servers[0].Connections == len(e.all)
+		},
+		within: faultResolveInterval + faultSlack,
+		logOn:  true, // a connection moves at its next send
+		heal:   func(e *faultEnv) { e.dns2.set("fleet.test", fleetIPs(4)...) },
+	}, {
 		name: "receiver down longer than SpillAfter",
 		inject: func(e *faultEnv) {
 			_ = e.recv.SetRefuse(true)
@@ -1077,6 +1145,9 @@ func faultCases() []faultCase {
 			e.dns = &fakeDNS{name: "fluentd.test"}
 			e.addr = "tcp://fluentd.test:" + port
 		},
+		// The name's lookups (issue 27) find nothing, as the real resolver would for .test:
+		// the connection dials the name, through fakeDNS.
+		mod: func(e *faultEnv, cfg *Config) { cfg.Resolver = &fleetResolver{} },
 		// Race-free: a sender reads dialRaw only after it receives a batch, and every batch
 		// is sealed after this assignment.
 		attach: func(e *faultEnv) {

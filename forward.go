@@ -27,11 +27,12 @@ var ErrHandshake = wire.ErrHandshake
 // health, the frames' ack deadlines) from connSettings.clock; its sockets' deadlines are set
 // on the runtime's time, which is what they are measured against.
 type forwarder struct {
-	s     connSettings
-	bal   *dial.Balancer
-	fr    *wire.Framer
-	conn  *fconn
-	tried []bool // scratch: servers tried in this connection attempt
+	s      connSettings
+	health *dial.Health // shared by the stream's forwarders; bal's
+	bal    *dial.Balancer
+	fr     *wire.Framer
+	conn   *fconn
+	tried  []bool // scratch: servers tried in this connection attempt
 
 	ackWindow // with RequireAck: the frames in flight (forward_acks.go)
 
@@ -57,19 +58,37 @@ type forwarder struct {
 // newForwarder returns the forwarder of a stream's only connection.
 func newForwarder(s connSettings) *forwarder { return newForwarders(s, 1)[0] }
 
-// newForwarders returns a stream's n forwarders, one per connection. They share one view of
-// the servers' health (a server one connection finds down is left alone by all of them for
-// its backoff), and connection i starts its round robin i picks on, so that the
-// connections spread over the servers by weight from the start.
+// newForwarders returns a stream's n forwarders, one per connection; n 0 means one per
+// server that is not a standby (each address of a name counted, as New's lookup found
+// them) — more to a server of a larger weight, when the weights differ and the connections
+// that takes are at most s.spreadMost (dial.Health.Spread) —, at least 1 and at most
+// s.spreadMost. They share one view of the servers: their health (a
+// server one connection finds down is left alone by all of them for its backoff), the
+// connections on each (each new connection goes to the server with the fewest for its
+// weight, so that they spread over the servers by weight from the start), and the
+// addresses of the servers given by host names, which the first lookup finds (here, at
+// most lookupTimeout, when there are to be several connections to count and place; in the
+// background for one, which dials the name until it has the addresses) and the
+// connections then look up again every resolveInterval.
 func newForwarders(s connSettings, n int) []*forwarder {
 	h := dial.NewHealth(len(s.endpoints), s.newBackoff)
+	h.Track(s.endpoints, s.resolver, s.resolveInterval, min(s.dialTimeout, lookupTimeout))
+	if n == 1 {
+		h.Refresh(s.clock.Now()) // in the background: one connection needs no count of them
+	} else {
+		h.Lookup(s.clock.Now())
+	}
+	if n == 0 {
+		n = h.Spread(s.endpoints, max(s.spreadMost, 1))
+	}
 	fs := make([]*forwarder, n)
 	for i := range fs {
 		f := &forwarder{
-			s:     s,
-			bal:   dial.NewBalancer(s.endpoints, h),
-			fr:    wire.NewFramer(s.compression),
-			tried: make([]bool, len(s.endpoints)),
+			s:      s,
+			health: h,
+			bal:    dial.NewBalancer(s.endpoints, h),
+			fr:     wire.NewFramer(s.compression),
+			tried:  make([]bool, len(s.endpoints)),
 
 			deliveredTo: make([]atomic.Uint64, len(s.endpoints)),
 			lastTaken:   make([]atomic.Int64, len(s.endpoints)),
@@ -78,14 +97,18 @@ func newForwarders(s connSettings, n int) []*forwarder {
 		f.setMaxInflight(s.maxInflight)
 		d := &net.Dialer{KeepAlive: 30 * time.Second}
 		f.dialRaw = d.DialContext
-		now := s.clock.Now()
-		for range i {
-			f.bal.Pick(now, nil)
-		}
+		// Ties between equally loaded servers go by the round robin, each connection's
+		// started i picks on: the first connections of a stream begin on different servers.
+		f.bal.Skip(i)
 		fs[i] = f
 	}
 	return fs
 }
+
+// lookupTimeout bounds New's first lookup of the servers' names (with DialTimeout, if
+// shorter): New does not wait longer than this for a resolver that does not answer, and
+// the connections then dial each name until a lookup gives its addresses.
+const lookupTimeout = time.Second
 
 // send writes one frame of n entries and, with RequireAck, waits for its ack: one frame at
 // a time, as the spill's replay sends. It must not be called while frames are in flight.
@@ -246,10 +269,16 @@ func (f *forwarder) lastError() error {
 }
 
 // ensureConn makes sure there is a live connection, to the best server available: it
-// replaces a dead one, and leaves a standby for a regular server once one is due. It tries
-// each server at most once per call, in the balancer's order, marking down those that fail;
-// if all fail it keeps a standby connection it had, or returns every attempt's error.
+// replaces a dead one, leaves one whose address its name no longer has, and moves one to a
+// server that should take it (a regular server due again while this one is a standby, or
+// a server with fewer connections for its weight: see dial.Balancer.ShouldMove) — one
+// attempt per call, keeping the connection it has if that fails. Without a connection it
+// tries each server at most once per call, in the balancer's order, marking down those
+// that fail, and returns every attempt's error if all fail. A connection with frames in
+// flight is kept until they are acked: leaving it would lose them. It also starts a lookup
+// of the servers' names when one is due (dial.Health.Refresh).
 func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, err error) {
+	f.health.Refresh(now)
 	if c := f.conn; c != nil {
 		select {
 		case <-c.dead:
@@ -260,31 +289,34 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 		default:
 		}
 	}
-	// A connection with frames in flight is kept until they are acked: leaving it for a
-	// better server would lose them.
-	if f.conn != nil && (len(f.flights) > 0 || !f.bal.ShouldYield(f.conn.server, now)) {
-		return false, nil
+	if c := f.conn; c != nil {
+		if len(f.flights) > 0 || !f.bal.ShouldMove(c.server, c.gen, now) {
+			return false, nil
+		}
+		if f.bal.Gone(c.server, c.gen) {
+			f.dropConn(false) // its address left the name: in good order, then a new one
+		} else {
+			return f.move(ctx, now), nil
+		}
 	}
 	clear(f.tried)
 	var errs []error
 	for first := true; ; first = false {
-		i := f.bal.Pick(now, f.tried)
+		i := f.bal.Take(now, f.tried)
 		if i < 0 {
 			break
 		}
-		due := f.bal.Available(i, now)
-		if f.conn != nil && (f.s.endpoints[i].Standby || !due) {
-			break // only a regular server that is due is worth leaving the standby for
-		}
-		if !first && !due {
+		if !first && !f.bal.Available(i, now) {
 			// Every server left is down and not due, perhaps marked so by another of the
 			// stream's connections a moment ago: one such server per attempt, and the
 			// sender's backoff paces the next.
+			f.bal.Release(i)
 			break
 		}
 		f.tried[i] = true
 		c, err := f.connect(ctx, i)
 		if err != nil {
+			f.bal.Release(i)
 			f.bal.MarkDown(i, f.s.clock.Now())
 			errs = append(errs, err)
 			if ctx.Err() != nil {
@@ -292,13 +324,9 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 			}
 			continue
 		}
-		f.dropConn(false)
 		f.conn = c
 		f.server.Store(int32(i))
 		return true, nil
-	}
-	if f.conn != nil {
-		return false, nil
 	}
 	if len(errs) == 0 { // not expected: the first pick always finds a server
 		return false, errors.New("fluentcore: no server to connect to")
@@ -306,12 +334,39 @@ func (f *forwarder) ensureConn(ctx context.Context, now time.Time) (fresh bool, 
 	return false, errors.Join(errs...)
 }
 
+// move tries once to replace the live connection by one to the server the balancer takes
+// now, if that is another server that is available and not a standby; it keeps the
+// connection it has otherwise, and when the new one fails (that server is marked down;
+// the stream's sends go on, so the failure is no send error). It reports whether it moved.
+func (f *forwarder) move(ctx context.Context, now time.Time) bool {
+	old := f.conn.server
+	i := f.bal.Take(now, nil)
+	if i < 0 {
+		return false
+	}
+	if i == old || f.bal.IsStandby(i) || !f.bal.Available(i, now) {
+		f.bal.Release(i)
+		return false
+	}
+	c, err := f.connect(ctx, i)
+	if err != nil {
+		f.bal.Release(i)
+		f.bal.MarkDown(i, f.s.clock.Now())
+		return false
+	}
+	f.dropConn(false)
+	f.conn = c
+	f.server.Store(int32(i))
+	return true
+}
+
 // connect opens a connection to server i: transport, TLS, then the shared-key handshake,
 // each within its deadline, and starts the connection's reader.
 func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 	ep := &f.s.endpoints[i]
+	target, gen := f.bal.Target(i)
 	dctx, cancel := context.WithTimeout(ctx, f.s.dialTimeout)
-	nc, raw, err := dial.Dial(dctx, f.dialRaw, ep)
+	nc, raw, err := dial.Dial(dctx, f.dialRaw, ep, target)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -332,7 +387,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 			return nil, err
 		}
 	}
-	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, opened: f.s.clock.Now(), keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
+	fc := &fconn{Conn: nc, raw: raw, peer: dial.NewPeerCheck(raw), server: i, gen: gen, opened: f.s.clock.Now(), keepalive: keepalive, acks: make(chan string, f.maxInflight), dead: make(chan struct{})}
 	f.readers.Add(1)
 	go f.readLoop(fc)
 	if f.s.creds == nil && !f.s.requireAck {
@@ -385,13 +440,16 @@ func (f *forwarder) dropConn(failed bool) {
 		} else {
 			f.conn.shutdown()
 		}
+		f.bal.Release(f.conn.server)
 		f.conn = nil
 		f.server.Store(-1)
 	}
 }
 
-// close closes the connection and waits for its reader.
+// close closes the connection and waits for its reader, and stops the lookups of the
+// servers' names (the stream's senders have all stopped).
 func (f *forwarder) close() {
 	f.dropConn(false)
 	f.readers.Wait()
+	f.health.Close()
 }

@@ -20,6 +20,7 @@ type fconn struct {
 	raw       net.Conn // the transport under TLS; Conn itself without TLS
 	peer      *dial.PeerCheck
 	server    int           // index in connSettings.endpoints
+	gen       uint64        // the server's address generation when it was opened (dial.Balancer.Gone)
 	opened    time.Time     // when it was ready to send: its deliveries mark the server up only if later than its last failure
 	keepalive bool          // false: the receiver closes after each request (HELO said so)
 	acks      chan string   // ack tokens, in arrival order

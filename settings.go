@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -54,14 +55,15 @@ type settings struct {
 	level                           zapcore.LevelEnabler
 	split                           levelSplit
 	infoBufferBytes, errBufferBytes int
-	infoConnections                 int // senders of the info stream; the err stream has one
+	infoConnections                 int // senders of the info stream (0: one per server, up to conn.spreadMost); the err stream has one
 	flushInterval                   time.Duration
 	syncTimeout, closeTimeout       time.Duration
 	degrade                         DegradeConfig // every field set
 	acks                            [numStreams]bool
 	onEvent                         eventFunc
 	// registerer and constLabels are where and under what the core's metrics are
-	// registered: Config's, the labels copied; both nil when the labels are refused.
+	// registered: Config's Registerer, else prometheus.DefaultRegisterer, the labels copied;
+	// registerer is nil with NoMetrics, both nil when the labels are refused.
 	registerer  prometheus.Registerer
 	constLabels prometheus.Labels
 
@@ -83,6 +85,9 @@ type connSettings struct {
 	dialTimeout, writeTimeout, ackTimeout time.Duration
 	handshakeTimeout                      time.Duration
 	retryMin, retryMax                    time.Duration
+	resolver                              dial.Resolver // looks the servers' names up
+	resolveInterval                       time.Duration // between lookups
+	spreadMost                            int           // the most connections a stream opens by default, one per server
 }
 
 // streamSettings is what a stream needs besides its tag, budget, policy and forwarders: the
@@ -192,10 +197,12 @@ func resolve(cfg Config) (*settings, error) {
 	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
 	s.spill.maxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(b.batchBytes))
 	// Each sender holds a batch while it sends: half the batches stay for the writers.
-	s.infoConnections = orDefault(cfg.Info.Connections, 1)
-	if most := max(min(MaxConnections, s.infoBufferBytes/b.batchBytes/2), 1); cfg.Info.Connections < 0 || s.infoConnections > most {
+	// 0 stays 0, one connection per server, which newForwarders counts.
+	most := max(min(MaxConnections, s.infoBufferBytes/b.batchBytes/2), 1)
+	s.infoConnections, c.spreadMost = max(cfg.Info.Connections, 0), min(most, MaxSpread)
+	if cfg.Info.Connections < 0 || s.infoConnections > most {
 		bad("Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
-		s.infoConnections = min(s.infoConnections, most) // orDefault made it at least 1
+		s.infoConnections = min(s.infoConnections, most)
 	}
 	c.maxInflight = orDefault(cfg.MaxInflight, DefaultMaxInflight)
 	if cfg.MaxInflight < 0 || cfg.MaxInflight > MaxInflightLimit {
@@ -230,6 +237,19 @@ func resolve(cfg Config) (*settings, error) {
 	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin)
 	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax), c.retryMin)
 	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter)
+	c.resolveInterval = interval("ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval)
+	c.resolver = cfg.Resolver
+	if c.resolver == nil {
+		c.resolver = net.DefaultResolver
+	}
+	if _, ok := c.resolver.(dial.SRVResolver); !ok {
+		for _, ep := range c.endpoints {
+			if strings.HasPrefix(ep.Addr, "srv://") {
+				bad("server %s: Resolver has no LookupSRV, so an srv:// server has no address", ep.Addr)
+				break
+			}
+		}
+	}
 	dg, def := &s.degrade, DegradeConfig{}.withDefaults()
 	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold)
 	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval)
@@ -257,6 +277,15 @@ func resolve(cfg Config) (*settings, error) {
 	}
 
 	s.registerer, s.constLabels = cfg.Registerer, maps.Clone(cfg.ConstLabels)
+	if s.registerer == nil { // not cmp.Or: a Registerer need not be comparable
+		s.registerer = prometheus.DefaultRegisterer
+	}
+	if cfg.NoMetrics {
+		if cfg.Registerer != nil {
+			bad("set Registerer or NoMetrics, not both")
+		}
+		s.registerer = nil
+	}
 	if lerrs := checkConstLabels(cfg.ConstLabels); lerrs != nil {
 		errs = append(errs, lerrs...)
 		s.registerer, s.constLabels = nil, nil
@@ -407,6 +436,7 @@ func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 		}
 		s.endpoints = append(s.endpoints, ep)
 	}
+	s.endpoints = dial.Expand(s.endpoints, MaxNameAddresses)
 	var err error
 	switch {
 	case len(plain) > 0:

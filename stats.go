@@ -153,8 +153,9 @@ type StreamStats struct {
 	// HandshakeFailures counts new connections whose shared-key handshake failed (also
 	// counted in SendErrors).
 	HandshakeFailures uint64
-	// Servers has one row per address in Config.Servers (or the one Addr), in their order;
-	// an address listed twice has one row.
+	// Servers has one row per server as configured (Config.Servers, or the one Addr), in
+	// their order, keyed by its address as written: the addresses a name resolves to are
+	// summed under it. An address listed twice has one row.
 	Servers []ServerStats
 
 	// recent is what the stream was offered and dropped within KeepRatio's window: the

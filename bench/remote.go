@@ -65,7 +65,13 @@ func MaybeServe() {
 // a second of the other tags.
 func KindRate(kind string, perSecond int) string { return fmt.Sprintf("%s@%d", kind, perSecond) }
 
+// KindAt has a receiver kind with a rate (KindRate) listen on addr ("127.0.0.2:24224")
+// instead of a free port of 127.0.0.1: the pods behind one name, on one port of several
+// loopback addresses.
+func KindAt(kind, addr string) string { return kind + "#" + addr }
+
 func startLocal(kind string) (Counter, error) {
+	kind, at, _ := strings.Cut(kind, "#")
 	if base, rate, ok := strings.Cut(kind, "@"); ok {
 		n, err := strconv.Atoi(rate)
 		if err != nil || n <= 0 {
@@ -80,6 +86,9 @@ func startLocal(kind string) (Counter, error) {
 		}
 		if pace != nil {
 			opts := []forwardtest.Option{forwardtest.CountOnly(), forwardtest.WithLogf(nil), pace}
+			if at != "" {
+				opts = append(opts, forwardtest.WithAddr(at))
+			}
 			if base == KindSlowAck {
 				opts = append(opts, forwardtest.WithAckDelay(slowAckDelay))
 			}

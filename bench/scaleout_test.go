@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -28,7 +31,13 @@ var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long Be
 //     `workers N` behind one port);
 //   - fast: the in-process-speed receiver with no limit: what more connections cost or
 //     bring when the receiver is not slow per connection, the choice of Info.Connections'
-//     default (of-R is then only relative).
+//     default for one server (of-R is then only relative);
+//   - four-addresses: four receivers each reading scaleOutRate entries a second on one port
+//     of 127.0.0.1 to 127.0.0.4, behind one name (Addr "tcp://fleet.bench:PORT", through
+//     Config.Resolver): a Kubernetes headless service over four aggregator pods.
+//
+// connections=default leaves Info.Connections at 0 (one per server, each address of a name
+// counted; issue 27).
 //
 // It reports entries delivered a second in the steady state (after a tenth of the run, once
 // the buffers are full) and that rate over scaleOutRate (of-R). Timed by the clock, not by b.N:
@@ -46,20 +55,65 @@ func BenchmarkScaleOut(b *testing.B) {
 	}{
 		{"four-servers", four, false, 1},
 		{"four-servers", four, false, 4},
+		{"four-servers", four, false, 0},
+		{"four-addresses", nil, false, 0},
+		{"four-addresses", nil, false, 1},
 		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 1},
 		{"workers", []string{KindRate(KindWorkers, scaleOutRate)}, false, 4},
+		{"fast", []string{KindForward}, false, 0},
 		{"fast", []string{KindForward}, false, 1},
 		{"fast", []string{KindForward}, false, 2},
 		{"fast", []string{KindForward}, false, 4},
 		{"fast", []string{KindForward}, false, 8},
 	} {
-		b.Run(fmt.Sprintf("shape=%s/connections=%d", shape.name, shape.conns), func(b *testing.B) {
-			scaleOut(b, shape.kinds, func(c *fluentcore.Config) {
+		conns := fmt.Sprint(shape.conns)
+		if shape.conns == 0 {
+			conns = "default"
+		}
+		b.Run(fmt.Sprintf("shape=%s/connections=%s", shape.name, conns), func(b *testing.B) {
+			kinds, name := shape.kinds, (*nameResolver)(nil)
+			if shape.name == "four-addresses" {
+				kinds, name = fourAddresses(b)
+			}
+			scaleOut(b, kinds, func(c *fluentcore.Config) {
 				c.RequireAck = shape.ack
 				c.Info.Connections = shape.conns
+				if name != nil {
+					c.Servers, c.Addr, c.Resolver = nil, "tcp://fleet.bench:"+name.port, name
+				}
 			})
 		})
 	}
+}
+
+// nameResolver resolves fleet.bench to 127.0.0.1 to 127.0.0.4.
+type nameResolver struct{ port string }
+
+func (nameResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	if host != "fleet.bench" {
+		return nil, errors.New("no such host " + host)
+	}
+	var out []net.IPAddr
+	for i := 1; i <= 4; i++ {
+		out = append(out, net.IPAddr{IP: net.IPv4(127, 0, 0, byte(i))})
+	}
+	return out, nil
+}
+
+// fourAddresses returns the kinds of four receivers reading scaleOutRate each on one free
+// port of 127.0.0.1 to 127.0.0.4, and the resolver of their name.
+func fourAddresses(b *testing.B) ([]string, *nameResolver) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_ = ln.Close()
+	kinds := make([]string, 4)
+	for i := range kinds {
+		kinds[i] = KindAt(KindRate(KindForward, scaleOutRate), fmt.Sprintf("127.0.0.%d:%s", i+1, port))
+	}
+	return kinds, &nameResolver{port: port}
 }
 
 // BenchmarkMaxInflight is the ack-delay shape of BenchmarkScaleOut (one receiver reading

@@ -65,6 +65,8 @@ func run(args []string, w io.Writer) error {
 	duration := fs.Duration("d", 5*time.Second, "how long to drive load")
 	workers := fs.Int("workers", 8, "concurrent HTTP clients")
 	stall := fs.Duration("stall", 0, "pause the embedded receiver for this long, a third of the way in")
+	down := fs.Duration("down", 0, "take the embedded receiver down (connections closed, port refused) for this long, a third of the way in")
+	spill := fs.String("spill", "", "durable err spill directory (SpillDir): err batches that have failed for 1 s go there and are replayed once the receiver is back; try it with -down 3s")
 	fs.SetOutput(w) // -h prints its usage where the demo prints everything else
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return nil // asked for, not a failure
@@ -92,8 +94,11 @@ func run(args []string, w io.Writer) error {
 		}
 		defer func() { _ = recv.Close() }()
 		addr = recv.Addr()
-	} else if *stall > 0 {
-		return errors.New("-stall needs the embedded receiver (drop -fluent)")
+	} else if *stall > 0 || *down > 0 {
+		return errors.New("-stall and -down need the embedded receiver (drop -fluent)")
+	}
+	if *stall > 0 && *down > 0 {
+		return errors.New("-stall and -down: one fault at a time")
 	}
 
 	reg := prometheus.NewRegistry()
@@ -110,6 +115,11 @@ func run(args []string, w io.Writer) error {
 		OnEvent: func(e fluentcore.Event) {
 			fmt.Fprintf(out, "\n[event] %s stream %s\n", e.Stream, e.Kind)
 		},
+	}
+	if *spill != "" {
+		// SpillAfter 1 s rather than the default 5 s, so that a short -stall shows the
+		// spill and its replay.
+		cfg.SpillDir, cfg.SpillAfter = *spill, time.Second
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -209,6 +219,27 @@ func run(args []string, w io.Writer) error {
 			fmt.Fprintln(out, "\n[demo] receiver resumes")
 		}()
 	}
+	if recv != nil && *down > 0 {
+		go func() {
+			select {
+			case <-time.After(*duration / 3):
+			case <-ctx.Done():
+				return
+			}
+			fmt.Fprintf(out, "\n[demo] receiver down for %v\n", *down)
+			_ = recv.SetRefuse(true)
+			recv.CloseConnections()
+			select {
+			case <-time.After(*down):
+			case <-ctx.Done():
+			}
+			if err := recv.SetRefuse(false); err != nil {
+				fmt.Fprintf(out, "\n[demo] receiver cannot listen again: %v\n", err)
+				return
+			}
+			fmt.Fprintln(out, "\n[demo] receiver back")
+		}()
+	}
 
 	// The progress line is per second, every column; the totals are in the table at the end.
 	started := time.Now()
@@ -248,7 +279,7 @@ func run(args []string, w io.Writer) error {
 	st := core.Stats()
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(out)
-	fmt.Fprintln(tw, "stream\tlogged\tdelivered\tdropped\tspilled\tdrop reasons\t")
+	fmt.Fprintln(tw, "stream\tlogged\tdelivered\tdropped\tspilled\treplayed\tdrop reasons\t")
 	for _, s := range []struct {
 		name string
 		st   fluentcore.StreamStats
@@ -262,7 +293,7 @@ func run(args []string, w io.Writer) error {
 		if reasons == "" {
 			reasons = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", s.name, s.st.Entries, s.st.Delivered, s.st.DroppedTotal(), s.st.Spilled, reasons)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", s.name, s.st.Entries, s.st.Delivered, s.st.DroppedTotal(), s.st.Spilled, s.st.Replayed, reasons)
 	}
 	_ = tw.Flush()
 	// By tag: what the core counted, and what the embedded receiver got under each.

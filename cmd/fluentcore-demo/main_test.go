@@ -135,3 +135,23 @@ func TestMetricsServed(t *testing.T) {
 		t.Errorf("/metrics did not serve fluentcore's metrics:\n%.2000s", body)
 	}
 }
+
+// -spill shows the durable err spill at work: an outage (-down) longer than the demo's
+// SpillAfter moves err batches to the directory, and they are replayed once the receiver is
+// back.
+func TestSpillFlagShowsSpillAndReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 4 s demo run")
+	}
+	var out bytes.Buffer
+	if err := run([]string{"-d", "4s", "-workers", "4", "-down", "2s", "-spill", t.TempDir()}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	m := regexp.MustCompile(`(?m)^\s*err\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no err row in:\n%s", out.String())
+	}
+	if spilled, replayed := atoi(m[4]), atoi(m[5]); spilled == 0 || replayed == 0 {
+		t.Errorf("err spilled %d, replayed %d; want both, the outage outlasting SpillAfter:\n%s", spilled, replayed, out.String())
+	}
+}

@@ -116,7 +116,7 @@ func TestBalancerStandby(t *testing.T) {
 	if got := counts(b, t0, 70); got[2] != 0 {
 		t.Fatalf("standby used while primaries are up: %v", got)
 	}
-	if b.ShouldYield(0, t0) {
+	if b.ShouldMove(0, 0, t0) {
 		t.Fatal("a primary connection should never make way")
 	}
 	b.MarkDown(0, t0)
@@ -127,10 +127,10 @@ func TestBalancerStandby(t *testing.T) {
 	if got := counts(b, t0, 10); got[2] != 10 {
 		t.Fatalf("both primaries down: %v, want all on the standby", got)
 	}
-	if b.ShouldYield(2, t0.Add(500*time.Millisecond)) {
+	if b.ShouldMove(2, 0, t0.Add(500*time.Millisecond)) {
 		t.Fatal("standby connection left before a primary is due")
 	}
-	if !b.ShouldYield(2, t0.Add(time.Second)) {
+	if !b.ShouldMove(2, 0, t0.Add(time.Second)) {
 		t.Fatal("standby connection kept although a primary is due")
 	}
 }

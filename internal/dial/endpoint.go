@@ -52,6 +52,11 @@ type Endpoint struct {
 	TLS              *tls.Config // nil without TLS; per endpoint: ServerName comes from its own address
 	Weight           int
 	Standby          bool
+	// First and Slots place the endpoint among those Expand returns: a server given by a
+	// host name has Slots places from First, one per address it may have; any other has 1.
+	First, Slots int
+	host, port   string // a name's, for its lookups
+	srv          bool   // Address is an SRV name: its targets are the servers, and it is never dialed
 }
 
 // NewEndpoint parses one server. weight is its share of new connections (see Balancer);
@@ -60,6 +65,17 @@ type Endpoint struct {
 // is an error; the endpoint is returned all the same, for messages.
 func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (Endpoint, error) {
 	ep := Endpoint{Addr: addr, Weight: weight, Standby: standby}
+	if name, ok := strings.CutPrefix(addr, "srv://"); ok {
+		// DNS SRV discovery: the servers are the name's SRV targets (Expand, Track).
+		if name == "" || strings.ContainsAny(name, ":/") {
+			return ep, fmt.Errorf("fluentcore: address %q: want srv://_service._proto.name, without a port", addr)
+		}
+		if weight < 0 {
+			return ep, fmt.Errorf("fluentcore: server %q: negative weight %d", addr, weight)
+		}
+		ep.Network, ep.Address, ep.srv = "tcp", name, true
+		return ep, nil
+	}
 	network, address, useTLS, err := ParseAddr(addr)
 	if err != nil {
 		return ep, err
@@ -85,12 +101,20 @@ func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (En
 // Func opens a transport connection, as net.Dialer.DialContext does.
 type Func func(ctx context.Context, network, address string) (net.Conn, error)
 
-// Dial opens a connection to ep within ctx: the transport, then TLS if ep has it. conn is
-// the top layer (TLS's, when there is one), raw the socket under it. The error names the
-// address; nothing is left open when there is one.
-func Dial(ctx context.Context, dial Func, ep *Endpoint) (conn, raw net.Conn, err error) {
-	raw, err = dial(ctx, ep.Network, ep.Address)
+// Dial opens a connection to ep within ctx, at target (one of its name's addresses, from
+// Balancer.Target; "" for ep.Address): the transport, then TLS if ep has it, which verifies
+// the name as configured whatever the address. conn is the top layer (TLS's, when there is
+// one), raw the socket under it. The error names the address; nothing is left open when
+// there is one.
+func Dial(ctx context.Context, dial Func, ep *Endpoint, target string) (conn, raw net.Conn, err error) {
+	if target == "" {
+		target = ep.Address
+	}
+	raw, err = dial(ctx, ep.Network, target)
 	if err != nil {
+		if target != ep.Address {
+			return nil, nil, fmt.Errorf("fluentcore: connect to %s (%s): %w", ep.Addr, target, err)
+		}
 		return nil, nil, fmt.Errorf("fluentcore: connect to %s: %w", ep.Addr, err)
 	}
 	if ep.TLS == nil {

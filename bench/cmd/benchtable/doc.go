@@ -339,6 +339,23 @@ func (d *doc) scaleOutTargets(t *table) {
 		t.add(fmt.Sprintf("Scale-out (issue 16), %s: ≥ 3.5 R delivered with Info.Connections 4 (R = 150 k entries/s)", s.what),
 			fmt.Sprintf("4 connections: %s R (%s); 1 connection: %s R", sig(v), med(four, "delivered/s", rate), med(one, "of-R", sig)), status(v >= 3.5))
 	}
+	// Issue 27: the same shapes with no setting (Info.Connections 0: one connection per
+	// server, each address of a name counted).
+	for _, s := range []struct{ name, what string }{
+		{"four-servers", "four servers, each read at R"},
+		{"four-addresses", "one name with four addresses, each read at R"},
+	} {
+		def, one := shape(s.name, "default"), shape(s.name, "1")
+		if def == nil {
+			continue
+		}
+		v, ref := medv(def, "of-R"), ""
+		if one != nil {
+			ref = fmt.Sprintf("; Info.Connections 1: %s R", med(one, "of-R", sig))
+		}
+		t.add(fmt.Sprintf("Spread by default (issue 27), %s: ≥ 3.5 R delivered with the default config (R = 150 k entries/s)", s.what),
+			fmt.Sprintf("default: %s R (%s)%s", sig(v), med(def, "delivered/s", rate), ref), status(v >= 3.5))
+	}
 	// The degrade-off cases carry no degrade key ("" matches only its absence).
 	inflight := func(degrade, acks, n string) *group {
 		return d.rs.find("main", "MaxInflight", map[string]string{"degrade": degrade, "acks": acks, "inflight": n})
