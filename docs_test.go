@@ -49,12 +49,6 @@ func docPages(t *testing.T) []string {
 	return append([]string{"README.md"}, pages...)
 }
 
-// awaitedPages are linked from README.md before the branches that write them are merged
-// (issue 27: docs/operations.md from h29-ops, docs/servers.md from h27-fleet, docs/tags.md
-// from h28-tags). A link to one of them may point at nothing until then; once the page
-// exists it is checked like any other. Empty this list when all three are in.
-var awaitedPages = []string{"docs/operations.md", "docs/servers.md", "docs/tags.md"}
-
 // fragmentImports are imported by the file a fragment is compiled in (each also used once
 // at package level, so that a fragment need not use them all).
 var fragmentImports = []struct{ path, use string }{
@@ -444,10 +438,6 @@ func TestDocLinksResolve(t *testing.T) {
 					file = filepath.ToSlash(filepath.Join(filepath.Dir(page), path))
 				}
 				if !fileExists(file) {
-					if slices.Contains(awaitedPages, file) {
-						t.Logf("%s:%d: %s is not merged yet (awaitedPages)", page, n, file)
-						continue
-					}
 					t.Errorf("%s:%d: link %q: %s does not exist", page, n, target, file)
 					continue
 				}
