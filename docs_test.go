@@ -157,7 +157,9 @@ func snippetSource(b docBlock, at string) string {
 	have := map[string]bool{}
 	for _, s := range own {
 		src.WriteString("\t" + s + "\n")
-		have[strings.Trim(s[strings.Index(s, `"`):], `"`)] = true
+		if _, path, ok := strings.Cut(s, `"`); ok { // an import spec: [name] "path"
+			have[strings.TrimSuffix(path, `"`)] = true
+		}
 	}
 	for _, imp := range fragmentImports {
 		if !have[imp.path] {
