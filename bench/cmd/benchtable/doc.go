@@ -256,7 +256,33 @@ func (d *doc) targets() string {
 	d.degradeTargets(t)
 	d.degradeRuleTargets(t)
 	d.scaleOutTargets(t)
+	d.tagTargets(t)
 	return t.String()
+}
+
+// tagTargets adds the targets of issue 28 (logger tags): BenchmarkTags, BenchmarkTagFlood
+// and BenchmarkTagCardinality.
+func (d *doc) tagTargets(t *table) {
+	one := d.rs.find("main", "Tags", map[string]string{"tags": "1"})
+	eight := d.rs.find("main", "Tags", map[string]string{"tags": "8"})
+	if one != nil && eight != nil {
+		x, a := medv(eight, "events/s")/medv(one, "events/s"), medv(eight, "allocs/op")
+		t.add("Logger tags (issue 28), 8 tags flat out, degrade off: ≥ 0.9 × one tag's delivered rate, 0 allocs/op",
+			fmt.Sprintf("%s (%s vs %s delivered); %s allocs/op", ratio(x), med(eight, "events/s", rate), med(one, "events/s", rate), num(a)),
+			status(x >= 0.9 && a == 0))
+	}
+	if g := d.rs.find("main", "TagFlood", map[string]string{"policy": "adaptive"}); g != nil {
+		t.add("Logger tags (issue 28), one tag at 5× capacity and seven at 1 % each: every entry of the seven delivered",
+			fmt.Sprintf("dropped %s of %s; %s delivered and not received", count(g.sum("rare-dropped")), count(g.sum("rare-entries")),
+				count(g.sum("rare-delivered-not-received"))),
+			status(g.sum("rare-dropped") == 0 && g.sum("rare-delivered-not-received") == 0))
+	}
+	if g := d.rs.find("main", "TagCardinality", nil); g != nil {
+		t.add("Logger tags (issue 28), 10,000 names past MaxTags: memory within the budget, every entry accounted for",
+			fmt.Sprintf("%s tags received; %s overflow entries, %s unaccounted; heap retained %s MiB after GC",
+				med(g, "tags-received", num), count(g.sum("overflow")), count(g.sum("unaccounted")), med(g, "heap-retained-MiB", sig)),
+			status(g.sum("unaccounted") == 0 && medv(g, "heap-retained-MiB") <= 12))
+	}
 }
 
 // degradeRuleTargets adds the targets of issue 25 (BenchmarkDegradeRule: the default and
