@@ -213,12 +213,26 @@ const tagShards = 16
 // flooding tag, whose shard takes every batch the sender frees, left rare tags that filled
 // their batches (at the same moment, at the same rate) none, and their entries were
 // dropped until the sender freed enough (BenchmarkTagFlood).
-func (s *stream) mayTake(tag uint16) bool {
-	if s.tagBatches == nil || !s.tags.inUse.Load() || s.tagBatches[tag].Load() < 2 {
-		return true
+//
+// An entry the policy keeps whole passes too, while it reserves: it is no flood, and the
+// last batches are kept for such entries whatever their tag (see takeFor).
+func (s *stream) mayTake(ent *zapcore.Entry, tag uint16) bool {
+	return !s.atTagFloor(tag) || s.policy.reserves() && s.policy.keepsWhole(ent.Level, tag, ent.Message)
+}
+
+// atTagFloor reports whether tag holds two batches or more while the free ones are down to
+// tagFloor: it may take no more, except for entries the policy keeps whole.
+func (s *stream) atTagFloor(tag uint16) bool {
+	return s.tagBatches != nil && s.tags.inUse.Load() && s.tagBatches[tag].Load() >= 2 && len(s.free) <= s.tagFloor()
+}
+
+// tagFloor is how many of the free batches a tag that holds two or more may not take
+// (mayTake), while the core has logger tags; 0 otherwise.
+func (s *stream) tagFloor() int {
+	if s.tagBatches == nil || !s.tags.inUse.Load() {
+		return 0
 	}
-	reserve := max(s.nbatchesR[0], min(int(s.lightTags.Load()), s.nbatchesR[1]))
-	return len(s.free) > reserve
+	return max(s.nbatchesR[0], min(int(s.lightTags.Load()), s.nbatchesR[1]))
 }
 
 // tagHeld adds d (1 or -1) to the batches tag holds, and keeps lightTags.
@@ -293,12 +307,14 @@ func reserveOf(nbatches int) int {
 }
 
 // reservedBytes is the room of the batches held in reserve now, which a flood the policy
-// thins cannot take.
+// thins cannot take: the reserve, or while the core has logger tags, the free batches a
+// tag that holds several may not take (mayTake), if more. The shedder's margin is this, so
+// that its allowance stops where the flood's batches do.
 func (s *stream) reservedBytes() int64 {
 	if s.reserve == 0 || !s.policy.reserves() {
 		return 0
 	}
-	return int64(s.reserve * s.sealAt)
+	return int64(max(s.reserve, s.tagFloor()) * s.sealAt)
 }
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream

@@ -17,13 +17,18 @@ import (
 // reserved: a flood the policy thins then finds the buffer full while the keys it keeps
 // whole (rare ones, Warn under an Info flood) still have a batch, however the flood's
 // batches were sealed.
+//
+// A batch a flooding tag could not have taken (atTagFloor) is reserved the same way when an
+// entry of that tag the policy keeps whole takes it: else the flood would fill it next.
 func (s *stream) takeFor(ent *zapcore.Entry, tag uint16) *batch {
 	reserved := false
-	if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n && s.policy.reserves() {
-		if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
-			return nil
+	if s.policy.reserves() {
+		if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n || s.atTagFloor(tag) {
+			if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
+				return nil
+			}
+			reserved = true
 		}
-		reserved = true
 	}
 	b := s.takeFree()
 	if b != nil && reserved {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +255,53 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 			t.Fatalf("the reserve was not sealed when its shard moved on (%d sealed, was %d)", st.lastSealed(), sealed)
 		}
 		st.senders[0].fwd.close()
+	}
+}
+
+// The same with logger tags in use, where a tag that holds several batches may not take the
+// last free ones (mayTake): an entry of the flooding tag that the policy keeps whole still
+// takes one, reserved, so the flood does not fill it next. And a reserved batch whose entry
+// is dropped (too large) goes back to the free list rather than hold the reserve.
+func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
+	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, reservingPolicy{newInfoPolicy(s.degrade, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
+	defer st.senders[0].fwd.close()
+	st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
+	st.tagBatches = make([]atomic.Int32, 65)
+	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
+	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
+	log := func(msg string, pad int) {
+		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
+		st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", pad))})
+	}
+	for i := 0; queueFull() == 0; i++ {
+		if i > 100000 {
+			t.Fatal("the flood never filled the buffer")
+		}
+		log("flood", 100)
+	}
+	free := len(st.free)
+	if free == 0 {
+		t.Fatal("the flood took every batch: no tag floor to test")
+	}
+	before := queueFull()
+	for range 5 {
+		log("rare", 100)
+		for range 50 {
+			log("flood", 100)
+		}
+	}
+	if got := queueFull() - before; got != 250 {
+		t.Fatalf("%d of 5 rare and 250 flood entries queue_full; want the 250 flood ones (the rare ones in a reserved batch, which the flood does not fill)", got)
+	}
+	// A rare entry too large for MaxEntryBytes is dropped; the batch taken for it is not kept.
+	open, tooLarge := st.reservedOpen.Load(), st.stats().Dropped[dropTooLarge.String()]
+	st.flush() // the rare entries' reserved batch is sealed: the next one takes a new batch
+	log("big rare", 4<<10)
+	if st.stats().Dropped[dropTooLarge.String()] != tooLarge+1 {
+		t.Fatal("the large entry was not dropped as too_large")
+	}
+	if st.reservedOpen.Load() != 0 || len(st.free) != free-int(open) {
+		t.Fatalf("after a too-large entry: %d reserved batches open (was %d), %d free (was %d); want none open, and the batch back", st.reservedOpen.Load(), open, len(st.free), free)
 	}
 }

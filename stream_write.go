@@ -113,6 +113,9 @@ func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fiel
 				s.lost(ent, tag.idx)
 				sh.dropped[dropTooLarge].Add(1)
 				s.droppedTag(tag.idx, 1)
+				sh.mu.Lock()
+				s.giveBackEmptyReserve(sh)
+				sh.mu.Unlock()
 				return
 			}
 			var fits bool
@@ -246,7 +249,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		}
 	}
 	if sh.cur == nil {
-		if !s.mayTake(tag) {
+		if !s.mayTake(ent, tag) {
 			return needBatch, nil
 		}
 		if sh.cur = s.takeFor(ent, tag); sh.cur == nil {
@@ -255,6 +258,9 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 	} else if sh.cur.reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 		// The shard holds the reserve, which this entry may not fill: once the buffer has
 		// room again, the reserve is sealed with what it holds and the shard moves on.
+		if !s.mayTake(ent, tag) {
+			return needBatch, nil
+		}
 		nb := s.takeFor(ent, tag)
 		if nb == nil {
 			return needBatch, nil
@@ -262,14 +268,25 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if sh.cur.n > 0 {
 			s.seal(sh.cur)
 		} else {
-			s.unreserve(sh.cur)
-			s.unclaim(sh.cur)
-			s.free <- sh.cur // cannot block: every batch fits in free
+			s.giveBackEmptyReserve(sh)
 		}
 		sh.cur = nb
 	}
 	s.claim(sh.cur, tag)
 	return s.appendLocked(sh, ctx, ent, fields, cut, true)
+}
+
+// giveBackEmptyReserve returns sh's open batch to the free list if it is a reserved one
+// that holds nothing: the entry it was taken for was dropped (too large, or not encodable),
+// and left open it would hold the reserve until a writer came back to sh, which for a
+// rarely used logger tag's shard may be never. The caller holds sh's lock.
+func (s *stream) giveBackEmptyReserve(sh *shard) {
+	if b := sh.cur; b != nil && b.reserved && b.n == 0 {
+		sh.cur = nil
+		s.unreserve(b)
+		s.unclaim(b)
+		s.free <- b // cannot block: every batch fits in free
+	}
 }
 
 // writeElsewhere tries the open batches of the shards other than shard i: the slow path of
@@ -336,6 +353,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 			sh.dropped[dropEncodeError].Add(1)
 			s.droppedTag(b.tag, 1)
 			enc.trim()
+			s.giveBackEmptyReserve(sh)
 			return written, nil
 		}
 		if len(out)-start > s.entryCap {
@@ -346,6 +364,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 				sh.dropped[dropTooLarge].Add(1)
 				s.droppedTag(b.tag, 1)
 				enc.trim()
+				s.giveBackEmptyReserve(sh)
 				return written, nil
 			}
 			// An err entry is delivered with its largest values truncated and marked (see
@@ -374,7 +393,10 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		tag := b.tag // b is the sender's once sealed
 		sh.cur = nil
 		s.seal(b)
-		nb := s.takeFor(ent, tag)
+		var nb *batch
+		if s.mayTake(ent, tag) {
+			nb = s.takeFor(ent, tag)
+		}
 		if nb == nil {
 			if cut == nil {
 				enc.discard(ent)

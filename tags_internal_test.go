@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // A tagged logger's call allocates nothing either: its tag was resolved in With; a named
@@ -92,7 +93,7 @@ func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	st.tagBatches = make([]atomic.Int32, 65)
 	flood, rare := st.tags.lookup("flood").idx, st.tags.lookup("rare").idx
 	take := func(tag uint16) *batch {
-		if !st.mayTake(tag) {
+		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
 			return nil
 		}
 		b := st.takeFree()
