@@ -147,8 +147,10 @@ const MaxSpread = 8
 const MaxNameAddresses = 16
 
 // Resolver looks host names up, for Config.Resolver: *net.Resolver is one
-// (net.DefaultResolver is the default). Implementations must be safe for concurrent use;
-// an error, or no address, leaves the addresses of the name's last lookup in use. For
+// (net.DefaultResolver is the default). Implementations must be safe for concurrent use,
+// and must return once ctx is done (each lookup has a deadline; Close waits for a lookup
+// under way); an error, or no address, leaves the addresses of the name's last lookup in
+// use. For
 // srv:// servers it must also have the method LookupSRV(ctx, service, proto, name string)
 // (string, []*net.SRV, error), called with service and proto "" and the whole name, as
 // *net.Resolver's; without it such a server has no address.

@@ -326,4 +326,18 @@ func TestNewWaitsForTheFirstLookupAtMostASecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitUntil(t, "the entry sent to the name as configured", func() bool { return r.Len() == 1 })
+
+	// Several names are looked up at once, under one deadline: New still waits at most
+	// lookupTimeout, not one per name.
+	var servers []Server
+	for _, h := range []string{"localhost", "a.invalid", "b.invalid", "c.invalid"} {
+		servers = append(servers, Server{Addr: "tcp://" + h + ":" + port})
+	}
+	start = time.Now()
+	several := New(Config{Servers: servers, Resolver: hangingResolver{}, Registerer: prometheus.NewRegistry(), CloseTimeout: time.Second})
+	took = time.Since(start)
+	t.Cleanup(func() { _ = several.Close() })
+	if took > lookupTimeout+time.Second {
+		t.Fatalf("New took %v with four names and a resolver that never answers; the bound is %v, for all of them", took, lookupTimeout)
+	}
 }

@@ -103,8 +103,10 @@ func (h *Health) Track(eps []Endpoint, r Resolver, period, timeout time.Duration
 	h.names = names{eps: eps, r: r, period: period, timeout: timeout, ctx: ctx, cancel: cancel}
 }
 
-// Lookup looks every name up now and waits for the answer (at most the timeout Track was
-// given): for New, which counts the addresses to spread its connections over. now is when
+// Lookup looks every name up now and waits for the answers, at most the timeout Track was
+// given whatever the number of names (they are looked up at once, under one deadline) and
+// whatever the resolver does: for New, which counts the addresses to spread its
+// connections over. A lookup that outlasts the wait goes on in the background. now is when
 // it began.
 func (h *Health) Lookup(now time.Time) {
 	h.mu.Lock()
@@ -114,8 +116,19 @@ func (h *Health) Lookup(now time.Time) {
 	}
 	h.names.running, h.names.last, h.names.next, h.names.asked = true, now, now.Add(h.names.period), false
 	h.names.wg.Add(1)
+	timeout := h.names.timeout
 	h.mu.Unlock()
-	h.lookup()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.lookup()
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // Refresh starts a lookup of the names in the background if one is due at now: the period
@@ -140,29 +153,45 @@ func (h *Health) Refresh(now time.Time) {
 	go h.lookup()
 }
 
-// lookup looks each name up and applies what it found.
+// lookup looks every name up, all at once under one deadline (the timeout), and applies
+// what it found.
 func (h *Health) lookup() {
 	nm := &h.names
 	defer nm.wg.Done()
-	found := map[int][]target{} // a name's first slot: its addresses
-	for _, ep := range nm.eps {
-		if ep.Slots < 2 || found[ep.First] != nil {
-			continue
+	ctx, cancel := context.WithTimeout(nm.ctx, nm.timeout)
+	defer cancel()
+	var todo []int // the endpoints to look up: each name's first
+	seen := map[int]bool{}
+	for i, ep := range nm.eps {
+		if ep.Slots >= 2 && !seen[ep.First] {
+			seen[ep.First] = true
+			todo = append(todo, i)
 		}
-		found[ep.First] = []target{} // kept as they are if the lookup fails: no news
-		ctx, cancel := context.WithTimeout(nm.ctx, nm.timeout)
-		if ep.srv {
-			if sr, ok := nm.r.(SRVResolver); ok {
-				if _, recs, err := sr.LookupSRV(ctx, "", "", ep.Address); err == nil && len(recs) > 0 {
-					found[ep.First] = srvTargets(recs, ep.Weight, ep.Standby)
+	}
+	res := make([][]target, len(todo)) // none if the lookup failed: kept as they are, no news
+	var wg sync.WaitGroup
+	for k, i := range todo {
+		ep := nm.eps[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ep.srv {
+				if sr, ok := nm.r.(SRVResolver); ok {
+					if _, recs, err := sr.LookupSRV(ctx, "", "", ep.Address); err == nil && len(recs) > 0 {
+						res[k] = srvTargets(recs, ep.Weight, ep.Standby)
+					}
+				}
+			} else if addrs, err := nm.r.LookupIPAddr(ctx, ep.host); err == nil && len(addrs) > 0 {
+				for _, t := range targets(addrs, ep.port) {
+					res[k] = append(res[k], target{addr: t, weight: ep.Weight, standby: ep.Standby})
 				}
 			}
-		} else if addrs, err := nm.r.LookupIPAddr(ctx, ep.host); err == nil && len(addrs) > 0 {
-			for _, t := range targets(addrs, ep.port) {
-				found[ep.First] = append(found[ep.First], target{addr: t, weight: ep.Weight, standby: ep.Standby})
-			}
-		}
-		cancel()
+		}()
+	}
+	wg.Wait()
+	found := map[int][]target{} // a name's first slot: its addresses
+	for k, i := range todo {
+		found[nm.eps[i].First] = res[k]
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
