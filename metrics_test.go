@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -318,6 +319,27 @@ func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
 	advance(t, core, clk, keepWindow)
 	if v := gauge(t, core, "fluentcore_keep_ratio", info); v != 1 {
 		t.Errorf("keep_ratio %v with nothing offered in the window, want 1", v)
+	}
+}
+
+// A closed core drops nothing for backpressure any more: Dropping, true while it dropped,
+// reads false after Close, although the clock that moved its window has stopped.
+func TestDroppingEndsWithClose(t *testing.T) {
+	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	core := NewWithClock(fastRetry(Config{
+		Addr: downAddr(t), MaxBatchBytes: 1024, Info: StreamConfig{BufferBytes: 4 << 10},
+		CloseTimeout: 100 * time.Millisecond, ErrFallback: io.Discard,
+	}), clk)
+	logger := zap.New(core)
+	for i := range 200 {
+		logger.Info("lost", zap.Int("i", i), zap.String("pad", strings.Repeat("x", 100)))
+	}
+	if !core.Stats().Info.Dropping {
+		t.Fatalf("not dropping with %v dropped", core.Stats().Info.Dropped)
+	}
+	_ = core.Close()
+	if core.Stats().Info.Dropping {
+		t.Error("Dropping still true after Close")
 	}
 }
 

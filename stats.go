@@ -126,8 +126,9 @@ type StreamStats struct {
 	// Dropping is true while the stream has dropped an entry for backpressure — shed by
 	// the degrade policy (degraded, sampled), no room in the buffer (queue_full), or the
 	// spill full (spill_full) — within the last second or two: since the sink's clock
-	// last took its once-a-second count at least a second ago. It has no event: OnEvent's
-	// EventDegraded and EventRecovered stay the degrade policy's.
+	// last took its once-a-second count at least a second ago; false once the core is
+	// closed. It has no event: OnEvent's EventDegraded and EventRecovered stay the degrade
+	// policy's.
 	Dropping bool
 	// KeepRatio is the share of the entries offered to the stream (Entries) in the last
 	// ten seconds or so that were not dropped, for any reason (degraded, sampled,

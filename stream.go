@@ -420,7 +420,9 @@ func (s *stream) stats() StreamStats {
 	}
 	st.recent = cur.minus(s.recent.before(now, keepWindow))
 	st.KeepRatio = keepRatio(st.recent)
-	st.Dropping = cur.minus(s.recent.before(now, dropWindow)).pressed > 0
+	// A closed stream drops nothing for backpressure any more, and its clock, which moves
+	// the window, has stopped: it reads false rather than its last second for ever.
+	st.Dropping = !s.closed.Load() && cur.minus(s.recent.before(now, dropWindow)).pressed > 0
 	if s.tags != nil {
 		st.Tags = s.tags.stats(s.id)
 	}
