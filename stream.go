@@ -307,14 +307,15 @@ func reserveOf(nbatches int) int {
 }
 
 // reservedBytes is the room of the batches held in reserve now, which a flood the policy
-// thins cannot take: the reserve, or while the core has logger tags, the free batches a
-// tag that holds several may not take (mayTake), if more. The shedder's margin is this, so
-// that its allowance stops where the flood's batches do.
+// thins cannot take; the shedder's margin is this. Not the logger tags' floor (mayTake),
+// though a flooding tag cannot take it either: as margin it made the step's budget so low
+// that the other tags' entries were thinned (BenchmarkTagFlood: a quarter of them shed,
+// against none). The flood's entries past the floor are dropped as queue_full instead.
 func (s *stream) reservedBytes() int64 {
 	if s.reserve == 0 || !s.policy.reserves() {
 		return 0
 	}
-	return int64(max(s.reserve, s.tagFloor()) * s.sealAt)
+	return int64(s.reserve * s.sealAt)
 }
 
 // weighWith has the stream's encoders write each entry's weight under key (the info stream
