@@ -409,6 +409,22 @@ type faultEnv struct {
 	seenDone chan struct{}
 }
 
+// receiverDown takes the receiver away as a killed process would: its connections closed,
+// new ones refused. receiverUp has it listen again on the same port.
+func (e *faultEnv) receiverDown() {
+	_ = e.recv.SetRefuse(true)
+	e.recv.CloseConnections()
+}
+
+func (e *faultEnv) receiverUp() { mustDo(e.t, e.recv.SetRefuse(false)) }
+
+// firstServerHasBothStreams reports whether the first server carries a connection of each
+// stream, so that a fault there lands on both.
+func (e *faultEnv) firstServerHasBothStreams() bool {
+	st := e.core.Stats()
+	return st.Info.Servers[0].Connections > 0 && st.Err.Servers[0].Connections > 0
+}
+
 // startReceiver starts an in-process receiver on the case's address (a free port the
 // first time) and makes it the current one.
 func (e *faultEnv) startReceiver(opts ...forwardtest.Option) {
@@ -866,22 +882,20 @@ func faultCases() []faultCase {
 		inject: func(e *faultEnv) {
 			// Once entries arrive, while more are in flight.
 			waitUntil(e.t, "entries arrive", func() bool { return e.recv.Stats().Entries >= 20 })
-			_ = e.recv.SetRefuse(true)
-			e.recv.CloseConnections()
+			e.receiverDown()
 		},
 		wantErr: "connection refused",
-		heal:    func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal:    (*faultEnv).receiverUp,
 	}, {
 		name: "receiver killed mid-batch, restarted, 4 logger tags (RequireAck)",
 		ack:  true,
 		tags: 4,
 		inject: func(e *faultEnv) {
 			waitUntil(e.t, "entries arrive", func() bool { return e.recv.Stats().Entries >= 20 })
-			_ = e.recv.SetRefuse(true)
-			e.recv.CloseConnections()
+			e.receiverDown()
 		},
 		wantErr: "connection refused",
-		heal:    func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal:    (*faultEnv).receiverUp,
 	}, {
 		name: "receiver process killed (SIGKILL) mid-stream, restarted on the same port",
 		ack:  true,
@@ -927,14 +941,8 @@ func faultCases() []faultCase {
 		},
 		// The fault must land on both streams: the first server carries a connection of each
 		// (info's first opens only once its sender has taken a batch).
-		ready: func(e *faultEnv) bool {
-			st := e.core.Stats()
-			return st.Info.Servers[0].Connections > 0 && st.Err.Servers[0].Connections > 0
-		},
-		inject: func(e *faultEnv) {
-			_ = e.recv.SetRefuse(true)
-			e.recv.CloseConnections()
-		},
+		ready:  (*faultEnv).firstServerHasBothStreams,
+		inject: (*faultEnv).receiverDown,
 		// No error need reach the stream: a connection that finds its server gone opens to
 		// the next one. The fault has hit once no connection is left on the first server
 		// and the info stream has reconnected.
@@ -942,7 +950,7 @@ func faultCases() []faultCase {
 			st := e.core.Stats()
 			return st.Info.Servers[0].Connections == 0 && st.Err.Servers[0].Connections == 0 && st.Info.Reconnects > 0
 		},
-		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal: (*faultEnv).receiverUp,
 	}, {
 		// The same with the default config (issue 27): the info stream has a connection on
 		// each server without a setting, and is unacked, so what was written into the
@@ -961,14 +969,8 @@ func faultCases() []faultCase {
 				cfg.Servers = append(cfg.Servers, Server{Addr: r.Addr()})
 			}
 		},
-		ready: func(e *faultEnv) bool {
-			st := e.core.Stats()
-			return st.Info.Servers[0].Connections > 0 && st.Err.Servers[0].Connections > 0
-		},
-		inject: func(e *faultEnv) {
-			_ = e.recv.SetRefuse(true)
-			e.recv.CloseConnections()
-		},
+		ready:  (*faultEnv).firstServerHasBothStreams,
+		inject: (*faultEnv).receiverDown,
 		// The rest take its share: every info connection on the other three.
 		effect: func(e *faultEnv) bool {
 			st := e.core.Stats()
@@ -978,7 +980,7 @@ func faultCases() []faultCase {
 			}
 			return st.Info.Servers[0].Connections == 0 && st.Err.Servers[0].Connections == 0 && rest == len(e.all)
 		},
-		heal:           func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal:           (*faultEnv).receiverUp,
 		infoAtMostOnce: true,
 	}, {
 		// A name with four addresses (a Kubernetes headless service over four pods), default
@@ -1008,30 +1010,24 @@ func faultCases() []faultCase {
 		logOn:  true, // a connection moves at its next send
 		heal:   func(e *faultEnv) { e.dns2.set("fleet.test", fleetIPs(4)...) },
 	}, {
-		name: "receiver down longer than SpillAfter",
-		inject: func(e *faultEnv) {
-			_ = e.recv.SetRefuse(true)
-			e.recv.CloseConnections()
-		},
+		name:    "receiver down longer than SpillAfter",
+		inject:  (*faultEnv).receiverDown,
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
 			f := sinkOf(e.core).streams[errStream].senders[0].fwd
 			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
 		},
-		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal: (*faultEnv).receiverUp,
 	}, {
-		name: "receiver down longer than SpillAfter, 4 logger tags",
-		tags: 4,
-		inject: func(e *faultEnv) {
-			_ = e.recv.SetRefuse(true)
-			e.recv.CloseConnections()
-		},
+		name:    "receiver down longer than SpillAfter, 4 logger tags",
+		tags:    4,
+		inject:  (*faultEnv).receiverDown,
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
 			f := sinkOf(e.core).streams[errStream].senders[0].fwd
 			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
 		},
-		heal: func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal: (*faultEnv).receiverUp,
 	}, {
 		name:    "receiver stalls (reads nothing) longer than SpillAfter",
 		ack:     true,
@@ -1117,8 +1113,7 @@ func faultCases() []faultCase {
 				if e.recv.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= next }, time.Second) != nil {
 					return // nothing arrives: the client is backing off; look again
 				}
-				_ = e.recv.SetRefuse(true)
-				e.recv.CloseConnections()
+				e.receiverDown()
 				select { // the restart's length, not a wait for a result
 				case <-e.stop:
 				case <-time.After(300 * time.Millisecond):
@@ -1129,7 +1124,7 @@ func faultCases() []faultCase {
 		},
 		effect: func(e *faultEnv) bool { return e.restarts != nil && e.restarts.Load() >= 15 },
 		within: time.Minute,
-		heal:   func(e *faultEnv) { mustDo(e.t, e.recv.SetRefuse(false)) },
+		heal:   (*faultEnv).receiverUp,
 	}, {
 		name:    "connection cut mid-frame (receiver closes after 10 KB)",
 		ack:     true,
