@@ -276,6 +276,18 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 	return s.appendLocked(sh, ctx, ent, fields, cut, true)
 }
 
+// dropUnwritten drops an entry appendLocked encoded into b (sh's open batch, cut back to
+// where the entry began) and could not keep: counted for why, its weight passed on, and b
+// given back if it was a reserve taken for this entry.
+func (s *stream) dropUnwritten(sh *shard, b *batch, enc *msgpEncoder, ent *zapcore.Entry, why dropReason) {
+	enc.discard(ent)
+	s.lost(ent, b.tag)
+	sh.dropped[why].Add(1)
+	s.droppedTag(b.tag, 1)
+	enc.trim()
+	s.giveBackEmptyReserve(sh)
+}
+
 // giveBackEmptyReserve returns sh's open batch to the free list if it is a reserved one
 // that holds nothing: the entry it was taken for was dropped (too large, or not encodable),
 // and left open it would hold the reserve until a writer came back to sh, which for a
@@ -348,23 +360,13 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		}
 		if !ok {
 			b.buf = b.buf[:start]
-			enc.discard(ent)
-			s.lost(ent, b.tag)
-			sh.dropped[dropEncodeError].Add(1)
-			s.droppedTag(b.tag, 1)
-			enc.trim()
-			s.giveBackEmptyReserve(sh)
+			s.dropUnwritten(sh, b, enc, ent, dropEncodeError)
 			return written, nil
 		}
 		if len(out)-start > s.entryCap {
 			b.buf = b.buf[:start]
 			if !s.policy.cutsOversized() {
-				enc.discard(ent)
-				s.lost(ent, b.tag)
-				sh.dropped[dropTooLarge].Add(1)
-				s.droppedTag(b.tag, 1)
-				enc.trim()
-				s.giveBackEmptyReserve(sh)
+				s.dropUnwritten(sh, b, enc, ent, dropTooLarge)
 				return written, nil
 			}
 			// An err entry is delivered with its largest values truncated and marked (see

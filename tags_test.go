@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluentcore/fluentcore"
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
@@ -321,26 +322,11 @@ func TestTagCountersAddUpAndAreExported(t *testing.T) {
 // tagMetric is the value of the counter name with stream and, if not "", tag.
 func tagMetric(t *testing.T, reg *prometheus.Registry, name, stream, tag string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	labels := map[string]string{"stream": stream}
+	if tag != "" {
+		labels["tag"] = tag
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["stream"] == stream && (tag == "" || labels["tag"] == tag) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no %s{stream=%q,tag=%q}", name, stream, tag)
-	return 0
+	return testkit.Metric(t, reg, name, labels)
 }
 
 // A logger derived from one past MaxTags with a Tag option of its own does not carry the

@@ -202,43 +202,35 @@ func run(args []string, w io.Writer) error {
 		}()
 	}
 
-	if recv != nil && *stall > 0 {
+	// One fault at most (checked above), a third of the way in, for its duration.
+	fault := func(d time.Duration, what string, begin func(), end func() error, after string) {
 		go func() {
 			select {
 			case <-time.After(*duration / 3):
 			case <-ctx.Done():
 				return
 			}
-			fmt.Fprintf(out, "\n[demo] receiver stalls for %v\n", *stall)
-			recv.Stall()
+			fmt.Fprintf(out, "\n[demo] receiver %s for %v\n", what, d)
+			begin()
 			select {
-			case <-time.After(*stall):
+			case <-time.After(d):
 			case <-ctx.Done():
 			}
-			recv.Resume()
-			fmt.Fprintln(out, "\n[demo] receiver resumes")
+			if err := end(); err != nil {
+				fmt.Fprintf(out, "\n[demo] receiver cannot come back: %v\n", err)
+				return
+			}
+			fmt.Fprintf(out, "\n[demo] receiver %s\n", after)
 		}()
 	}
-	if recv != nil && *down > 0 {
-		go func() {
-			select {
-			case <-time.After(*duration / 3):
-			case <-ctx.Done():
-				return
-			}
-			fmt.Fprintf(out, "\n[demo] receiver down for %v\n", *down)
+	switch {
+	case recv != nil && *stall > 0:
+		fault(*stall, "stalls", recv.Stall, func() error { recv.Resume(); return nil }, "resumes")
+	case recv != nil && *down > 0:
+		fault(*down, "down", func() {
 			_ = recv.SetRefuse(true)
 			recv.CloseConnections()
-			select {
-			case <-time.After(*down):
-			case <-ctx.Done():
-			}
-			if err := recv.SetRefuse(false); err != nil {
-				fmt.Fprintf(out, "\n[demo] receiver cannot listen again: %v\n", err)
-				return
-			}
-			fmt.Fprintln(out, "\n[demo] receiver back")
-		}()
+		}, func() error { return recv.SetRefuse(false) }, "back")
 	}
 
 	// The progress line is per second, every column; the totals are in the table at the end.
