@@ -20,7 +20,10 @@
 // number each, so the most frequent keys lose the most. Levels are served in order,
 // highest first: Warn is thinned only once Info and Debug have nothing left, and Info only
 // after Debug. The share of the buffer above Full is a margin that the rare keys' entries
-// find room in while the budget is being used to the end.
+// find room in while the budget is being used to the end. A key within its fair share of
+// what the sender delivers (the same sharing, over the delivery alone) is not a flood and
+// is never thinned by the budget, which a step with no delivery and a full buffer leaves
+// at nothing: only the allowance, the room actually left, stops its entries.
 // Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
 // fixed goal rate; here the goal is the measured capacity plus the room left, moved every
 // step, and a key's rate follows it.
@@ -106,6 +109,7 @@ type Shedder struct {
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
 	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
+	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share (markFlood)
 	seenDropped   [Slots]uint64 // each slot's dropped at the last step
 	lastWritten   uint64        // Observation.Written at the last step
 	pending       float64       // entries Keep kept that the stream has not taken in yet
@@ -431,8 +435,24 @@ func (s *Shedder) Step(o Observation) {
 		s.admitAll()
 		return
 	}
-	share := s.share(budget, dt, s.setRatio)
-	s.keepRatio.Store(math.Float64bits(share / float64(offered)))
+	s.share(budget, dt, s.thin)
+	var admitted float64
+	for _, k := range s.keys {
+		admitted += float64(k.count) * float64(s.slots[k.slot].ratio.Load()) / one
+	}
+	s.keepRatio.Store(math.Float64bits(admitted / float64(offered)))
+}
+
+// thin sets a key's keep ratio from the step's budget, but never thins a key within its
+// fair share of what the sender delivers (markFloods): a step that saw no delivery with the
+// buffer past Full has no budget at all, yet such a key's entries (a steady Warn under an
+// Info flood) are what the margin is for, and the allowance alone, the room actually left,
+// may stop them.
+func (s *Shedder) thin(slot int, r uint32) {
+	if !s.slots[slot].flood.Load() {
+		r = one
+	}
+	s.setRatio(slot, r)
 }
 
 func (s *Shedder) startCounting() {
@@ -467,7 +487,7 @@ func (s *Shedder) gather() (offered, kept uint64) {
 		if c == 0 {
 			// A key that has been quiet for a while comes back whole. Not after one quiet
 			// step: its callers may only have been off the CPU.
-			if sl.ratio.Load() != one && s.last.UnixNano()-s.seen[i] >= int64(quietAfter) {
+			if (sl.ratio.Load() != one || sl.flood.Load()) && s.last.UnixNano()-s.seen[i] >= int64(quietAfter) {
 				s.setRatio(i, one)
 				s.markFlood(i, one)
 			}
@@ -518,9 +538,21 @@ func (s *Shedder) markFloods(offered uint64, delivery, dt float64) {
 	s.share(delivery, dt, s.markFlood)
 }
 
+// markFlood marks a key over its share (r < 1) as a flood at once, and unmarks it only once
+// it has stayed within its share for quietAfter: a flood whose callers were off the CPU
+// for a step offers little in it, and unmarked then it would take the margin whole in the
+// next.
 func (s *Shedder) markFlood(slot int, r uint32) {
-	if f := r < one; s.slots[slot].flood.Load() != f {
-		s.slots[slot].flood.Store(f)
+	fl := &s.slots[slot].flood
+	if r < one {
+		s.floodAt[slot] = s.last.UnixNano()
+		if !fl.Load() {
+			fl.Store(true)
+		}
+		return
+	}
+	if fl.Load() && s.last.UnixNano()-s.floodAt[slot] >= int64(quietAfter) {
+		fl.Store(false)
 	}
 }
 
@@ -532,9 +564,8 @@ func (s *Shedder) admitAll() {
 }
 
 // share gives each offered key a keep ratio (to set) so that the keys' kept entries add up
-// to budget: levels highest first, and within the level that runs out, max-min fair. It
-// returns the entries kept.
-func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float64 {
+// to budget: levels highest first, and within the level that runs out, max-min fair.
+func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) {
 	// A key's rate is taken over the time since it was last offered, not over the step
 	// alone: a rare key whose callers fell behind (a ticker's two ticks at once) offers two
 	// entries in one step, and a step's count would make it a flood, thinned, and its next
@@ -555,11 +586,10 @@ func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float6
 	// Rare keys (see rareRate) are kept whole whatever the budget:
 	// a step is milliseconds, so they are rare indeed, and a budget shared out to the
 	// last entry would otherwise drop them whenever the buffer is near full.
-	left, kept := budget, 0.0
+	left := budget
 	for _, k := range s.keys {
 		if isRare(k) {
 			left -= float64(k.count)
-			kept += float64(k.count)
 		}
 	}
 	left = max(0, left)
@@ -581,7 +611,6 @@ func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float6
 				set(k.slot, one)
 			}
 			left -= float64(sum)
-			kept += float64(sum)
 			start = end
 			continue
 		}
@@ -592,13 +621,11 @@ func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float6
 			if float64(k.count)*rest <= left {
 				set(k.slot, one)
 				left -= float64(k.count)
-				kept += float64(k.count)
 				continue
 			}
 			share := left / rest
 			for _, k := range level[i:] {
 				set(k.slot, ratioOf(share/float64(k.count)))
-				kept += share
 			}
 			break
 		}
@@ -611,7 +638,6 @@ func (s *Shedder) share(budget, dt float64, set func(slot int, r uint32)) float6
 		}
 		break
 	}
-	return kept
 }
 
 func ratioOf(r float64) uint32 {

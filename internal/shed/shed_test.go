@@ -625,3 +625,85 @@ func TestAFloodOnOneTagKeepsTheOthersWhole(t *testing.T) {
 		t.Error("tag 0 changes the key")
 	}
 }
+
+// A step in which the sender took nothing (a socket that takes whole batches at once) with
+// the buffer into its margin leaves the step no budget at all. A key within its fair share
+// of what the sender delivers (a steady Warn under an Info flood) must still not be thinned
+// by it: such a key's entries belong in the margin, and only the allowance, the room
+// actually left, may stop them. Seen in BenchmarkDegradeRule's skew shape: ten Warn entries
+// a step shed as "sampled" with the margin's room still free.
+func TestKeysWithinTheirShareStayWholeWhenTheBudgetRunsOut(t *testing.T) {
+	p := newPipe(290_000, 40_000)
+	loads := []load{{"hot", 0, 1_500_000}, {"warn", 1, 2_000}}
+	p.run(time.Second, loads...)
+	if p.s.Capacity() == 0 {
+		t.Fatal("no capacity measured after a second of backlog")
+	}
+	// One more step of offers, then a step that sees no delivery and the margin nearly
+	// spent: Room is past Full by all but 200 entries of the margin.
+	for range 7_500 {
+		p.s.KeepTag(0, 0, "hot")
+	}
+	for range 10 {
+		p.s.KeepTag(1, 0, "warn")
+	}
+	margin := 0.1 * p.size
+	p.now = p.now.Add(step)
+	p.s.Step(Observation{Now: p.now, Fill: 0.995, Room: 200 - margin, Margin: margin, Written: p.taken + 7_510, Delivered: p.delivered, Connected: true})
+	kept := 0
+	for range 10 {
+		if p.s.KeepTag(1, 0, "warn") {
+			kept++
+		}
+	}
+	if kept != 10 {
+		t.Errorf("Warn kept %d of 10 with room for 200 entries left; its share of delivery is whole", kept)
+	}
+	hot := 0
+	for range 1_000 {
+		if p.s.KeepTag(0, 0, "hot") {
+			hot++
+		}
+	}
+	if hot != 0 {
+		t.Errorf("the flood kept %d entries inside the margin", hot)
+	}
+}
+
+// A flood whose callers are off the CPU for a step offers a few entries in it, and is then
+// within its share. Unmarked at once, it would come back in the next step as a key kept
+// whole and take the allowance down to nothing, margin included, and a steady Warn would
+// lose all but its first few entries of the step. The mark holds for quietAfter.
+func TestAFloodThatPausesForAStepStaysOutOfTheMargin(t *testing.T) {
+	p := newPipe(290_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 6_000_000}, load{"warn", 1, 2_000})
+	// The pause: 100 hot entries and the Warn's 10 in a step that delivered 1,450.
+	for range 100 {
+		p.s.KeepTag(0, 0, "hot")
+	}
+	for range 10 {
+		p.s.KeepTag(1, 0, "warn")
+	}
+	margin := 0.1 * p.size
+	p.now = p.now.Add(step)
+	p.s.Step(Observation{Now: p.now, Fill: 0.87, Room: 1_450, Margin: margin, Written: p.taken + 110, Delivered: p.delivered + 1_450, Connected: true})
+	// The flood is back: it may fill the room, not the margin.
+	hot := 0
+	for range 30_000 {
+		if p.s.KeepTag(0, 0, "hot") {
+			hot++
+		}
+	}
+	if hot > 1_450 {
+		t.Errorf("the flood kept %d entries after its pause, with room for 1450 before the margin", hot)
+	}
+	warn := 0
+	for range 10 {
+		if p.s.KeepTag(1, 0, "warn") {
+			warn++
+		}
+	}
+	if warn != 10 {
+		t.Errorf("Warn kept %d of 10 after the flood came back", warn)
+	}
+}
