@@ -21,10 +21,11 @@ const (
 	// allowance of what fits (the room left, and what the sender frees) stops exactly
 	// what would overflow. Once it is full, what the sender delivers is shared out over
 	// message and level keys: rare messages kept whole, the most frequent thinned hardest,
-	// Debug before Info before Warn; one batch of the buffer (the last 1/64 with fewer than
-	// 16 batches) is kept for the keys that are not flooding. Before the sender has delivered anything, nothing is thinned by
-	// rate. During an outage nothing is shed: the buffer holds what it can and the rest is
-	// dropped as queue_full. internal/shed has the controller and its reasons.
+	// Debug before Info before Warn; the last 1/64 of the buffer (a batch of it, with 64
+	// batches or more) is kept for the keys that are not flooding. Before the sender has
+	// delivered anything, nothing is thinned by rate. During an outage nothing is shed: the
+	// buffer holds what it can and the rest is dropped as queue_full. internal/shed has the
+	// controller and its reasons.
 	DegradeAdaptive DegradePolicy = iota
 	// DegradeSample keeps the first Degrade.SampleFirst entries per message per
 	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler,

@@ -197,18 +197,36 @@ func BenchmarkAdmit(b *testing.B) {
 			for i := range msgs {
 				msgs[i] = fmt.Sprintf("request %d handled", i)
 			}
-			ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}
-			i := 0
-			for b.Loop() {
+			admit := func(i int, ent *zapcore.Entry) bool {
 				if c.counting && i%1024 == 0 {
 					d.wake() // the clock, seeing no backlog, stops the counting after a while
 				}
 				ent.Message = msgs[i%len(msgs)]
-				i++
-				if !core.sink.admit(&ent, tagRef{}, false) {
-					b.Fatal("an entry was shed with a keep ratio of 1")
-				}
+				return core.sink.admit(ent, tagRef{}, false)
 			}
+			b.Run("callers=1", func(b *testing.B) {
+				ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}
+				i := 0
+				for b.Loop() {
+					if i++; !admit(i, &ent) {
+						b.Fatal("an entry was shed with a keep ratio of 1")
+					}
+				}
+			})
+			// Every caller on one key's counters at once: what a flood of one message
+			// from many goroutines costs each of them.
+			b.Run("callers=parallel", func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}
+					i := 0
+					for pb.Next() {
+						if i++; !admit(i, &ent) {
+							b.Error("an entry was shed with a keep ratio of 1")
+							return
+						}
+					}
+				})
+			})
 		})
 	}
 }

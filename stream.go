@@ -296,8 +296,10 @@ func (s *stream) homeShard(idx uint16) int {
 }
 
 // reserveFrom is the fewest batches a stream must have to keep one of them in reserve (see
-// takeFor): then it holds no more than 1/16 of the budget.
-const reserveFrom = 16
+// takeFor): then it holds no more than 1/64 of the budget, the margin the adaptive policy
+// keeps in its count anyway. A larger reserve is room that the end of every burst leaves
+// unused, which the default would then deliver less than DegradeOff.
+const reserveFrom = 64
 
 func reserveOf(nbatches int) int {
 	if nbatches >= reserveFrom {
