@@ -213,8 +213,8 @@ func BenchmarkAdmit(b *testing.B) {
 					}
 				}
 			})
-			// Every caller on one key's counters at once: what a flood of one message
-			// from many goroutines costs each of them.
+			// Every caller on the same keys' counters at once: what a flood of one
+			// message from many goroutines costs each of them.
 			b.Run("callers=parallel", func(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}

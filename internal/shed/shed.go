@@ -20,10 +20,12 @@
 // number each, so the most frequent keys lose the most. Levels are served in order,
 // highest first: Warn is thinned only once Info and Debug have nothing left, and Info only
 // after Debug. The share of the buffer above Full is a margin that the rare keys' entries
-// find room in while the budget is being used to the end. A key within its fair share of
-// what the sender delivers (the same sharing, over the delivery alone) is not a flood and
-// is never thinned by the budget, which a step with no delivery and a full buffer leaves
-// at nothing: only the allowance, the room actually left, stops its entries.
+// find room in while the budget is being used to the end. A key that has been within its
+// fair share of what the sender delivers (the same sharing, over the delivery alone) for
+// quietAfter is not a flood, and is not thinned by the budget, which a step with no
+// delivery and a full buffer leaves at nothing: only the allowance, the room actually
+// left, stops its entries. A flood keeps its mark that long so that one whose callers were
+// off the CPU for a step does not come back as a key kept whole.
 // Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
 // fixed goal rate; here the goal is the measured capacity plus the room left, moved every
 // step, and a key's rate follows it.
@@ -69,7 +71,8 @@ const firstFew = 4
 const rareRate = 200
 
 // minStep is the shortest step counted on its own; quietAfter how long a key must offer
-// nothing before its keep ratio is reset to 1.
+// nothing before its keep ratio is reset to 1, and how long a flood must stay within its
+// share before it is no longer one (markFlood).
 const (
 	minStep    = 2 * time.Millisecond
 	quietAfter = 100 * time.Millisecond
@@ -109,7 +112,8 @@ type Shedder struct {
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
 	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
-	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share (markFlood)
+	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share of a measured delivery (markFlood)
+	measured      bool          // the last delivery was measured, not its floor (delivery)
 	seenDropped   [Slots]uint64 // each slot's dropped at the last step
 	lastWritten   uint64        // Observation.Written at the last step
 	pending       float64       // entries Keep kept that the stream has not taken in yet
@@ -125,7 +129,7 @@ type slot struct {
 	shed    atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
 	dropped atomic.Uint64 // entries shed, ever
 	lease   atomic.Int64  // allowance the key has taken and not used yet (see take)
-	flood   atomic.Bool   // over its fair share of what the sender delivers: kept out of the margin
+	flood   atomic.Bool   // over its fair share of what the sender delivers, within quietAfter: kept out of the margin
 }
 
 type key struct {
@@ -149,7 +153,8 @@ func New(cfg Config) *Shedder {
 // Keep reports whether an entry of msg at level is kept. Higher levels are kept first.
 // Beyond its key's keep ratio, an entry passes while the allowance (the room the buffer had
 // at the last step, and what the sender has freed since) lasts: for a key the step thins or
-// one over its fair share of delivery, until only the margin past Full is left; for the
+// a flood (over its fair share of delivery within quietAfter), until only the margin past
+// Full is left; for the
 // others, to the end; past
 // that only a key's first few entries since the step pass. So a flood that grows within a
 // step, or a step that comes late, leaves the margin to the keys the fair share keeps
@@ -173,8 +178,8 @@ func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
 		sl.drop()
 		return false
 	}
-	// The room left decides: a key the step thins, or one over its fair share of what the
-	// sender delivers, stops short of the reserve; the others go on into it, and past it
+	// The room left decides: a key the step thins, or a flood (over its fair share of what
+	// the sender delivers, within quietAfter), stops short of the reserve; the others go on into it, and past it
 	// only their first few since the step pass.
 	left := s.left.Load()
 	if left >= unbounded/2 {
@@ -192,7 +197,8 @@ func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
 }
 
 // Whole reports whether msg at level is a key kept whole: not thinned by the last step,
-// and not over its fair share of what the sender delivers (so not kept out of the margin).
+// and not a flood (over its fair share of what the sender delivers within quietAfter, so
+// kept out of the margin).
 // Every key is while keys are not counted. Safe for concurrent use; a hash and two loads.
 func (s *Shedder) Whole(level int8, msg string) bool { return s.WholeTag(level, 0, msg) }
 
@@ -443,8 +449,8 @@ func (s *Shedder) Step(o Observation) {
 	s.keepRatio.Store(math.Float64bits(admitted / float64(offered)))
 }
 
-// thin sets a key's keep ratio from the step's budget, but never thins a key within its
-// fair share of what the sender delivers (markFloods): a step that saw no delivery with the
+// thin sets a key's keep ratio from the step's budget, but never thins a key that is not a
+// flood (markFlood): a step that saw no delivery with the
 // buffer past Full has no budget at all, yet such a key's entries (a steady Warn under an
 // Info flood) are what the margin is for, and the allowance alone, the room actually left,
 // may stop them.
@@ -518,12 +524,17 @@ func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
 // the margin spread over the steps it must last (roomySteps): a step in which the sender
 // took nothing (a full socket, a first connection) must not make a steady Warn or a rare
 // message a flood.
+//
+// It also says whether the delivery was measured (more than that floor): only then does a
+// key over its share start or renew its hold as a flood (markFlood).
 func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
 	d := float64(got)
 	if c := s.Capacity(); c > 0 {
 		d = min(d, c*dt)
 	}
-	return max(d, o.Margin/roomySteps)
+	floor := o.Margin / roomySteps
+	s.measured = d > floor
+	return max(d, floor)
 }
 
 // markFloods marks each offered key that a share of delivery (entries a step) alone would
@@ -538,14 +549,17 @@ func (s *Shedder) markFloods(offered uint64, delivery, dt float64) {
 	s.share(delivery, dt, s.markFlood)
 }
 
-// markFlood marks a key over its share (r < 1) as a flood at once, and unmarks it only once
-// it has stayed within its share for quietAfter: a flood whose callers were off the CPU
-// for a step offers little in it, and unmarked then it would take the margin whole in the
-// next.
+// markFlood marks a key over its share (r < 1) as a flood at once. Over its share of a
+// measured delivery, the mark is held until the key has stayed within its share for
+// quietAfter: a flood whose callers were off the CPU for a step offers little in it, and
+// unmarked then it would take the margin whole in the next. Over the floor alone (a step in
+// which the sender took nothing), the mark lasts that step, as a steady Warn's must.
 func (s *Shedder) markFlood(slot int, r uint32) {
 	fl := &s.slots[slot].flood
 	if r < one {
-		s.floodAt[slot] = s.last.UnixNano()
+		if s.measured {
+			s.floodAt[slot] = s.last.UnixNano()
+		}
 		if !fl.Load() {
 			fl.Store(true)
 		}
