@@ -626,6 +626,26 @@ func TestAFloodOnOneTagKeepsTheOthersWhole(t *testing.T) {
 	}
 }
 
+// offer calls Keep n times for msg at level (tag 0), outside the pipe's tallies, and
+// returns how many it kept.
+func (p *pipe) offer(level int8, msg string, n int) int {
+	kept := 0
+	for range n {
+		if p.s.KeepTag(level, 0, msg) {
+			kept++
+		}
+	}
+	return kept
+}
+
+// stepBy steps the shedder one step on, by hand: the buffer at fill with room entries up to
+// Full (the pipe's margin past it), written more entries taken in and delivered more
+// delivered than the pipe has counted.
+func (p *pipe) stepBy(fill, room float64, written, delivered uint64) {
+	p.now = p.now.Add(step)
+	p.s.Step(Observation{Now: p.now, Fill: fill, Room: room, Margin: 0.1 * p.size, Written: p.taken + written, Delivered: p.delivered + delivered, Connected: true})
+}
+
 // A step in which the sender took nothing (a socket that takes whole batches at once) with
 // the buffer into its margin leaves the step no budget at all. A key within its fair share
 // of what the sender delivers (a steady Warn under an Info flood) must still not be thinned
@@ -641,31 +661,13 @@ func TestKeysWithinTheirShareStayWholeWhenTheBudgetRunsOut(t *testing.T) {
 	}
 	// One more step of offers, then a step that sees no delivery and the margin nearly
 	// spent: Room is past Full by all but 200 entries of the margin.
-	for range 7_500 {
-		p.s.KeepTag(0, 0, "hot")
-	}
-	for range 10 {
-		p.s.KeepTag(1, 0, "warn")
-	}
-	margin := 0.1 * p.size
-	p.now = p.now.Add(step)
-	p.s.Step(Observation{Now: p.now, Fill: 0.995, Room: 200 - margin, Margin: margin, Written: p.taken + 7_510, Delivered: p.delivered, Connected: true})
-	kept := 0
-	for range 10 {
-		if p.s.KeepTag(1, 0, "warn") {
-			kept++
-		}
-	}
-	if kept != 10 {
+	p.offer(0, "hot", 7_500)
+	p.offer(1, "warn", 10)
+	p.stepBy(0.995, 200-0.1*p.size, 7_510, 0)
+	if kept := p.offer(1, "warn", 10); kept != 10 {
 		t.Errorf("Warn kept %d of 10 with room for 200 entries left; its share of delivery is whole", kept)
 	}
-	hot := 0
-	for range 1_000 {
-		if p.s.KeepTag(0, 0, "hot") {
-			hot++
-		}
-	}
-	if hot != 0 {
+	if hot := p.offer(0, "hot", 1_000); hot != 0 {
 		t.Errorf("the flood kept %d entries inside the margin", hot)
 	}
 }
@@ -678,32 +680,14 @@ func TestAFloodThatPausesForAStepStaysOutOfTheMargin(t *testing.T) {
 	p := newPipe(290_000, 40_000)
 	p.run(time.Second, load{"hot", 0, 6_000_000}, load{"warn", 1, 2_000})
 	// The pause: 100 hot entries and the Warn's 10 in a step that delivered 1,450.
-	for range 100 {
-		p.s.KeepTag(0, 0, "hot")
-	}
-	for range 10 {
-		p.s.KeepTag(1, 0, "warn")
-	}
-	margin := 0.1 * p.size
-	p.now = p.now.Add(step)
-	p.s.Step(Observation{Now: p.now, Fill: 0.87, Room: 1_450, Margin: margin, Written: p.taken + 110, Delivered: p.delivered + 1_450, Connected: true})
+	p.offer(0, "hot", 100)
+	p.offer(1, "warn", 10)
+	p.stepBy(0.87, 1_450, 110, 1_450)
 	// The flood is back: it may fill the room, not the margin.
-	hot := 0
-	for range 30_000 {
-		if p.s.KeepTag(0, 0, "hot") {
-			hot++
-		}
-	}
-	if hot > 1_450 {
+	if hot := p.offer(0, "hot", 30_000); hot > 1_450 {
 		t.Errorf("the flood kept %d entries after its pause, with room for 1450 before the margin", hot)
 	}
-	warn := 0
-	for range 10 {
-		if p.s.KeepTag(1, 0, "warn") {
-			warn++
-		}
-	}
-	if warn != 10 {
+	if warn := p.offer(1, "warn", 10); warn != 10 {
 		t.Errorf("Warn kept %d of 10 after the flood came back", warn)
 	}
 }
@@ -720,14 +704,9 @@ func TestAStepWithNoDeliveryMarksAFloodForThatStepOnly(t *testing.T) {
 	if w.flood.Load() {
 		t.Fatal("a Warn at a tenth of capacity is a flood under measured delivery")
 	}
-	for range 7_500 {
-		p.s.KeepTag(0, 0, "hot")
-	}
-	for range 150 {
-		p.s.KeepTag(1, 0, "warn")
-	}
-	p.now = p.now.Add(step)
-	p.s.Step(Observation{Now: p.now, Fill: 0.95, Room: 0, Margin: 0.1 * p.size, Written: p.taken, Delivered: p.delivered, Connected: true})
+	p.offer(0, "hot", 7_500)
+	p.offer(1, "warn", 150)
+	p.stepBy(0.95, 0, 0, 0)
 	if !w.flood.Load() {
 		t.Fatal("150 Warn entries over a floor of 100 are not a flood in a step with no delivery")
 	}
