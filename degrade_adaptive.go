@@ -37,9 +37,9 @@ const adaptiveHold = time.Second
 
 // adaptiveFull is the fill up to which DegradeAdaptive admits a flood; the last 1/64 of the
 // buffer is the margin the rare keys' entries find room in while the flood is thinned (a
-// stream of 64 batches or more holds it in a reserved batch, stream.reserve, no larger). It is small because a burst
-// that ends leaves it unused: whatever it holds back is what the policy delivers less than
-// no policy at all.
+// stream of 64 batches or more holds it in a reserved batch, stream.reserve, no larger).
+// It is small because a burst that ends leaves it unused: whatever it holds back is what
+// the policy delivers less than no policy at all.
 const adaptiveFull = 1 - 1.0/64
 
 // adaptiveStep is the shedder's step while it counts keys: at the delivery rates of the

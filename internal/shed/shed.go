@@ -20,12 +20,13 @@
 // number each, so the most frequent keys lose the most. Levels are served in order,
 // highest first: Warn is thinned only once Info and Debug have nothing left, and Info only
 // after Debug. The share of the buffer above Full is a margin that the rare keys' entries
-// find room in while the budget is being used to the end. A key that has been within its
-// fair share of what the sender delivers (the same sharing, over the delivery alone) for
-// quietAfter is not a flood, and is not thinned by the budget, which a step with no
-// delivery and a full buffer leaves at nothing: only the allowance, the room actually
-// left, stops its entries. A flood keeps its mark that long so that one whose callers were
-// off the CPU for a step does not come back as a key kept whole.
+// find room in while the budget is being used to the end. A key over its fair share of
+// what the sender delivers (the same sharing, over the delivery alone) is a flood, and one
+// over its share of a measured delivery stays a flood until it has been within its share
+// for quietAfter, so that a flood whose callers were off the CPU for a step does not come
+// back as a key kept whole. A key that is not a flood is not thinned by the budget, which a
+// step with no delivery and a full buffer leaves at nothing: only the allowance, the room
+// actually left, stops its entries.
 // Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
 // fixed goal rate; here the goal is the measured capacity plus the room left, moved every
 // step, and a key's rate follows it.
@@ -129,7 +130,7 @@ type slot struct {
 	shed    atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
 	dropped atomic.Uint64 // entries shed, ever
 	lease   atomic.Int64  // allowance the key has taken and not used yet (see take)
-	flood   atomic.Bool   // over its fair share of what the sender delivers, within quietAfter: kept out of the margin
+	flood   atomic.Bool   // a flood (markFlood): kept out of the margin
 }
 
 type key struct {
@@ -153,10 +154,8 @@ func New(cfg Config) *Shedder {
 // Keep reports whether an entry of msg at level is kept. Higher levels are kept first.
 // Beyond its key's keep ratio, an entry passes while the allowance (the room the buffer had
 // at the last step, and what the sender has freed since) lasts: for a key the step thins or
-// a flood (over its fair share of delivery within quietAfter), until only the margin past
-// Full is left; for the
-// others, to the end; past
-// that only a key's first few entries since the step pass. So a flood that grows within a
+// a flood (markFlood), until only the margin past Full is left; for the others, to the end;
+// past that only a key's first few entries since the step pass. So a flood that grows within a
 // step, or a step that comes late, leaves the margin to the keys the fair share keeps
 // whole, and to rare keys.
 func (s *Shedder) Keep(level int8, msg string) bool { return s.KeepTag(level, 0, msg) }
@@ -178,9 +177,8 @@ func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
 		sl.drop()
 		return false
 	}
-	// The room left decides: a key the step thins, or a flood (over its fair share of what
-	// the sender delivers, within quietAfter), stops short of the reserve; the others go on into it, and past it
-	// only their first few since the step pass.
+	// The room left decides: a key the step thins, or a flood, stops short of the reserve;
+	// the others go on into it, and past it only their first few since the step pass.
 	left := s.left.Load()
 	if left >= unbounded/2 {
 		return true
@@ -197,8 +195,7 @@ func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
 }
 
 // Whole reports whether msg at level is a key kept whole: not thinned by the last step,
-// and not a flood (over its fair share of what the sender delivers within quietAfter, so
-// kept out of the margin).
+// and not a flood (markFlood), which is kept out of the margin.
 // Every key is while keys are not counted. Safe for concurrent use; a hash and two loads.
 func (s *Shedder) Whole(level int8, msg string) bool { return s.WholeTag(level, 0, msg) }
 
@@ -450,10 +447,9 @@ func (s *Shedder) Step(o Observation) {
 }
 
 // thin sets a key's keep ratio from the step's budget, but never thins a key that is not a
-// flood (markFlood): a step that saw no delivery with the
-// buffer past Full has no budget at all, yet such a key's entries (a steady Warn under an
-// Info flood) are what the margin is for, and the allowance alone, the room actually left,
-// may stop them.
+// flood (markFlood): a step that saw no delivery with the buffer past Full has no budget at
+// all, yet such a key's entries (a steady Warn under an Info flood) are what the margin is
+// for, and the allowance alone, the room actually left, may stop them.
 func (s *Shedder) thin(slot int, r uint32) {
 	if !s.slots[slot].flood.Load() {
 		r = one
