@@ -22,8 +22,8 @@
 // after Debug. The share of the buffer above Full is a margin that the rare keys' entries
 // find room in while the budget is being used to the end. A key over its fair share of
 // what the sender delivers (the same sharing, over the delivery alone) is a flood, and one
-// over its share of a measured delivery stays a flood until it has been within its share
-// for quietAfter, so that a flood whose callers were off the CPU for a step does not come
+// over its share in a step in which the sender took something stays a flood until it has
+// been within its share for quietAfter, so that a flood whose callers were off the CPU for a step does not come
 // back as a key kept whole. A key that is not a flood is not thinned by the budget, which a
 // step with no delivery and a full buffer leaves at nothing: only the allowance, the room
 // actually left, stops its entries.
@@ -113,8 +113,8 @@ type Shedder struct {
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
 	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
-	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share of a measured delivery (markFlood)
-	measured      bool          // the last delivery was measured, not its floor (delivery)
+	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share with something delivered (markFlood)
+	measured      bool          // the sender took something in the last step (delivery)
 	seenDropped   [Slots]uint64 // each slot's dropped at the last step
 	lastWritten   uint64        // Observation.Written at the last step
 	pending       float64       // entries Keep kept that the stream has not taken in yet
@@ -521,16 +521,16 @@ func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
 // took nothing (a full socket, a first connection) must not make a steady Warn or a rare
 // message a flood.
 //
-// It also says whether the delivery was measured (more than that floor): only then does a
-// key over its share start or renew its hold as a flood (markFlood).
+// It also notes whether the sender took anything in the step: only then does a key over
+// its share start or renew its hold as a flood (markFlood). Not whether the take was more
+// than the floor: a slow receiver's takes never are, and its floods would never be held.
 func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
 	d := float64(got)
 	if c := s.Capacity(); c > 0 {
 		d = min(d, c*dt)
 	}
-	floor := o.Margin / roomySteps
-	s.measured = d > floor
-	return max(d, floor)
+	s.measured = got > 0
+	return max(d, o.Margin/roomySteps)
 }
 
 // markFloods marks each offered key that a share of delivery (entries a step) alone would
@@ -545,9 +545,9 @@ func (s *Shedder) markFloods(offered uint64, delivery, dt float64) {
 	s.share(delivery, dt, s.markFlood)
 }
 
-// markFlood marks a key over its share (r < 1) as a flood at once. Over its share of a
-// measured delivery, the mark is held until the key has stayed within its share for
-// quietAfter: a flood whose callers were off the CPU for a step offers little in it, and
+// markFlood marks a key over its share (r < 1) as a flood at once. Over its share in a step
+// in which the sender took something, the mark is held until the key has stayed within its
+// share for quietAfter: a flood whose callers were off the CPU for a step offers little in it, and
 // unmarked then it would take the margin whole in the next. Over the floor alone (a step in
 // which the sender took nothing), the mark lasts that step, as a steady Warn's must.
 func (s *Shedder) markFlood(slot int, r uint32) {
