@@ -114,7 +114,7 @@ type Shedder struct {
 	calmSince     time.Time
 	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
 	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share with something delivered (markFlood)
-	measured      bool          // the sender took something in the last step (delivery)
+	took          bool          // the sender took something in the last step (delivery)
 	seenDropped   [Slots]uint64 // each slot's dropped at the last step
 	lastWritten   uint64        // Observation.Written at the last step
 	pending       float64       // entries Keep kept that the stream has not taken in yet
@@ -529,7 +529,7 @@ func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
 	if c := s.Capacity(); c > 0 {
 		d = min(d, c*dt)
 	}
-	s.measured = got > 0
+	s.took = got > 0
 	return max(d, o.Margin/roomySteps)
 }
 
@@ -547,13 +547,13 @@ func (s *Shedder) markFloods(offered uint64, delivery, dt float64) {
 
 // markFlood marks a key over its share (r < 1) as a flood at once. Over its share in a step
 // in which the sender took something, the mark is held until the key has stayed within its
-// share for quietAfter: a flood whose callers were off the CPU for a step offers little in it, and
-// unmarked then it would take the margin whole in the next. Over the floor alone (a step in
-// which the sender took nothing), the mark lasts that step, as a steady Warn's must.
+// share for quietAfter: a flood whose callers were off the CPU for a step offers little in
+// it, and unmarked then it would take the margin whole in the next. Over the floor alone (a
+// step in which the sender took nothing), the mark lasts that step, as a steady Warn's must.
 func (s *Shedder) markFlood(slot int, r uint32) {
 	fl := &s.slots[slot].flood
 	if r < one {
-		if s.measured {
+		if s.took {
 			s.floodAt[slot] = s.last.UnixNano()
 		}
 		if !fl.Load() {
