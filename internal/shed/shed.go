@@ -21,12 +21,11 @@
 // highest first: Warn is thinned only once Info and Debug have nothing left, and Info only
 // after Debug. The share of the buffer above Full is a margin that the rare keys' entries
 // find room in while the budget is being used to the end. A key over its fair share of
-// what the sender delivers (the same sharing, over the delivery alone) is a flood, and one
-// over its share in a step in which the sender took something stays a flood until it has
-// been within its share for quietAfter, so that a flood whose callers were off the CPU for a step does not come
-// back as a key kept whole. A key that is not a flood is not thinned by the budget, which a
-// step with no delivery and a full buffer leaves at nothing: only the allowance, the room
-// actually left, stops its entries.
+// what the sender delivers (the same sharing, over the delivery alone) is a flood, and stays
+// one until it has been within its share for quietAfter, so that a flood whose callers were
+// off the CPU for a step does not come back as a key kept whole. A key that is not a flood
+// is not thinned by the budget, which a step with no delivery and a full buffer leaves at
+// nothing: only the allowance, the room actually left, stops its entries.
 // Honeycomb's dynsampler-go gives each key a rate from its share of past traffic, for a
 // fixed goal rate; here the goal is the measured capacity plus the room left, moved every
 // step, and a key's rate follows it.
@@ -113,8 +112,7 @@ type Shedder struct {
 	hadBacklog    bool      // the fill was over Low at the last step
 	calmSince     time.Time
 	seen          [Slots]int64  // unix nanos of the last step each slot was offered anything
-	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share with something delivered (markFlood)
-	took          bool          // the sender took something in the last step (delivery)
+	floodAt       [Slots]int64  // unix nanos of the last step each slot was over its share (markFlood)
 	seenDropped   [Slots]uint64 // each slot's dropped at the last step
 	lastWritten   uint64        // Observation.Written at the last step
 	pending       float64       // entries Keep kept that the stream has not taken in yet
@@ -520,16 +518,11 @@ func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
 // the margin spread over the steps it must last (roomySteps): a step in which the sender
 // took nothing (a full socket, a first connection) must not make a steady Warn or a rare
 // message a flood.
-//
-// It also notes whether the sender took anything in the step: only then does a key over
-// its share start or renew its hold as a flood (markFlood). Not whether the take was more
-// than the floor: a slow receiver's takes never are, and its floods would never be held.
 func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
 	d := float64(got)
 	if c := s.Capacity(); c > 0 {
 		d = min(d, c*dt)
 	}
-	s.took = got > 0
 	return max(d, o.Margin/roomySteps)
 }
 
@@ -545,17 +538,16 @@ func (s *Shedder) markFloods(offered uint64, delivery, dt float64) {
 	s.share(delivery, dt, s.markFlood)
 }
 
-// markFlood marks a key over its share (r < 1) as a flood at once. Over its share in a step
-// in which the sender took something, the mark is held until the key has stayed within its
-// share for quietAfter: a flood whose callers were off the CPU for a step offers little in
-// it, and unmarked then it would take the margin whole in the next. Over the floor alone (a
-// step in which the sender took nothing), the mark lasts that step, as a steady Warn's must.
+// markFlood marks a key over its share (r < 1) as a flood at once, and unmarks it only once
+// it has stayed within its share for quietAfter: a flood whose callers were off the CPU
+// for a step offers little in it, and unmarked then it would take the margin whole in the
+// next. A key over the floor alone (a step in which the sender took nothing) is held too;
+// holding only from steps with a delivery lost rare entries under a slow receiver
+// (bench/README.md, "A flood's mark held only from a step with a delivery").
 func (s *Shedder) markFlood(slot int, r uint32) {
 	fl := &s.slots[slot].flood
 	if r < one {
-		if s.took {
-			s.floodAt[slot] = s.last.UnixNano()
-		}
+		s.floodAt[slot] = s.last.UnixNano()
 		if !fl.Load() {
 			fl.Store(true)
 		}

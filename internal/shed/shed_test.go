@@ -691,27 +691,3 @@ func TestAFloodThatPausesForAStepStaysOutOfTheMargin(t *testing.T) {
 		t.Errorf("Warn kept %d of 10 after the flood came back", warn)
 	}
 }
-
-// Only a measured delivery starts a flood's hold. A step in which the sender took nothing
-// shares out the floor alone, which a steady Warn of a few per cent of capacity can be
-// over: it is a flood for that step, and whole again at the next measured one, not kept out
-// of the margin for quietAfter.
-func TestAStepWithNoDeliveryMarksAFloodForThatStepOnly(t *testing.T) {
-	p := newPipe(290_000, 4_000) // the floor: a tenth of 4,000 over roomySteps, 100 entries a step
-	hot, warn := load{"hot", 0, 1_500_000}, load{"warn", 1, 30_000}
-	p.run(time.Second, hot, warn)
-	w := &p.s.slots[slotOf(1, 0, "warn")]
-	if w.flood.Load() {
-		t.Fatal("a Warn at a tenth of capacity is a flood under measured delivery")
-	}
-	p.offer(0, "hot", 7_500)
-	p.offer(1, "warn", 150)
-	p.stepBy(0.95, 0, 0, 0)
-	if !w.flood.Load() {
-		t.Fatal("150 Warn entries over a floor of 100 are not a flood in a step with no delivery")
-	}
-	p.run(2*step, hot, warn)
-	if w.flood.Load() {
-		t.Error("the Warn is still a flood after two steps of measured delivery")
-	}
-}
