@@ -418,6 +418,22 @@ func (e *faultEnv) receiverDown() {
 
 func (e *faultEnv) receiverUp() { mustDo(e.t, e.recv.SetRefuse(false)) }
 
+// startFourServers starts the receiver the fault hits and three more beside it (e.all).
+func (e *faultEnv) startFourServers() {
+	e.startReceiver()
+	for range 3 {
+		e.all = append(e.all, forwardtest.NewReceiver(e.t, forwardtest.WithLogf(nil)))
+	}
+}
+
+// useAllServers points the core at every receiver of the case, in order, as Servers.
+func (e *faultEnv) useAllServers(cfg *Config) {
+	cfg.Addr = ""
+	for _, r := range e.all {
+		cfg.Servers = append(cfg.Servers, Server{Addr: r.Addr()})
+	}
+}
+
 // firstServerHasBothStreams reports whether the first server carries a connection of each
 // stream, so that a fault there lands on both.
 func (e *faultEnv) firstServerHasBothStreams() bool {
@@ -917,19 +933,11 @@ func faultCases() []faultCase {
 	}, {
 		// Scale-out (issue 16): the info stream on four connections, one per server. One
 		// server goes away while frames are in flight; the others take its share.
-		name: "one of four servers killed mid-stream (Servers, Info.Connections 4)",
-		ack:  true,
-		start: func(e *faultEnv) {
-			e.startReceiver() // the one the fault hits
-			for range 3 {
-				e.all = append(e.all, forwardtest.NewReceiver(e.t, forwardtest.WithLogf(nil)))
-			}
-		},
+		name:  "one of four servers killed mid-stream (Servers, Info.Connections 4)",
+		ack:   true,
+		start: (*faultEnv).startFourServers,
 		mod: func(e *faultEnv, cfg *Config) {
-			cfg.Addr = ""
-			for _, r := range e.all {
-				cfg.Servers = append(cfg.Servers, Server{Addr: r.Addr()})
-			}
+			e.useAllServers(cfg)
 			cfg.Info.Connections = 4
 			// The first server carries the err connection and info's first, as the round
 			// robin places them, only while no connection moves. The suite's 150 ms ack
@@ -956,19 +964,9 @@ func faultCases() []faultCase {
 		// each server without a setting, and is unacked, so what was written into the
 		// killed server's connection just before it died is lost, counted delivered (info
 		// at most once); the other three take its share, and err loses nothing.
-		name: "one of four servers down (Servers, default config)",
-		start: func(e *faultEnv) {
-			e.startReceiver() // the one the fault hits
-			for range 3 {
-				e.all = append(e.all, forwardtest.NewReceiver(e.t, forwardtest.WithLogf(nil)))
-			}
-		},
-		mod: func(e *faultEnv, cfg *Config) {
-			cfg.Addr = ""
-			for _, r := range e.all {
-				cfg.Servers = append(cfg.Servers, Server{Addr: r.Addr()})
-			}
-		},
+		name:   "one of four servers down (Servers, default config)",
+		start:  (*faultEnv).startFourServers,
+		mod:    (*faultEnv).useAllServers,
 		ready:  (*faultEnv).firstServerHasBothStreams,
 		inject: (*faultEnv).receiverDown,
 		// The rest take its share: every info connection on the other three.
