@@ -203,18 +203,17 @@ const observeEvery = 100 * time.Millisecond
 func (k *sink) infoObservation(now time.Time) degradeObservation {
 	info := k.streams[infoStream]
 	delivered := info.delivered.Load()
-	buffered, room := info.usage()
-	taken, held := info.intake()
+	u := info.usage()
 	var entryBytes float64 // the size of an entry: of those delivered, else of those held
 	if delivered > 0 {
 		entryBytes = float64(info.sentBytes.Load()) / float64(delivered)
-	} else if held > 0 {
-		entryBytes = float64(buffered) / float64(held)
+	} else if u.held > 0 {
+		entryBytes = float64(u.buffered) / float64(u.held)
 	}
 	return degradeObservation{
-		now: now, buffered: buffered, limit: info.capacity(), room: room, reserved: info.reservedBytes(),
+		now: now, buffered: u.buffered, limit: info.capacity(), room: u.room, reserved: info.reservedBytes(),
 		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
-		written: taken,
+		written: u.taken,
 	}
 }
 

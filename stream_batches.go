@@ -87,46 +87,54 @@ func (s *stream) flush() {
 // buffered is the size of the entries the stream holds: in the queue, and in the open
 // batches, read under each shard's lock (so never from a goroutine that holds one). The
 // writers pay nothing for it; a scrape and the clock's observation pay a short wait.
-func (s *stream) buffered() int64 {
-	n, _ := s.usage()
-	return n
+func (s *stream) buffered() int64 { return s.usage().buffered }
+
+// streamUsage is what a stream holds, read by usage.
+type streamUsage struct {
+	buffered, room int64  // bytes held, and bytes the batches can still take
+	taken, held    uint64 // entries the writers took in, and of them those not dropped
 }
 
-// usage is buffered, and the room left: the bytes the free batches and the open batches
-// can still take before they are sealed (the rest of a batch is slack for the entry that
-// crosses the mark, not room). With the batches split over shards the stream is full before buffered
-// reaches capacity, and room says when.
-func (s *stream) usage() (buffered, room int64) {
-	buffered = s.queuedBytes.Load()
-	room = int64(len(s.free) * s.sealAt)
+// usage reads what the stream holds. buffered is the bytes in the queue and in the open
+// batches. room is the bytes the free batches and the open batches can still take before
+// they are sealed (the rest of a batch is slack for the entry that crosses the mark, not
+// room): with the batches split over shards the stream is full before buffered reaches
+// capacity, and room says when. taken is every entry the writers counted less what Check
+// shed before the write (countDrop); held is those less every other drop too (before
+// anything is delivered, what the batches hold).
+//
+// The degrade policy's allowance is the room less the entries it admitted that are not
+// taken in yet, so room and taken must agree while writers go on. Each shard's open batch
+// and its counts are read together under its lock, and the queue and the free list after
+// every shard: an entry written while the shards are read is then in both room and taken,
+// or in neither, and a batch a writer takes from the free list meanwhile is counted once,
+// or (taken into a shard read before) not at all. Read the other way, the free list first
+// and the counts apart, a reader that waited for a shard's lock counted such a batch, and
+// the entries written meanwhile, as room twice, and the allowance let a flood into the
+// margin kept for the keys kept whole. (An entry a writer counts in one shard and writes
+// into another, writeElsewhere, may still be in one and not the other: one per writer.)
+func (s *stream) usage() streamUsage {
+	var u streamUsage
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.lockForSink()
 		if sh.cur != nil {
-			buffered += int64(len(sh.cur.buf))
-			room += int64(max(0, s.sealAt-len(sh.cur.buf)))
+			u.buffered += int64(len(sh.cur.buf))
+			u.room += int64(max(0, s.sealAt-len(sh.cur.buf)))
 		}
-		sh.unlockForSink()
-	}
-	return buffered, room
-}
-
-// intake counts the entries the stream's writers have taken in: taken, everything it
-// counted less what Check shed before the write (countDrop); and held, those less every
-// other drop too — before anything is delivered, what the batches hold.
-func (s *stream) intake() (taken, held uint64) {
-	for i := range s.shards {
-		sh := &s.shards[i]
 		checked := sh.dropped[dropSampled].Load() + sh.dropped[dropDegraded].Load()
 		var all uint64
 		for r := range sh.dropped {
 			all += sh.dropped[r].Load()
 		}
 		n := sh.entries.Load()
-		taken += n - checked
-		held += n - all
+		sh.unlockForSink()
+		u.taken += n - checked
+		u.held += n - all
 	}
-	return taken, held
+	u.buffered += s.queuedBytes.Load()
+	u.room += int64(len(s.free) * s.sealAt)
+	return u
 }
 
 // capacity is the stream's buffer budget in bytes: all its batch buffers.

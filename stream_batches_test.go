@@ -97,6 +97,55 @@ func TestBufferedBytesCountsOpenBatches(t *testing.T) {
 	}
 }
 
+// usage reads each shard's open batch with its counts, and the free list after the shards,
+// so that what it reports while writers go on never promises room that is gone: the degrade
+// policy's allowance is the room less the entries taken after the read. Here the reader
+// waits for shard 1's lock while one writer appends to shard 0, read before, and another
+// takes a free batch into the last shard, read after. With the free list read first, that
+// batch was counted twice; with the counts read after the shards, the entry in shard 0 was
+// counted as taken but its bytes still as room.
+func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	defer st.senders[0].fwd.close()
+	last := len(st.shards) - 1
+	if last < 2 {
+		t.Fatalf("%d shards; the test needs three", len(st.shards))
+	}
+	writeIn := func(i int) { // as a writer whose lockShard picked shard i
+		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
+		st.shards[i].mu.Lock()
+		st.writeIn(i, nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
+	}
+	writeIn(0) // shard 0 has an open batch
+
+	held := &st.shards[1]
+	held.mu.Lock() // a writer in shard 1
+	read := make(chan streamUsage)
+	go func() { read <- st.usage() }()
+	testkit.WaitUntil(t, "usage waits for shard 1", func() bool { return held.sinkHolds.Load() > 0 })
+	writeIn(0)    // into a shard usage has read
+	writeIn(last) // a free batch into a shard it has not
+	held.mu.Unlock()
+	var u streamUsage
+	select {
+	case u = <-read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("usage did not return")
+	}
+
+	after := st.usage() // nothing moves now
+	if after.held != 3 || after.buffered%3 != 0 {
+		t.Fatalf("after: %d entries held in %d bytes; want 3 of one size", after.held, after.buffered)
+	}
+	entry := after.buffered / 3
+	promised := u.room - int64(after.taken-u.taken)*entry
+	if promised > after.room {
+		t.Fatalf("usage read %d bytes of room and %d entries taken; with the %d entries taken since, that promises %d bytes, but %d are left",
+			u.room, u.taken, after.taken-u.taken, promised, after.room)
+	}
+}
+
 // compact packs the batches queued behind the one the sender holds into as few buffers as
 // they fit in, keeping the order of the entries and what Sync waits for: the entries come
 // out in sealing order, every freed buffer is back on the free list, and the last batch of

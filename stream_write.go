@@ -81,7 +81,11 @@ const (
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap (TestLoggingCallAllocatesNothing).
 func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
-	i := s.lockShard(tag.idx)
+	s.writeIn(s.lockShard(tag.idx), ctx, tag, ent, fields)
+}
+
+// writeIn is write into shard i, which lockShard picked and locked for the writer.
+func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
 	sh := &s.shards[i]
 	sh.entries.Add(1)
 	if tag.over {
