@@ -98,7 +98,8 @@ type stream struct {
 	entryCap   int // largest encoded entry accepted
 	reserve    int // free batches kept for the entries the policy keeps whole, while it reserves
 
-	reservedOpen atomic.Int32 // reserved batches open in a shard now: the reserve less those
+	reservedOpen atomic.Int32  // reserved batches open in a shard now: the reserve less those
+	givenBack    atomic.Uint64 // empty reserved batches given back from a shard (usage)
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
 	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
 	firstPass budget

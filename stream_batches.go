@@ -104,17 +104,23 @@ type streamUsage struct {
 // anything is delivered, what the batches hold).
 //
 // The degrade policy's allowance is the room less the entries it admitted that are not
-// taken in yet, so room and taken must agree while writers go on. Each shard's open batch
-// and its counts are read together under its lock, and the queue and the free list after
-// every shard: an entry written while the shards are read is then in both room and taken,
-// or in neither, and a batch a writer takes from the free list meanwhile is counted once,
-// or (taken into a shard read before) not at all. Read the other way, the free list first
-// and the counts apart, a reader that waited for a shard's lock counted such a batch, and
-// the entries written meanwhile, as room twice, and the allowance let a flood into the
-// margin kept for the keys kept whole. (An entry a writer counts in one shard and writes
-// into another, writeElsewhere, may still be in one and not the other: one per writer.)
+// taken in yet, so room and taken must agree while writers go on: an entry counted as
+// taken must be out of the room, and one not counted yet still in it. So each shard's
+// open batch and its entry count are read together under the shard's lock (its writers
+// count and append under it), and the free list after every shard: a batch a writer takes
+// from the free list meanwhile is counted once, in its shard, or, taken into a shard read
+// before, not at all (its entries are then not taken yet either). Read the other way, the
+// free list first and the counts after the room, a reader that waited for a shard's lock
+// counted such a batch, and the entries written meanwhile, as room twice, and the
+// allowance let a flood into the margin kept for the keys kept whole. A batch that goes
+// from a shard back to the free list while the shards are read (an empty reserve given
+// back) is not counted as free. What is left is on the safe side but for a few entries:
+// one a writer counts in one shard and writes into another (writeElsewhere), and one that
+// Check shed whose drop is counted just after the entry (countDrop), each one per writer.
 func (s *stream) usage() streamUsage {
 	var u streamUsage
+	u.buffered = s.queuedBytes.Load() // first: a batch sealed meanwhile is counted once at most
+	back := s.givenBack.Load()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.lockForSink()
@@ -132,8 +138,8 @@ func (s *stream) usage() streamUsage {
 		u.taken += n - checked
 		u.held += n - all
 	}
-	u.buffered += s.queuedBytes.Load()
-	u.room += int64(len(s.free) * s.sealAt)
+	free := len(s.free) - int(s.givenBack.Load()-back)
+	u.room += int64(max(0, free) * s.sealAt)
 	return u
 }
 

@@ -105,44 +105,75 @@ func TestBufferedBytesCountsOpenBatches(t *testing.T) {
 // batch was counted twice; with the counts read after the shards, the entry in shard 0 was
 // counted as taken but its bytes still as room.
 func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
-	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-	defer st.senders[0].fwd.close()
+	st := usageStream(t)
 	last := len(st.shards) - 1
-	if last < 2 {
-		t.Fatalf("%d shards; the test needs three", len(st.shards))
-	}
 	writeIn := func(i int) { // as a writer whose lockShard picked shard i
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
 		st.shards[i].mu.Lock()
 		st.writeIn(i, nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
 	}
 	writeIn(0) // shard 0 has an open batch
-
-	held := &st.shards[1]
-	held.mu.Lock() // a writer in shard 1
-	read := make(chan streamUsage)
-	go func() { read <- st.usage() }()
-	testkit.WaitUntil(t, "usage waits for shard 1", func() bool { return held.sinkHolds.Load() > 0 })
-	writeIn(0)    // into a shard usage has read
-	writeIn(last) // a free batch into a shard it has not
-	held.mu.Unlock()
-	var u streamUsage
-	select {
-	case u = <-read:
-	case <-time.After(10 * time.Second):
-		t.Fatal("usage did not return")
-	}
-
+	u := readUsageWhile(t, st, func() {
+		writeIn(0)    // into a shard usage has read
+		writeIn(last) // a free batch into a shard it has not
+	})
 	after := st.usage() // nothing moves now
 	if after.held != 3 || after.buffered%3 != 0 {
 		t.Fatalf("after: %d entries held in %d bytes; want 3 of one size", after.held, after.buffered)
 	}
 	entry := after.buffered / 3
-	promised := u.room - int64(after.taken-u.taken)*entry
-	if promised > after.room {
+	if promised := u.room - int64(after.taken-u.taken)*entry; promised > after.room {
 		t.Fatalf("usage read %d bytes of room and %d entries taken; with the %d entries taken since, that promises %d bytes, but %d are left",
 			u.room, u.taken, after.taken-u.taken, promised, after.room)
+	}
+}
+
+// The same for a batch that goes the other way while usage reads: an empty reserved batch
+// given back from shard 0, read before, to the free list, read after, is not counted twice.
+func TestUsageNeverCountsAGivenBackBatchTwice(t *testing.T) {
+	st := usageStream(t)
+	sh := &st.shards[0]
+	sh.cur = st.takeFree() // a reserve taken for an entry that was then dropped
+	sh.cur.reserved = true
+	st.reservedOpen.Add(1)
+	u := readUsageWhile(t, st, func() {
+		sh.mu.Lock()
+		st.giveBackEmptyReserve(sh)
+		sh.mu.Unlock()
+	})
+	if after := st.usage(); u.room > after.room {
+		t.Fatalf("usage read %d bytes of room while the reserve went back; %d are there", u.room, after.room)
+	}
+}
+
+// usageStream is an info stream of 16 batches of 4 KiB, with no sender running, for the
+// usage tests.
+func usageStream(t *testing.T) *stream {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	t.Cleanup(st.senders[0].fwd.close)
+	if len(st.shards) < 3 {
+		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
+	}
+	return st
+}
+
+// readUsageWhile runs usage while shard 1 is held, as a writer holds it, runs move once
+// usage has read shard 0 and waits for shard 1, then lets it go on, and returns what it read.
+func readUsageWhile(t *testing.T, st *stream, move func()) streamUsage {
+	held := &st.shards[1]
+	held.mu.Lock()
+	read := make(chan streamUsage)
+	go func() { read <- st.usage() }()
+	testkit.WaitUntil(t, "usage waits for shard 1", func() bool { return held.sinkHolds.Load() > 0 })
+	move()
+	held.mu.Unlock()
+	select {
+	case u := <-read:
+		return u
+	case <-time.After(10 * time.Second):
+		t.Fatal("usage did not return")
+		return streamUsage{}
 	}
 }
 

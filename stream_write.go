@@ -301,7 +301,8 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 		sh.cur = nil
 		s.unreserve(b)
 		s.unclaim(b)
-		s.free <- b // cannot block: every batch fits in free
+		s.givenBack.Add(1) // before it is free: usage must not count it twice
+		s.free <- b        // cannot block: every batch fits in free
 	}
 }
 

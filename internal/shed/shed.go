@@ -313,7 +313,12 @@ func (s *Shedder) KeepRatio() float64 { return math.Float64frombits(s.keepRatio.
 // it step by step, and the allowance stops what does not fit whatever the estimate.
 const capacityTau = 500 * time.Millisecond
 
-// Observation is what Step reads from the stream.
+// Observation is what Step reads from the stream. Room and Written must agree while the
+// writers go on: an entry counted in Written is out of Room, and one not counted yet is
+// still in it, since Step takes the entries Keep kept that Written does not count off the
+// room. Counted in Written with its room still in Room, an entry's room is promised
+// twice; out of Room and not counted, it is taken off twice, which only sheds early.
+// Written may fall back by a few between two steps; Step never counts it back.
 type Observation struct {
 	Now       time.Time
 	Fill      float64 // share of the buffer budget in use
@@ -360,8 +365,13 @@ func (s *Shedder) Step(o Observation) {
 	}
 	s.hadBacklog = backlog
 
-	written := o.Written - s.lastWritten
-	s.lastWritten = o.Written
+	// Written may read a few high (a stream counts an entry Check shed before its drop) and
+	// then lower: it never goes back, or the difference would wrap and wipe out pending.
+	var written uint64
+	if o.Written > s.lastWritten {
+		written = o.Written - s.lastWritten
+		s.lastWritten = o.Written
+	}
 	if !s.counting.Load() {
 		s.left.Store(unbounded)
 		s.pending, s.peak = 0, 0
