@@ -318,7 +318,7 @@ const capacityTau = 500 * time.Millisecond
 // still in it, since Step takes the entries Keep kept that Written does not count off the
 // room. Counted in Written with its room still in Room, an entry's room is promised
 // twice; out of Room and not counted, it is taken off twice, which only sheds early.
-// Written may fall back by a few between two steps; Step never counts it back.
+// Written may fall back by a few between two steps (Step takes the difference signed).
 type Observation struct {
 	Now       time.Time
 	Fill      float64 // share of the buffer budget in use
@@ -366,12 +366,10 @@ func (s *Shedder) Step(o Observation) {
 	s.hadBacklog = backlog
 
 	// Written may read a few high (a stream counts an entry Check shed before its drop) and
-	// then lower: it never goes back, or the difference would wrap and wipe out pending.
-	var written uint64
-	if o.Written > s.lastWritten {
-		written = o.Written - s.lastWritten
-		s.lastWritten = o.Written
-	}
+	// then lower: the difference is signed, so that it neither wraps (and wipes out
+	// pending) nor, held at 0 for the step, counts the step's every entry as pending.
+	written := int64(o.Written - s.lastWritten)
+	s.lastWritten = o.Written
 	if !s.counting.Load() {
 		s.left.Store(unbounded)
 		s.pending, s.peak = 0, 0
