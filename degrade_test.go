@@ -360,131 +360,152 @@ func TestDegradeEndToEnd(t *testing.T) {
 	identityHolds(t, st)
 }
 
-// DegradeAdaptive against a receiver that takes 40 k entries/s, flooded by one hot message
-// with rare ones alongside: the stream sheds the excess in Check rather than by
-// queue_full, keeps every rare entry, weighs what it kept so the receiver can count what
-// was logged, and admits everything again once the flood stops. (How much it delivers is a
-// benchmark's question: BenchmarkDegrade, slow-receiver.)
+// DegradeAdaptive against a receiver slower than the flood, with rare messages alongside,
+// on a manual clock: the stream sheds the excess in Check rather than by queue_full, keeps
+// every rare entry, weighs what it kept so the receiver can count what was logged, and
+// sheds nothing a second after the flood has fallen under what the receiver takes. (How
+// much it delivers is a benchmark's question: BenchmarkDegrade, slow-receiver.)
+//
+// Nothing in it depends on the machine's speed, which decides how fast goroutines logging
+// flat out offer a flood, and so its shape: the test is the only caller, and it moves the
+// clock 5 ms at a time (adaptiveStep), steps the controller itself as the sink's clock does,
+// logs the step's entries, and lets the receiver read (forwardtest's Allow) the frames that
+// a rate of 6 k entries/s has taken by then, waiting until each is acked and its batch free
+// again. The sink's own clock goroutine still runs, and observes what the test's step
+// observed: nothing moves between the two. Two shapes: 10 times the receiver's rate, and
+// 1.5 times it, fewer entries a step than the margin's floor
+// (TestAFloodUnderTheMarginsFloorIsStillAFlood in internal/shed).
 func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
-	const rate = 40_000
-	r := forwardtest.NewReceiver(t, forwardtest.WithReadRate(rate))
-	reg := prometheus.NewRegistry()
-	core := New(Config{
-		// With acks, delivered means the receiver has it: without, a write completes when
-		// the kernel takes it, and loopback's socket buffers hold seconds of this receiver.
-		Addr: r.Addr(), Registerer: reg, RequireAck: true, Degrade: DegradeConfig{WeightKey: "weight"},
-		// The backlog the flood leaves (up to the whole 8 MiB) drains at the receiver's
-		// rate: about 4 s, more under -race on a busy machine, against Sync's default 5 s.
-		SyncTimeout: time.Minute,
-	})
-	defer core.Close()
-	logger := zap.New(core)
+	const (
+		rate  = 6_000 // the receiver's entries/s
+		step  = adaptiveStep
+		flood = 8 * time.Second // long enough for 1.5× to fill the buffer and be thinned
+	)
+	for _, times := range []float64{1.5, 10} {
+		t.Run(fmt.Sprintf("flood=%.1fx", times), func(t *testing.T) {
+			r := forwardtest.NewReceiver(t)
+			reg := prometheus.NewRegistry()
+			clk := &manualClock{now: time.Now()}
+			core := NewWithClock(Config{
+				// With acks, delivered means the receiver has it.
+				Addr: r.Addr(), Registerer: reg, RequireAck: true, Degrade: DegradeConfig{WeightKey: "weight"},
+				// 32 batches, as the defaults have (8 MiB of 256 KiB), of which the margin is
+				// 1/64: the same shape, smaller. No flush tick: batches are sealed full, or by
+				// Sync.
+				Info: StreamConfig{BufferBytes: 1 << 20}, MaxBatchBytes: 32 << 10, FlushInterval: time.Hour,
+			}, clk)
+			defer core.Close()
+			logger := zap.New(core, zap.WithClock(clk))
+			k := core.sink
+			st := k.streams[infoStream]
+			logger.Info("connected") // the connection is up before the clock moves
+			if err := core.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			r.Stall()
 
-	var hot, rare atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
+			// tick moves the clock a step, steps the controller, logs the step's entries and
+			// has the receiver take what it reads by then, in whole frames.
+			var hot, rare int64
+			var owed, credit float64
+			tick := func(i int, hotRate float64) {
+				clk.add(step)
+				k.info.degrade.observe(k.infoObservation(clk.Now()))
+				owed += hotRate * step.Seconds()
+				for ; owed >= 1; owed-- {
+					hot++
+					logger.Info("hot", zap.Int64("n", hot))
 				}
-				logger.Info("hot", zap.Int64("n", hot.Add(1)))
+				for j := range 2 { // 20 rare messages, each 20 times a second, two a step
+					logger.Info(fmt.Sprintf("rare %d", (2*i+j)%20))
+					rare++
+				}
+				for credit += rate * step.Seconds(); credit > 0 && st.queuedBatches.Load() > 0; {
+					d, free := st.delivered.Load(), len(st.free)
+					r.Allow(1)
+					waitUntil(t, "a frame acked and its batch free", func() bool { return len(st.free) > free })
+					credit -= float64(st.delivered.Load() - d)
+				}
 			}
-		}()
-	}
-	wg.Add(1)
-	go func() { // 20 rare messages, each 20 times a second
-		defer wg.Done()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
+			thinning := false
+			var capacity float64
+			i := 0
+			for ; time.Duration(i)*step < flood; i++ {
+				tick(i, times*rate)
+				in := core.Stats().Info
+				capacity = testkit.Metric(t, reg, "fluentcore_capacity_entries_per_second", map[string]string{"stream": "info"})
+				thinning = thinning || in.AdmitRatio < 1 && in.Degraded && capacity >= rate/2 && capacity <= rate*2
 			}
-			for k := range 20 {
-				logger.Info(fmt.Sprintf("rare %d", k))
-				rare.Add(1)
+			if o := k.infoObservation(clk.Now()); times < 2 {
+				// The shape's point: the margin spread over shed's roomySteps (4) is more
+				// entries a step than this flood offers.
+				if floor := (1 - adaptiveFull) * float64(o.limit) / o.entryBytes / 4; times*rate*step.Seconds() >= floor {
+					t.Errorf("the flood offers %.0f entries a step, not under the margin's floor of %.0f", times*rate*step.Seconds(), floor)
+				}
 			}
-		}
-	}()
-	// The flood runs at least 3 s, and until the stream is seen thinning with the
-	// receiver's capacity measured. Keep ratio and capacity are gauges the controller moves
-	// every step, so one read can fall on a step where the stream admits everything (a
-	// single snapshot at 3 s failed now and then); what must hold is that the flood is
-	// thinned while it lasts.
-	start := time.Now()
-	var mid StreamStats
-	var capacity float64
-	thinning := func() bool {
-		mid = core.Stats().Info
-		capacity = testkit.Metric(t, reg, "fluentcore_capacity_entries_per_second", map[string]string{"stream": "info"})
-		return mid.AdmitRatio < 1 && mid.Degraded && capacity >= rate/2 && capacity <= rate*2
-	}
-	seen := false
-	for deadline := start.Add(20 * time.Second); time.Since(start) < 3*time.Second || !seen && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		seen = seen || thinning()
-	}
-	close(stop)
-	wg.Wait()
-	elapsed := time.Since(start)
-	if !seen {
-		t.Errorf("never seen thinning during the %v flood: last keep ratio %v, degraded %v, fluentcore_capacity_entries_per_second{info} %.0f (the receiver takes %d/s)",
-			elapsed.Round(time.Millisecond), mid.AdmitRatio, mid.Degraded, capacity, rate)
-	}
-	// Admission reopens once the flood ends. (How fast is TestRecoversWithinASecond's, on
-	// a fake clock; here the machine's load would decide.)
-	waitUntil(t, "admission reopens", func() bool { return core.Stats().Info.AdmitRatio == 1 })
-	if err := core.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	st := core.Stats().Info
-	offered := st.Entries
-	t.Logf("offered %d info entries in %v, delivered %d (%.0f/s), dropped %v; capacity measured %.0f/s",
-		offered, elapsed, st.Delivered, float64(st.Delivered)/elapsed.Seconds(), st.Dropped, mid.Capacity)
-	if q := st.Dropped["queue_full"]; float64(q) > 0.01*float64(offered) {
-		t.Errorf("queue_full dropped %d of %d offered: the shedding should happen in Check", q, offered)
-	}
-	entries, err := r.WaitForEntries(int(st.Delivered), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rareGot int64
-	var weighed float64
-	for _, e := range entries {
-		w, _ := e.Record["weight"].(int64)
-		if w < 1 {
-			t.Fatalf("entry without a weight: %v", e.Record)
-		}
-		if strings.HasPrefix(e.Record["msg"].(string), "rare") {
-			rareGot++
-			if w != 1 {
-				t.Errorf("a rare entry weighs %d; rare keys are kept whole", w)
+			if !thinning {
+				t.Errorf("never seen thinning the %.1f× flood over %v: last fluentcore_capacity_entries_per_second{info} %.0f (the receiver takes %d/s)", times, flood, capacity, rate)
 			}
-		} else {
-			weighed += float64(w)
-		}
+			// Then half of what the receiver takes, for two seconds: the last entry shed is
+			// within a second of the flood's end.
+			end, lastShed := i, i
+			for sampled := core.Stats().Info.Dropped["sampled"]; i < end+int(2*time.Second/step); i++ {
+				tick(i, rate/2)
+				if n := core.Stats().Info.Dropped["sampled"]; n != sampled {
+					sampled, lastShed = n, i
+				}
+			}
+			if after := time.Duration(lastShed-end) * step; after >= time.Second {
+				t.Errorf("an entry shed %v after the flood fell to half the receiver's rate", after)
+			}
+			r.Resume()
+			if err := core.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			in := core.Stats().Info
+			offered := in.Entries
+			t.Logf("offered %d info entries, delivered %d, dropped %v; the last shed %v after the flood",
+				offered, in.Delivered, in.Dropped, time.Duration(lastShed-end)*step)
+			if q := in.Dropped["queue_full"]; float64(q) > 0.01*float64(offered) {
+				t.Errorf("queue_full dropped %d of %d offered: the shedding should happen in Check", q, offered)
+			}
+			if in.Dropped["sampled"] == 0 {
+				t.Errorf("nothing shed: the %.1f× flood should have been", times)
+			}
+			entries, err := r.WaitForEntries(int(in.Delivered), 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rareGot int64
+			var weighed float64
+			for _, e := range entries[1:] { // after "connected"
+				w, _ := e.Record["weight"].(int64)
+				if w < 1 {
+					t.Fatalf("entry without a weight: %v", e.Record)
+				}
+				if strings.HasPrefix(e.Record["msg"].(string), "rare") {
+					rareGot++
+					if w != 1 {
+						t.Errorf("a rare entry weighs %d; rare keys are kept whole", w)
+					}
+				} else {
+					weighed += float64(w)
+				}
+			}
+			if rareGot != rare {
+				t.Errorf("the receiver has %d rare entries of %d logged", rareGot, rare)
+			}
+			// Each kept entry carries the entries of its key shed since the last kept one,
+			// and those shed after the last kept entry wait for the next (residue): with
+			// them the sum misses only the kept entries dropped for want of room
+			// (queue_full, at most 1 % of what was offered, above), with what they carried.
+			residue := float64(k.info.degrade.rule.weight(zapcore.InfoLevel, 0, "hot") - 1)
+			if h := float64(hot); weighed+residue < 0.98*h || weighed+residue > h {
+				t.Errorf("the hot entries' weights add up to %.0f, and %.0f more were shed after the last kept one; %0.f were logged", weighed, residue, h)
+			}
+			identityHolds(t, core.Stats())
+		})
 	}
-	if rareGot != rare.Load() {
-		t.Errorf("the receiver has %d rare entries of %d logged", rareGot, rare.Load())
-	}
-	// Each kept entry carries the entries of its key shed since the last kept one, and
-	// those shed after the last kept entry wait for the next (residue): with them the sum
-	// misses only the kept entries dropped for want of room (queue_full, at most 1 % of
-	// what was offered, above), with what they carried.
-	residue := float64(core.sink.info.degrade.rule.weight(zapcore.InfoLevel, 0, "hot") - 1)
-	if h := float64(hot.Load()); weighed+residue < 0.98*h || weighed+residue > h {
-		t.Errorf("the hot entries' weights add up to %.0f, and %.0f more were shed after the last kept one; %0.f were logged", weighed, residue, h)
-	} else {
-		t.Logf("the hot entries' weights add up to %.0f, with %.0f shed after the last kept one, of %.0f logged", weighed, residue, h)
-	}
-	identityHolds(t, core.Stats())
 }
 
 // Every shed entry is visible: by the time the first one is counted, the stream shows

@@ -40,7 +40,8 @@
 //
 // Fault injection, switchable while the receiver runs so a test can break it and heal it:
 // Stall stops reading (the client's writes then block once kernel buffers fill) until
-// Resume; SetCloseAfter closes connections after n bytes; SetRefuse refuses new
+// Resume, and Allow lets a stalled receiver read so many requests more (a test that
+// delivers frame by frame, on a clock of its own); SetCloseAfter closes connections after n bytes; SetRefuse refuses new
 // connections; CloseConnections drops the open ones; SetAckFault withholds, corrupts or
 // doubles acks; SetPongFault answers a valid PING with a wrong digest, a rejection or
 // nothing.

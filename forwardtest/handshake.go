@@ -116,7 +116,7 @@ func (c *conn) handshake() bool {
 		return false
 	}
 
-	if !r.gate() {
+	if !r.gate(false) {
 		return false
 	}
 	if _, err := c.rd.R.PeekByte(); err != nil {
@@ -125,7 +125,7 @@ func (c *conn) handshake() bool {
 		}
 		return false
 	}
-	if !r.gate() {
+	if !r.gate(true) {
 		return false
 	}
 	if err := c.readFrame(); err != nil {

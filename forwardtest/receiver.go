@@ -217,7 +217,8 @@ type Receiver struct {
 	byTag      map[string]int64 // entries by tag, in CountOnly mode too
 	violations []error
 	changed    chan struct{} // closed on the next change; nil while nobody waits
-	stalled    chan struct{} // non-nil while stalled; closed by Resume
+	stalled    chan struct{} // non-nil while stalled; closed by Resume, and by Allow to wake the readers
+	allowed    int           // requests a stalled receiver may still read (Allow)
 	paceAt     time.Time     // WithReadRate: when the entries taken so far fit the rate
 }
 
@@ -518,7 +519,7 @@ func (r *Receiver) Stall() {
 }
 
 // Resume undoes Stall: every connection reads again. It is idempotent (a no-op when not
-// stalled) and safe for concurrent use.
+// stalled) and safe for concurrent use. It forgets what Allow let through and was not read.
 func (r *Receiver) Resume() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -526,6 +527,23 @@ func (r *Receiver) Resume() {
 		close(r.stalled)
 		r.stalled = nil
 	}
+	r.allowed = 0
+}
+
+// Allow lets a stalled receiver read n more requests (frames, or a handshake's PING),
+// whichever connections they arrive on, and stay stalled after them: a test then delivers
+// exactly the frames it means to, in order, however fast the client sends. Requests not
+// there yet are read when they arrive. On a receiver that is not stalled, or with n < 1,
+// it does nothing. It is safe for concurrent use.
+func (r *Receiver) Allow(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stalled == nil || n < 1 {
+		return
+	}
+	r.allowed += n
+	close(r.stalled) // wakes the readers waiting in gate; the receiver stays stalled
+	r.stalled = make(chan struct{})
 }
 
 // Reset forgets the stored entries and zeroes the Stats (connections stay open; a request
@@ -541,11 +559,19 @@ func (r *Receiver) Reset() {
 	r.notifyLocked()
 }
 
-// gate blocks while the receiver is stalled; it reports false once the receiver is closed.
-func (r *Receiver) gate() bool {
+// gate blocks while the receiver is stalled and nothing is allowed (Allow); take, for a
+// request about to be read, uses up one allowed. It reports false once the receiver is
+// closed.
+func (r *Receiver) gate(take bool) bool {
 	for {
 		r.mu.Lock()
 		ch, closed := r.stalled, r.closed
+		if ch != nil && r.allowed > 0 {
+			if take {
+				r.allowed--
+			}
+			ch = nil
+		}
 		r.mu.Unlock()
 		if closed {
 			return false
@@ -640,13 +666,13 @@ func (r *Receiver) serve(nc net.Conn, id int64) {
 	for {
 		// Check the gate before waiting for a request and again once its first byte is
 		// there, so that a request arriving after Stall returned is never decoded.
-		if !r.gate() {
+		if !r.gate(false) {
 			return
 		}
 		if _, err := c.rd.R.PeekByte(); err != nil {
 			return // closed between requests: normal
 		}
-		if !r.gate() {
+		if !r.gate(true) {
 			return
 		}
 		if !c.step() || r.opts.denyKeepalive {

@@ -475,6 +475,38 @@ func TestStallResume(t *testing.T) {
 	t.Logf("%d entries (%d bytes per request) went through two stalls", got, len(frame))
 }
 
+// Allow lets a stalled receiver read exactly so many requests, in order, and no more: a
+// test delivers frame by frame with it.
+func TestAllowReadsSoManyRequests(t *testing.T) {
+	r := NewReceiver(t)
+	r.Allow(3) // not stalled: nothing to allow, and nothing kept for a later stall
+	r.Stall()
+	c := dial(t, r.Addr())
+	for i := range 5 {
+		send(t, c, req("allow", it(1), m("i", i)))
+	}
+	read := func(n int64) {
+		t.Helper()
+		if err := r.WaitFor(func(s Stats) bool { return s.Entries >= n }, waitTimeout); err != nil {
+			t.Fatal(err)
+		}
+		if s := r.Stats(); s.Entries != n || s.Frames != n {
+			t.Fatalf("stats %+v; want %d requests read", s, n)
+		}
+	}
+	r.Allow(2)
+	read(2)
+	r.Allow(1)
+	read(3)
+	r.Resume()
+	read(5)
+	for i, e := range r.Entries() {
+		if e.Record["i"] != int64(i) {
+			t.Errorf("entry %d is %v: not in order", i, e.Record)
+		}
+	}
+}
+
 func TestWaitForEntriesTimeout(t *testing.T) {
 	r := NewReceiver(t)
 	start := time.Now()

@@ -523,15 +523,19 @@ func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
 // estimate lags a receiver that slows down (it is smoothed), and a flood under a stale
 // estimate would count as within its share and eat the margin; a step's take is bursty (a
 // socket that takes a batch at once), and a flood under one large take would too. At least
-// the margin spread over the steps it must last (roomySteps): a step in which the sender
-// took nothing (a full socket, a first connection) must not make a steady Warn or a rare
-// message a flood.
+// a floor: the margin spread over the steps it must last (roomySteps), so that a step in
+// which the sender took nothing (a full socket, a first connection, an ack awaited) does
+// not make a steady Warn or a rare message a flood; but never more than Capacity says the
+// sender takes, once measured. Against a slow receiver the floor alone can be several
+// times its rate, and a flood under it, counted as within its share, took the margin
+// whole (TestAFloodUnderTheMarginsFloorIsStillAFlood).
 func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
-	d := float64(got)
+	d, floor := float64(got), o.Margin/roomySteps
 	if c := s.Capacity(); c > 0 {
 		d = min(d, c*dt)
+		floor = min(floor, c*dt)
 	}
-	return max(d, o.Margin/roomySteps)
+	return max(d, floor)
 }
 
 // markFloods marks each offered key that a share of delivery (entries a step) alone would
