@@ -12,7 +12,8 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// takeFor takes a free batch for ent's shard (an entry of tag), or returns nil. While the policy reserves,
+// takeFor takes a free batch for ent's shard sh (an entry of tag), whose lock the caller
+// holds and into which it puts the batch, or returns nil. While the policy reserves,
 // the last s.reserve free batches go only to an entry the policy keeps whole, and are marked
 // reserved: a flood the policy thins then finds the buffer full while the keys it keeps
 // whole (rare ones, Warn under an Info flood) still have a batch, however the flood's
@@ -20,7 +21,7 @@ import (
 //
 // A batch a flooding tag could not have taken (atTagFloor) is reserved the same way when an
 // entry of that tag the policy keeps whole takes it: else the flood would fill it next.
-func (s *stream) takeFor(ent *zapcore.Entry, tag uint16) *batch {
+func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *batch {
 	reserved := false
 	if s.policy.reserves() {
 		if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n || s.atTagFloor(tag) {
@@ -31,7 +32,11 @@ func (s *stream) takeFor(ent *zapcore.Entry, tag uint16) *batch {
 		}
 	}
 	b := s.takeFree()
-	if b != nil && reserved {
+	if b == nil {
+		return nil
+	}
+	sh.takes.Add(1)
+	if reserved {
 		b.reserved = true
 		s.reservedOpen.Add(1)
 	}
@@ -107,23 +112,30 @@ type streamUsage struct {
 // taken in yet, so room and taken must agree while writers go on: an entry counted as
 // taken must be out of the room, and one not counted yet still in it. So each shard's
 // open batch and its entry count are read together under the shard's lock (its writers
-// count and append under it), and the free list after every shard: a batch a writer takes
-// from the free list meanwhile is counted once, in its shard, or, taken into a shard read
-// before, not at all (its entries are then not taken yet either). Read the other way, the
-// free list first and the counts after the room, a reader that waited for a shard's lock
-// counted such a batch, and the entries written meanwhile, as room twice, and the
-// allowance let a flood into the margin kept for the keys kept whole. A batch that goes
-// from a shard back to the free list while the shards are read (an empty reserve given
-// back) is not counted as free. What is left is on the safe side but for a few entries:
-// one a writer counts in one shard and writes into another (writeElsewhere), and one that
-// Check shed whose drop is counted just after the entry (countDrop), each one per writer.
+// count and append under it), and the free list after every shard. Read the other way,
+// the free list first and the counts after the room, a reader that waited for a shard's
+// lock counted a batch taken meanwhile into a shard not read yet, and the entries written
+// meanwhile, as room twice, and the allowance let a flood into the margin kept for the
+// keys kept whole. A batch taken from the free list into a shard read before is neither
+// in that shard as read nor on the free list any more: each shard counts the batches it
+// takes (takes), and those taken after its read are counted as free (their entries are
+// not taken yet, as far as the read goes). Uncounted, their room went missing while their
+// entries counted against it, and a steady Warn under a flood was shed with the room free.
+// The takes are summed again before the free list is read, so that a batch taken after
+// that is counted nowhere rather than twice; a batch that goes from a shard back to the
+// free list during the read (an empty reserve given back) is not counted as free. What is
+// left is on the safe side but for a few entries: one a writer counts in one shard and
+// writes into another (writeElsewhere), and one that Check shed whose drop is counted just
+// after the entry (countDrop), each one per writer.
 func (s *stream) usage() streamUsage {
 	var u streamUsage
 	u.buffered = s.queuedBytes.Load() // first: a batch sealed meanwhile is counted once at most
 	back := s.givenBack.Load()
+	var takesAtRead uint64
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.lockForSink()
+		takesAtRead += sh.takes.Load()
 		if sh.cur != nil {
 			u.buffered += int64(len(sh.cur.buf))
 			u.room += int64(max(0, s.sealAt-len(sh.cur.buf)))
@@ -138,7 +150,11 @@ func (s *stream) usage() streamUsage {
 		u.taken += n - checked
 		u.held += n - all
 	}
-	free := len(s.free) - int(s.givenBack.Load()-back)
+	var takes uint64
+	for i := range s.shards {
+		takes += s.shards[i].takes.Load()
+	}
+	free := len(s.free) - int(s.givenBack.Load()-back) + int(takes-takesAtRead)
 	u.room += int64(max(0, free) * s.sealAt)
 	return u
 }

@@ -29,6 +29,7 @@ type shard struct {
 	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
 	tagOverflow atomic.Uint64
 	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
+	takes       atomic.Uint64 // batches taken from the free list into the shard (usage)
 	sinkLocks   atomic.Uint32 // lockForSink calls so far
 	dropped     [numDropReasons]atomic.Uint64
 	_           [64]byte // keep neighbouring shards off this cache line
@@ -256,7 +257,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if !s.mayTake(ent, tag) {
 			return needBatch, nil
 		}
-		if sh.cur = s.takeFor(ent, tag); sh.cur == nil {
+		if sh.cur = s.takeFor(sh, ent, tag); sh.cur == nil {
 			return needBatch, nil
 		}
 	} else if sh.cur.reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
@@ -265,7 +266,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if !s.mayTake(ent, tag) {
 			return needBatch, nil
 		}
-		nb := s.takeFor(ent, tag)
+		nb := s.takeFor(sh, ent, tag)
 		if nb == nil {
 			return needBatch, nil
 		}
@@ -402,7 +403,7 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		s.seal(b)
 		var nb *batch
 		if s.mayTake(ent, tag) {
-			nb = s.takeFor(ent, tag)
+			nb = s.takeFor(sh, ent, tag)
 		}
 		if nb == nil {
 			if cut == nil {
@@ -446,6 +447,7 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 		sh.mu.Lock()
 		if sh.cur == nil {
 			sh.cur = b // its tag is set by the writer that finds it (tryAppendLocked)
+			sh.takes.Add(1)
 		} else {
 			s.free <- b // another writer refilled the shard meanwhile; cannot block: b came from free
 		}
