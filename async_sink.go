@@ -204,9 +204,12 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 	info := k.streams[infoStream]
 	delivered := info.delivered.Load()
 	u := info.usage()
-	var entryBytes float64 // the size of an entry: of those delivered, else of those held
+	// The size of an entry: of those delivered, else of those held. Not from the bytes
+	// sent: with acks, frames written and not acked yet counted against fewer entries, and
+	// made an entry look up to several times its size.
+	var entryBytes float64
 	if delivered > 0 {
-		entryBytes = float64(info.sentBytes.Load()) / float64(delivered)
+		entryBytes = float64(info.deliveredBytes.Load()) / float64(delivered)
 	} else if u.held > 0 {
 		entryBytes = float64(u.buffered) / float64(u.held)
 	}

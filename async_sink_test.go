@@ -1,7 +1,9 @@
 package fluentcore
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/testkit"
@@ -24,4 +26,37 @@ func TestWritesAfterClose(t *testing.T) {
 		t.Fatalf("info closed=%d err spilled=%d fallback lines=%d", st.Info.Dropped["closed"], st.Err.Spilled, fb.Count())
 	}
 	identityHolds(t, st)
+}
+
+// The degrade policy's entry size is that of the entries delivered, not of the bytes sent
+// over the entries delivered: with acks, frames written and still waiting for theirs
+// counted against fewer entries, and an entry looked several times its size (the room and
+// the margin, in entries, then looked that much smaller).
+func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	core := New(Config{Addr: r.Addr(), RequireAck: true, MaxBatchBytes: 16 << 10, FlushInterval: time.Hour})
+	defer core.Close()
+	logger := zap.New(core)
+	logger.Info("connected", zap.String("pad", strings.Repeat("p", 200)))
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r.Stall()
+	r.Allow(1) // one more frame acked, the others written and waiting
+	st := core.sink.streams[infoStream]
+	for i := 0; st.sentBatches.Load() < 5; i++ {
+		if i == 100_000 {
+			t.Fatalf("%d frames written after %d entries", st.sentBatches.Load(), i)
+		}
+		logger.Info("sized", zap.String("pad", strings.Repeat("p", 200)))
+	}
+	waitUntil(t, "a frame delivered", func() bool { return st.delivered.Load() > 1 })
+	entry := float64(st.deliveredBytes.Load()) / float64(st.delivered.Load())
+	if entry < 200 || entry > 300 {
+		t.Fatalf("a delivered entry is %.0f bytes; want about 250", entry)
+	}
+	if got := core.sink.infoObservation(time.Now()).entryBytes; got != entry {
+		t.Errorf("the observation's entry is %.0f bytes; the entries delivered are %.0f each", got, entry)
+	}
+	r.Resume()
 }

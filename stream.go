@@ -129,6 +129,7 @@ type stream struct {
 	queuedBytes                                    atomic.Int64
 	queuedBatches                                  atomic.Int64
 	delivered, spilled                             atomic.Uint64
+	deliveredBytes                                 atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
 	waits                                          atomic.Uint64 // err writes that found no room and waited
 	waitsOut                                       atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
 	attemptSince                                   atomic.Int64  // unix nanos when the attempt under way began (post, a replayed frame), 0 if none: read on the err stream, which has one sender
@@ -556,8 +557,11 @@ func (s *stream) droppedTag(idx uint16, n int) {
 	}
 }
 
-// deliveredTag counts the entries of batch b delivered, for its tag.
-func (s *stream) deliveredTag(b *batch) {
+// countDelivered counts batch b delivered: its entries and their bytes, for the stream and
+// for its tag.
+func (s *stream) countDelivered(b *batch) {
+	s.deliveredBytes.Add(uint64(len(b.buf)))
+	s.delivered.Add(uint64(b.n))
 	if c := s.tagCounts(b.tag); c != nil {
 		c.delivered[s.id].Add(uint64(b.n))
 	}

@@ -208,8 +208,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	}
 	if chunk == "" {
 		s.observeSend(start)
-		s.delivered.Add(uint64(b.n))
-		s.deliveredTag(b)
+		s.countDelivered(b)
 		s.finish(b)
 		snd.recovered()
 	}
@@ -255,8 +254,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 	}
 	if b := fl.b; b != nil {
 		s.observeSend(fl.at)
-		s.delivered.Add(uint64(b.n))
-		s.deliveredTag(b)
+		s.countDelivered(b)
 		s.finish(b)
 	}
 	if fl.chunk != "" {

@@ -116,6 +116,7 @@ type Shedder struct {
 	seenDropped   [Slots]uint64 // each slot's dropped at the last step
 	lastWritten   uint64        // Observation.Written at the last step
 	pending       float64       // entries Keep kept that the stream has not taken in yet
+	capPeak       float64       // Capacity's recent peak, forgetting slowly (see delivery)
 	peak          float64       // the most offered in a step, decaying by peakDecay a step
 	keys          []key         // scratch: the keys offered in the last step
 }
@@ -304,6 +305,10 @@ func (s *Shedder) Capacity() float64 { return math.Float64frombits(s.capacity.Lo
 // through (1 when nothing was thinned).
 func (s *Shedder) KeepRatio() float64 { return math.Float64frombits(s.keepRatio.Load()) }
 
+// capPeakTau is how fast Capacity's recent peak forgets a higher rate, per second of
+// delivery measured (see delivery).
+const capPeakTau = time.Second
+
 // capacityTau smooths the measured delivery rate. Delivery comes in bursts: a batch holds
 // hundreds of entries, and without acks a write completes when the kernel takes it, so
 // against a slow receiver the socket buffers (megabytes on loopback) fill at once and then
@@ -359,6 +364,9 @@ func (s *Shedder) Step(o Observation) {
 			c += (1 - math.Exp(-since/capacityTau.Seconds())) * (rate - c)
 		}
 		s.capacity.Store(math.Float64bits(c))
+		// A pause or an outage ends with one delivery over its whole span, which brings
+		// Capacity down at once; the peak forgets no more than capacityTau of a span.
+		s.capPeak = max(c, s.capPeak*math.Exp(-min(since, capacityTau.Seconds())/capPeakTau.Seconds()))
 	}
 	if got > 0 || !backlog {
 		s.lastProgress = now
@@ -525,15 +533,18 @@ func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }
 // socket that takes a batch at once), and a flood under one large take would too. At least
 // a floor: the margin spread over the steps it must last (roomySteps), so that a step in
 // which the sender took nothing (a full socket, a first connection, an ack awaited) does
-// not make a steady Warn or a rare message a flood; but never more than Capacity says the
-// sender takes, once measured. Against a slow receiver the floor alone can be several
-// times its rate, and a flood under it, counted as within its share, took the margin
-// whole (TestAFloodUnderTheMarginsFloorIsStillAFlood).
+// not make a steady Warn or a rare message a flood; but never more than the sender has
+// been taking, once measured: against a slow receiver the margin alone can be several
+// times its rate, and a flood under it would count as within its share and take the
+// margin whole (TestAFloodUnderTheMarginsFloorIsStillAFlood). What the sender has been
+// taking is Capacity's recent peak, not Capacity: the first delivery after a pause or an
+// outage is measured over all of it, and a floor that followed Capacity down would make
+// a steady Warn a flood as the sender catches up (TestAWarnStaysWholeAfterTheReceiverPauses).
 func (s *Shedder) delivery(got uint64, dt float64, o Observation) float64 {
 	d, floor := float64(got), o.Margin/roomySteps
 	if c := s.Capacity(); c > 0 {
 		d = min(d, c*dt)
-		floor = min(floor, c*dt)
+		floor = min(floor, s.capPeak*dt)
 	}
 	return max(d, floor)
 }

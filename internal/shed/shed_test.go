@@ -731,9 +731,8 @@ func TestWrittenThatReadsHighOnceKeepsPending(t *testing.T) {
 // 5,000 (one every 125 ms, nothing in the steps between), and one message is logged at
 // 2.5 times that: fewer entries a step than the floor (the margin spread over roomySteps),
 // which is there so that a step with no delivery does not make every key a flood. Counted
-// under that floor, the hot message was no flood: kept out of no margin, it filled it to
-// the last entry, and every rare entry then found the buffer full (TestAdaptiveShedsOnlyTheExcess
-// in the root package, when a busy machine slowed its four logging goroutines to this rate).
+// under that floor, the hot message would be no flood: kept out of no margin, it would
+// fill it to the last entry, and every rare entry would then find the buffer full.
 func TestAFloodUnderTheMarginsFloorIsStillAFlood(t *testing.T) {
 	p := newPipe(40_000, 160_000)
 	p.chunk = 5_000
@@ -758,5 +757,34 @@ func TestAFloodUnderTheMarginsFloorIsStillAFlood(t *testing.T) {
 	}
 	if k := float64(p.kept["hot"]) / 3; k < 0.9*40_000-400 {
 		t.Errorf("the hot message kept %.0f/s; the sender delivers 40000/s, less the rare ones' 400", k)
+	}
+}
+
+// A receiver that pauses (connected, reading nothing) or goes away for two seconds, under an
+// Info flood with a steady Warn well within what it takes: the first delivery after it is
+// measured over the whole pause, and the smoothed Capacity falls far below what the
+// receiver takes. The floor of what counts as a flood must not follow it down, or the Warn
+// is marked a flood as the sender catches up, kept out of the margin, and shed. None is
+// shed; an outage, during which everything is admitted, may leave a step's Warn entries
+// a full buffer.
+func TestAWarnStaysWholeAfterTheReceiverPauses(t *testing.T) {
+	for _, outage := range []bool{false, true} {
+		p := newPipe(100_000, 40_000)
+		loads := []load{{"info", 0, 1_000_000}, {"warn", 1, 4_000}}
+		p.run(2*time.Second, loads...)
+		p.reset()
+		if outage {
+			p.connected = false
+		} else {
+			p.rate = 0
+		}
+		p.run(2*time.Second, loads...)
+		paused := p.offered["warn"] - p.kept["warn"]
+		p.connected, p.rate = true, 100_000
+		p.reset()
+		p.run(2*time.Second, loads...)
+		if shed := p.offered["warn"] - p.kept["warn"] - p.full["warn"]; shed != 0 || p.full["warn"] > 20 {
+			t.Errorf("outage %v: %d Warn entries shed in the two seconds after it, %d found the buffer full; %d lost during it", outage, shed, p.full["warn"], paused)
+		}
 	}
 }
