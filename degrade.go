@@ -183,15 +183,17 @@ func (*infoPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan c
 	return nil, nil, nil
 }
 
-// sealed wakes the clock early once the queue alone passes the degrade policy's high
-// watermark, so that it reads the whole fill at once rather than at its next tick.
-func (p *infoPolicy) sealed(queuedShare float64) {
-	if p.degrade.overHigh(queuedShare) {
-		p.degrade.wake()
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+// wakes once the queue alone passes the degrade policy's high watermark; wakeWith then
+// wakes the policy and the clock early, so that it reads the whole fill at once rather than at
+// its next tick. taken is the entries the stream has taken in (for the adaptive shedder's
+// count of what it admitted and the stream has not taken in yet).
+func (p *infoPolicy) wakes(queuedShare float64) bool { return p.degrade.overHigh(queuedShare) }
+
+func (p *infoPolicy) wakeWith(taken uint64) {
+	p.degrade.wake(taken)
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -221,8 +223,9 @@ type shedRule interface {
 	// shedAt notes an entry shed (logged at at, unix nanos) and reports whether the stream
 	// must then enter the degraded state before the entry is counted.
 	shedAt(at int64, clock zapcore.Clock) bool
-	// wake reports whether Check must consult admit at once: the fill reached kickAt.
-	wake() bool
+	// wake reports whether Check must consult admit at once: the fill reached kickAt, with
+	// taken entries taken in by the stream so far.
+	wake(taken uint64) bool
 	kickAt() float64
 	fast() bool   // the clock should observe every adaptiveStep
 	yields() bool // a caller whose entry was shed should yield the processor
@@ -325,8 +328,8 @@ func (c *degradeControl) shed(at int64, clock zapcore.Clock) {
 // wake makes Check consult the policy at once, if the rule wants it: a sealed batch found
 // the fill at kickAt, and the adaptive shedder starts counting keys right away rather than
 // at the clock's next observation.
-func (c *degradeControl) wake() {
-	if c.rule.wake() {
+func (c *degradeControl) wake(taken uint64) {
+	if c.rule.wake(taken) {
 		c.checking.Store(true)
 	}
 }

@@ -139,8 +139,9 @@ func (r *adaptiveRule) shedAt(at int64, clock zapcore.Clock) (enters bool) {
 // then (bench/README.md, "Figures that used to stand in doc comments").
 func (r *adaptiveRule) yields() bool { return r.crowded.Load() }
 
-// wake makes the shedder count keys at once: a sealed batch found the fill at kickAt.
-func (r *adaptiveRule) wake() bool { r.shed.Wake(); return true }
+// wake makes the shedder count keys at once: a sealed batch found the fill at kickAt, with
+// taken entries taken in by the stream (the shedder's Written) so far.
+func (r *adaptiveRule) wake(taken uint64) bool { r.shed.Wake(taken); return true }
 
 // fast reports whether the clock should step every adaptiveStep rather than at its usual
 // pace: the shedder is counting keys.

@@ -51,7 +51,7 @@ func (r *switchRule) admit(level zapcore.Level, _ uint16, msg string, at int64) 
 func (*switchRule) stepDue(int64) bool                            { return false }
 func (*switchRule) beginStep(time.Time) bool                      { return false }
 func (*switchRule) endStep(degradeObservation)                    {}
-func (*switchRule) wake() bool                                    { return false }
+func (*switchRule) wake(uint64) bool                              { return false }
 func (*switchRule) fast() bool                                    { return false }
 func (*switchRule) yields() bool                                  { return false }
 func (*switchRule) weight(zapcore.Level, uint16, string) uint32   { return 1 }

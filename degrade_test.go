@@ -191,7 +191,7 @@ func BenchmarkAdmit(b *testing.B) {
 			defer core.Close()
 			d := core.sink.info.degrade
 			if c.counting {
-				d.wake()
+				d.wake(0)
 			}
 			msgs := make([]string, c.msgs)
 			for i := range msgs {
@@ -199,7 +199,7 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 			admit := func(i int, ent *zapcore.Entry) bool {
 				if c.counting && i%1024 == 0 {
-					d.wake() // the clock, seeing no backlog, stops the counting after a while
+					d.wake(0) // the clock, seeing no backlog, stops the counting after a while
 				}
 				ent.Message = msgs[i%len(msgs)]
 				return core.sink.admit(ent, tagRef{}, false)
@@ -246,7 +246,7 @@ func TestLoggingCallAllocatesNothing(t *testing.T) {
 			logger.Info("warm up", fields...)
 			logger.Error("warm up", fields...)
 			if n := steadyAllocs(100, func() {
-				d.wake() // keys counted, as under load (the adaptive policy)
+				d.wake(0) // keys counted, as under load (the adaptive policy)
 				logger.Info("order placed", fields...)
 			}); n != 0 {
 				t.Errorf("an info call allocates %v times", n)

@@ -78,7 +78,8 @@ func (*errPolicy) reserves() bool                                { return false 
 func (*errPolicy) keepsWhole(zapcore.Level, uint16, string) bool { return true }
 func (p *errPolicy) cutsOversized() bool                         { return true } // delivered truncated, marked
 func (p *errPolicy) losesToSpill() bool                          { return true } // never dropped silently
-func (p *errPolicy) sealed(float64)                              {}
+func (*errPolicy) wakes(float64) bool                            { return false }
+func (*errPolicy) wakeWith(uint64)                               {}
 
 // sealsWhileFailing: the err stream's sealed batches leave at once while sends fail, to the
 // durable spill (which frees them, and an entry there survives a crash), or, without one,

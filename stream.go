@@ -46,8 +46,10 @@ type streamPolicy interface {
 	// losesToSpill reports whether entries the stream cannot carry go to the spill rather
 	// than being dropped and counted by reason.
 	losesToSpill() bool
-	// sealed is told of each batch sealed, with the share of the budget queued.
-	sealed(queuedShare float64)
+	// wakes reports whether a batch sealed with this share of the budget queued wakes the
+	// policy: the stream then calls wakeWith with the entries it has taken in so far.
+	wakes(queuedShare float64) bool
+	wakeWith(taken uint64)
 	// sealsWhileFailing reports whether the clock seals partly filled batches while sends
 	// have failed for failingFor: when sealed batches leave at once, to the spill.
 	sealsWhileFailing(failingFor time.Duration) bool

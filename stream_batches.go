@@ -65,7 +65,34 @@ func (s *stream) seal(b *batch) {
 	s.sealMu.Unlock()
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
-	s.policy.sealed(float64(s.queuedBytes.Load()) / float64(s.capacity()))
+	if s.policy.wakes(float64(s.queuedBytes.Load()) / float64(s.capacity())) {
+		s.policy.wakeWith(s.takenSoFar())
+	}
+}
+
+// takenSoFar is usage's taken read without the shards' locks, for a writer that holds one:
+// good but for the entries being written at the moment.
+func (s *stream) takenSoFar() uint64 {
+	var n uint64
+	for i := range s.shards {
+		taken, _ := s.shards[i].counts()
+		n += taken
+	}
+	return n
+}
+
+// counts reads the shard's entries taken in (every entry its writers counted less those
+// Check shed before the write, countDrop) and held (less every drop). The drops are read
+// before the entries, each of which is counted before its drop: an entry is never held
+// and dropped at once, though taken may read one high.
+func (sh *shard) counts() (taken, held uint64) {
+	checked := sh.dropped[dropSampled].Load() + sh.dropped[dropDegraded].Load()
+	var all uint64
+	for r := range sh.dropped {
+		all += sh.dropped[r].Load()
+	}
+	n := sh.entries.Load()
+	return n - checked, n - all
 }
 
 // unreserve counts a reserved batch out of the open ones (sealed, or given back).
@@ -140,15 +167,10 @@ func (s *stream) usage() streamUsage {
 			u.buffered += int64(len(sh.cur.buf))
 			u.room += int64(max(0, s.sealAt-len(sh.cur.buf)))
 		}
-		checked := sh.dropped[dropSampled].Load() + sh.dropped[dropDegraded].Load()
-		var all uint64
-		for r := range sh.dropped {
-			all += sh.dropped[r].Load()
-		}
-		n := sh.entries.Load()
+		taken, held := sh.counts()
 		sh.unlockForSink()
-		u.taken += n - checked
-		u.held += n - all
+		u.taken += taken
+		u.held += held
 	}
 	var takes uint64
 	for i := range s.shards {

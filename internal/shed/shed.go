@@ -99,6 +99,10 @@ type Shedder struct {
 	counting atomic.Bool
 	slots    [Slots]slot
 
+	// Set by Wake for the next Step: the stream's Written when Keep began counting.
+	woke        atomic.Bool
+	wokeWritten atomic.Uint64
+
 	// Read concurrently, written by Step.
 	capacity  atomic.Uint64 // float64 bits: entries/s
 	keepRatio atomic.Uint64 // float64 bits: kept/offered over the last step
@@ -346,7 +350,7 @@ func (s *Shedder) Step(o Observation) {
 	got := o.Delivered - s.lastDelivered
 	s.lastDelivered = o.Delivered
 	if first || dt <= 0 {
-		return
+		return // Written and the keys are counted from the last step, or a wake, at the next
 	}
 	backlog := o.Fill > s.cfg.Low
 	if s.lastProgress.IsZero() {
@@ -375,8 +379,15 @@ func (s *Shedder) Step(o Observation) {
 
 	// Written may read a few high (a stream counts an entry Check shed before its drop) and
 	// then lower: the difference is signed, so that it neither wraps (and wipes out
-	// pending) nor, held at 0 for the step, counts the step's every entry as pending.
+	// pending) nor, held at 0 for the step, counts the step's every entry as pending. After
+	// a wake it is what was taken in since the wake, as the keys are counted since: the
+	// entries taken in before it, which Keep did not count, would otherwise cancel out
+	// entries it counted that are still pending. (An observation older than the wake has
+	// nothing since it.)
 	written := int64(o.Written - s.lastWritten)
+	if s.woke.Swap(false) {
+		written = max(0, int64(o.Written-s.wokeWritten.Load()))
+	}
 	s.lastWritten = o.Written
 	if !s.counting.Load() {
 		s.left.Store(unbounded)
@@ -477,13 +488,17 @@ func (s *Shedder) startCounting() {
 }
 
 // Wake makes Keep count keys from now on, before the next Step: for a stream whose fill
-// has just jumped, so that the step that sees it has counts to share the budget by. Safe
-// for concurrent use. (No snapshot is needed: while Keep does not count, the totals do not
-// move, so the next Step counts from the last one.)
-func (s *Shedder) Wake() {
+// has just jumped, so that the step that sees it has counts to share the budget by.
+// written is the stream's Written at the wake (Observation.Written; a few low is safe):
+// the next Step counts what was taken in after it against what Keep counted. Safe for
+// concurrent use. (No snapshot of the keys is needed: while Keep does not count, the
+// totals do not move, so the next Step counts from the last one.)
+func (s *Shedder) Wake(written uint64) {
 	if !s.counting.Load() {
 		// The allowance of the last counting step is stale: none until the next step.
 		s.left.Store(unbounded)
+		s.wokeWritten.Store(written)
+		s.woke.Store(true) // before counting: a Step that sees Keep counting sees this
 		s.counting.Store(true)
 	}
 }
