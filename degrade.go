@@ -184,9 +184,9 @@ func (*infoPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan c
 }
 
 // wakes once the queue alone passes the degrade policy's high watermark; wakeWith then
-// wakes the policy and the clock early, so that it reads the whole fill at once rather than at
-// its next tick. taken is the entries the stream has taken in (for the adaptive shedder's
-// count of what it admitted and the stream has not taken in yet).
+// wakes the policy and the clock early, so that it reads the whole fill at once rather
+// than at its next tick. taken is the entries the stream has taken in (for the adaptive
+// shedder's count of what it admitted and the stream has not taken in yet).
 func (p *infoPolicy) wakes(queuedShare float64) bool { return p.degrade.overHigh(queuedShare) }
 
 func (p *infoPolicy) wakeWith(taken uint64) {

@@ -145,9 +145,9 @@ type streamUsage struct {
 // meanwhile, as room twice, and the allowance let a flood into the margin kept for the
 // keys kept whole. A batch taken from the free list into a shard read before is neither
 // in that shard as read nor on the free list any more: each shard counts the batches it
-// takes (takes), and those taken after its read are counted as free (their entries are
-// not taken yet, as far as the read goes). Uncounted, their room went missing while their
-// entries counted against it, and a steady Warn under a flood was shed with the room free.
+// takes, and those taken after its read are counted as free (their entries are not taken
+// yet, as far as the read goes). Uncounted, their room went missing while their entries
+// counted against it, and the allowance came out short by a batch and more.
 // The takes are summed again before the free list is read, so that a batch taken after
 // that is counted nowhere rather than twice; a batch that goes from a shard back to the
 // free list during the read (an empty reserve given back) is not counted as free. What is

@@ -150,8 +150,7 @@ func TestUsageNeverCountsAGivenBackBatchTwice(t *testing.T) {
 // shard usage has read already is no longer on the free list when usage reads it, and was
 // not in the shard when usage read that. Counted nowhere, its room went missing while the
 // entries written into it counted as taken since the read, both at once: the allowance came
-// out short by a batch and more, and a steady Warn under a flood was shed with the room
-// free (BenchmarkDegradeRule's skew shape).
+// out short by a batch and more.
 func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 	st := usageStream(t)
 	ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}

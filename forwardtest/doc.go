@@ -41,10 +41,10 @@
 // Fault injection, switchable while the receiver runs so a test can break it and heal it:
 // Stall stops reading (the client's writes then block once kernel buffers fill) until
 // Resume, and Allow lets a stalled receiver read so many requests more (a test that
-// delivers frame by frame, on a clock of its own); SetCloseAfter closes connections after n bytes; SetRefuse refuses new
-// connections; CloseConnections drops the open ones; SetAckFault withholds, corrupts or
-// doubles acks; SetPongFault answers a valid PING with a wrong digest, a rejection or
-// nothing.
+// delivers frame by frame, on a clock of its own); SetCloseAfter closes connections after
+// n bytes; SetRefuse refuses new connections; CloseConnections drops the open ones;
+// SetAckFault withholds, corrupts or doubles acks; SetPongFault answers a valid PING with a
+// wrong digest, a rejection or nothing.
 // Close drops every connection for good. Slow receivers: WithReadRate limits the entries
 // read a second over all connections, WithConnReadRate on each connection (fluentd's
 // workers behind one port), and WithAckDelay acks each request after a round trip.
