@@ -29,8 +29,8 @@ type shard struct {
 	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
 	tagOverflow atomic.Uint64
 	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
-	takes       atomic.Uint64 // batches taken from the free list into the shard (usage)
 	sinkLocks   atomic.Uint32 // lockForSink calls so far
+	takes       atomic.Uint64 // batches taken from the free list into the shard (usage)
 	dropped     [numDropReasons]atomic.Uint64
 	_           [64]byte // keep neighbouring shards off this cache line
 }
