@@ -131,3 +131,24 @@ func TestRemoteClock(t *testing.T) {
 		t.Fatalf("core delivered %d err entries, want 10", core.Stats().Err.Delivered)
 	}
 }
+
+// TestReadBufferKindsAreParsed: a read buffer goes with a forwardtest kind and a rate, and
+// anything else is refused rather than run with the kernel's buffer.
+func TestReadBufferKindsAreParsed(t *testing.T) {
+	for kind, ok := range map[string]bool{
+		KindReadBuffer(KindRate(KindForward, 1000), 64<<10): true,
+		KindReadBuffer(KindRate(KindSlowAck, 1000), 64<<10): true,
+		KindReadBuffer(KindForward, 64<<10):                 false, // no rate
+		KindReadBuffer(KindRate(KindClock, 1000), 64<<10):   false, // not forwardtest
+		KindRate(KindForward, 1000) + "~0":                  false,
+		KindRate(KindForward, 1000) + "~x":                  false,
+	} {
+		c, err := startLocal(kind)
+		if (err == nil) != ok {
+			t.Errorf("%s: err = %v, want ok %v", kind, err, ok)
+		}
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+}

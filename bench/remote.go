@@ -70,8 +70,23 @@ func KindRate(kind string, perSecond int) string { return fmt.Sprintf("%s@%d", k
 // loopback addresses.
 func KindAt(kind, addr string) string { return kind + "#" + addr }
 
+// KindReadBuffer fixes the kernel receive buffer of a forwardtest kind with a rate
+// (KindRate) at bytes (forwardtest.WithReadBuffer): the kernel's own grows by a timing
+// that differs from run to run, and what it holds in front of a slow receiver with it, by
+// megabytes. Without it the kernel sizes the buffer; with a kind that has no rate, or is
+// not forwardtest's, StartRemote returns an error.
+func KindReadBuffer(kind string, bytes int) string { return fmt.Sprintf("%s~%d", kind, bytes) }
+
 func startLocal(kind string) (Counter, error) {
 	kind, at, _ := strings.Cut(kind, "#")
+	kind, rbuf, fixed := strings.Cut(kind, "~")
+	readBuffer := 0
+	if fixed {
+		var err error
+		if readBuffer, err = strconv.Atoi(rbuf); err != nil || readBuffer <= 0 {
+			return nil, fmt.Errorf("bench: bad read buffer in %q", kind+"~"+rbuf)
+		}
+	}
 	if base, rate, ok := strings.Cut(kind, "@"); ok {
 		n, err := strconv.Atoi(rate)
 		if err != nil || n <= 0 {
@@ -92,16 +107,25 @@ func startLocal(kind string) (Counter, error) {
 			if base == KindSlowAck {
 				opts = append(opts, forwardtest.WithAckDelay(slowAckDelay))
 			}
+			if fixed {
+				opts = append(opts, forwardtest.WithReadBuffer(readBuffer))
+			}
 			r, err := forwardtest.Start(opts...)
 			if err != nil {
 				return nil, err
 			}
 			return forwardCounter{r}, nil
 		}
+		if fixed {
+			return nil, fmt.Errorf("bench: receiver kind %q takes no read buffer", base)
+		}
 		if base == KindClock {
 			return StartClockRate(ErrTag, float64(n))
 		}
 		return nil, fmt.Errorf("bench: receiver kind %q takes no rate", base)
+	}
+	if fixed {
+		return nil, fmt.Errorf("bench: receiver kind %q takes a read buffer only with a rate", kind)
 	}
 	switch kind {
 	case KindForward:

@@ -47,6 +47,8 @@
 // wrong digest, a rejection or nothing.
 // Close drops every connection for good. Slow receivers: WithReadRate limits the entries
 // read a second over all connections, WithConnReadRate on each connection (fluentd's
-// workers behind one port), and WithAckDelay acks each request after a round trip.
+// workers behind one port), and WithAckDelay acks each request after a round trip;
+// WithReadBuffer fixes what the kernel holds in front of them, which it otherwise sizes by
+// a timing that differs from run to run.
 // Benchmarks use CountOnly, which counts entries without decoding records.
 package forwardtest

@@ -119,6 +119,7 @@ type options struct {
 	readRate        float64
 	connReadRate    float64
 	ackDelay        time.Duration
+	readBuffer      int
 }
 
 // handshake reports whether connections start with HELO/PING/PONG.
@@ -165,6 +166,19 @@ func WithReadRate(perSecond float64) Option {
 // limit; a negative rate makes Start return an error.
 func WithConnReadRate(perSecond float64) Option {
 	return func(o *options) { o.connReadRate = perSecond }
+}
+
+// WithReadBuffer fixes each connection's kernel receive buffer (SO_RCVBUF) at bytes.
+// Otherwise the kernel sizes it, and on Linux grows it as the connection goes, by a timing
+// that differs from run to run: in front of a slow receiver (WithReadRate) the socket then
+// holds anything from a few hundred kilobytes to several megabytes that the receiver has
+// not read, and two runs of a client deliver amounts that differ by that much. A benchmark
+// that compares two clients against a slow receiver fixes it. The kernel may round the
+// size (Linux doubles it for its bookkeeping); one it refuses is logged (WithLogf) and the
+// connection served with the kernel's own. The default, 0, leaves it to the kernel; a
+// negative size makes Start return an error.
+func WithReadBuffer(bytes int) Option {
+	return func(o *options) { o.readBuffer = bytes }
 }
 
 // WithAckDelay makes the receiver write each ack d after it has read the request, while
@@ -270,6 +284,9 @@ func Start(opts ...Option) (*Receiver, error) {
 	}
 	if o.readRate < 0 || o.connReadRate < 0 {
 		return nil, fmt.Errorf("forwardtest: negative read rate %v", min(o.readRate, o.connReadRate))
+	}
+	if o.readBuffer < 0 {
+		return nil, fmt.Errorf("forwardtest: negative read buffer %d", o.readBuffer)
 	}
 	if o.ackDelay < 0 {
 		return nil, fmt.Errorf("forwardtest: negative ack delay %v", o.ackDelay)
@@ -626,6 +643,9 @@ func (r *Receiver) acceptLoop(ln net.Listener) {
 			continue
 		}
 		delay = 0
+		if r.opts.readBuffer > 0 {
+			r.fixReadBuffer(nc)
+		}
 		r.mu.Lock()
 		if r.closed || r.ln != ln {
 			// Closed, or refusing (SetRefuse) since the kernel accepted it: the connection
@@ -644,6 +664,22 @@ func (r *Receiver) acceptLoop(ln net.Listener) {
 		r.wg.Add(1)
 		r.mu.Unlock()
 		go r.serve(nc, id)
+	}
+}
+
+// fixReadBuffer sets an accepted connection's kernel receive buffer (WithReadBuffer).
+func (r *Receiver) fixReadBuffer(nc net.Conn) {
+	c := nc
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	sb, ok := c.(interface{ SetReadBuffer(int) error })
+	if !ok {
+		r.logf("forwardtest: %T has no read buffer to set", c)
+		return
+	}
+	if err := sb.SetReadBuffer(r.opts.readBuffer); err != nil {
+		r.logf("forwardtest: read buffer: %v", err)
 	}
 }
 

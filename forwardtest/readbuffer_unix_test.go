@@ -1,0 +1,77 @@
+//go:build unix
+
+package forwardtest
+
+import (
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReadBufferFixesTheKernelsReceiveBuffer reads SO_RCVBUF off the receiver's side of
+// a connection: the size WithReadBuffer set (Linux reports it doubled), not the kernel's
+// default, which on Linux starts at tcp_rmem's middle value and grows.
+func TestReadBufferFixesTheKernelsReceiveBuffer(t *testing.T) {
+	const size = 16 << 10
+	for name, tc := range map[string]struct {
+		opts  []Option
+		fixed bool
+	}{
+		"fixed":   {[]Option{WithReadBuffer(size)}, true},
+		"default": {nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := NewReceiver(t, tc.opts...)
+			c, err := net.Dial("tcp", strings.TrimPrefix(r.Addr(), "tcp://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got := serverReadBuffer(t, r)
+			if tc.fixed && (got < size || got > 2*size) {
+				t.Errorf("SO_RCVBUF = %d, want %d (or twice that)", got, size)
+			}
+			if !tc.fixed && got <= 2*size {
+				t.Skipf("the kernel's default receive buffer is %d: too small to tell apart", got)
+			}
+		})
+	}
+}
+
+func TestNegativeReadBufferIsRefused(t *testing.T) {
+	if r, err := Start(WithReadBuffer(-1)); err == nil {
+		r.Close()
+		t.Error("Start accepted a negative read buffer")
+	}
+}
+
+// serverReadBuffer waits for r's first connection and reads its SO_RCVBUF.
+func serverReadBuffer(t *testing.T, r *Receiver) int {
+	t.Helper()
+	if err := r.WaitFor(func(s Stats) bool { return s.Connections > 0 }, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	var nc net.Conn
+	for c := range r.conns {
+		nc = c
+	}
+	r.mu.Unlock()
+	raw, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		got, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return got
+}
