@@ -44,7 +44,15 @@
 // and past it only a key's first few entries since the step pass: the margin goes to the
 // keys kept whole and to rare keys, not to the flood
 // (TestReserveKeepsRareKeysWhenStepsLag, TestWarnKeptWholeUnderAnInfoFlood). It needs no
-// Capacity: at start-up it sheds just what the buffer could not have held.
+// Capacity: at start-up it sheds just what the buffer could not have held. In the margin the
+// allowance goes entry by entry, so that the keys kept whole, which offer a few entries a
+// step, are not each leased a chunk of it.
+//
+// Keep's callers go on while a step runs, and a step may be held off the CPU anywhere in it.
+// So a step counts each key's drops before its offers (no drop without its offer), and sets
+// the new allowance as a change to the live one (what Keep let through meanwhile stays
+// counted): otherwise the room of entries on their way into the buffer is promised again,
+// and the flood takes the margin.
 package shed
 
 import (
@@ -61,9 +69,16 @@ const Slots = 4096
 // one is a keep ratio of 1 in the table's fixed point.
 const one = 1 << 16
 
-// firstFew is how many entries of a key since the last step pass once the allowance is
-// spent: a few, not one, so that a rare key whose steps come late (a flood keeping the
-// clock and the callers that step off the CPU) still passes whole.
+// firstFew is how many entries of a key kept whole since the last step pass once the
+// allowance is spent, or as many as it offered in a step lately (slot.recent), if more: a
+// few, not one, so that a rare key whose steps come late (a flood keeping the clock and the
+// callers that step off the CPU) still passes whole; its recent count, so that a key kept
+// whole, within its share of what the sender delivers, passes whole through a step whose
+// allowance was read short. The room is read while writers go on, and a batch on its way
+// between the free list and a shard, or back, counts in it a step late: an allowance short
+// by a batch for a step shed a steady Warn past its first few. The keys kept whole share no
+// more than what the sender delivers in a step between them (share), so what they pass
+// this way the sender drains while it delivers; the flood is kept out of it.
 const firstFew = 4
 
 // A key is rare in a step if it offered one entry, or no more than rareRate a second over
@@ -123,6 +138,8 @@ type Shedder struct {
 	capPeak       float64       // Capacity's recent peak, forgetting slowly (see delivery)
 	peak          float64       // the most offered in a step, decaying by peakDecay a step
 	keys          []key         // scratch: the keys offered in the last step
+
+	betweenReads func(slot int) // tests only: called in gather between a slot's two reads
 }
 
 type slot struct {
@@ -134,6 +151,7 @@ type slot struct {
 	dropped atomic.Uint64 // entries shed, ever
 	lease   atomic.Int64  // allowance the key has taken and not used yet (see take)
 	flood   atomic.Bool   // a flood (markFlood): kept out of the margin
+	recent  atomic.Uint64 // entries offered in a step lately (see gather, firstFew)
 }
 
 type key struct {
@@ -158,9 +176,9 @@ func New(cfg Config) *Shedder {
 // Beyond its key's keep ratio, an entry passes while the allowance (the room the buffer had
 // at the last step, and what the sender has freed since) lasts: for a key the step thins or
 // a flood (markFlood), until only the margin past Full is left; for the others, to the end;
-// past that only a key's first few entries since the step pass. So a flood that grows within a
-// step, or a step that comes late, leaves the margin to the keys the fair share keeps
-// whole, and to rare keys.
+// past that only a key's first few entries since the step, or its recent count (firstFew),
+// pass. So a flood that grows within a step, or a step that comes late, leaves the margin to
+// the keys the fair share keeps whole, and to rare keys.
 func (s *Shedder) Keep(level int8, msg string) bool { return s.KeepTag(level, 0, msg) }
 
 // KeepTag is Keep for a message of a tag: a key is a message at a level of a tag, so that a
@@ -190,7 +208,7 @@ func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
 	if r < one || sl.flood.Load() {
 		limit = s.reserve.Load()
 	}
-	if s.take(sl, limit) || (limit == 0 && n-sl.base.Load() <= firstFew) {
+	if s.take(sl, limit) || (limit == 0 && n-sl.base.Load() <= max(firstFew, sl.recent.Load())) {
 		return true
 	}
 	sl.drop()
@@ -217,15 +235,19 @@ func (s *Shedder) WholeTag(level int8, tag uint16, msg string) bool {
 const leaseChunk = 32
 
 // take takes one entry's room for a key, down to limit: from the slot's lease, else a chunk
-// of the shared allowance, else a single entry of it. A caller that races past the limit
-// gives back what it took.
+// of the shared allowance while that leaves the margin (the reserve) whole, else a single
+// entry of it. In the margin a chunk would hold room that only its key may use until the next
+// step, and the keys that go on into the margin are the ones kept whole, rare ones among
+// them, which offer an entry or two a step: a chunk each would spend the margin many times
+// faster than they fill it (TestTheMarginIsTakenEntryByEntry). A caller that races past
+// the limit gives back what it took.
 func (s *Shedder) take(sl *slot, limit int64) bool {
 	if sl.lease.Add(-1) >= 0 {
 		return true
 	}
 	sl.lease.Add(1)
-	if s.left.Load() >= limit+leaseChunk {
-		if s.left.Add(-leaseChunk) >= limit {
+	if floor := s.reserve.Load(); s.left.Load() >= floor+leaseChunk {
+		if s.left.Add(-leaseChunk) >= floor {
 			sl.lease.Add(leaseChunk - 1)
 			return true
 		}
@@ -397,6 +419,10 @@ func (s *Shedder) Step(o Observation) {
 		}
 		return
 	}
+	// The allowance as gather begins: what Keep lets through from here on is in neither
+	// gather's counts nor the room, and the new allowance is applied as a change to the live
+	// one so that it counts them (see below).
+	before := s.left.Load()
 	offered, kept := s.gather()
 	// What Keep let through that the stream has not taken in yet will take room that the
 	// step's Room does not show: many callers between Check and Write.
@@ -414,8 +440,20 @@ func (s *Shedder) Step(o Observation) {
 		// The allowance is the room the buffer has now, and Freed adds what the sender
 		// frees: it is what fits, however late the next step, and it needs no Capacity.
 		// The margin past Full is the reserve of the keys kept whole (see Keep).
-		s.left.Store(int64(min(max(0, room), unbounded)))
 		s.reserve.Store(int64(o.Margin))
+		n := int64(min(max(0, room), unbounded))
+		if before >= unbounded/2 {
+			s.left.Store(n)
+			break
+		}
+		// Keep's callers go on while the step runs, and a step held off the CPU after gather
+		// would, storing n, promise again the room of every entry let through meanwhile, into
+		// the margin. Added as a change, n keeps their count, and what Freed added. An entry let
+		// through between the read of before and gather's read of its key is counted twice,
+		// on the safe side, for this step: a few, or a flood's worth if the step is held off
+		// the CPU in gather, which the keys kept whole then ride out on their recent counts
+		// (firstFew; TestAStepHeldAfterItsCountsKeepsWhatWasLetThrough).
+		s.left.Add(n - before)
 	}
 
 	switch {
@@ -504,8 +542,18 @@ func (s *Shedder) Wake(written uint64) {
 }
 
 // gather collects the keys offered since the last step into s.keys and returns how many
-// entries they offered and how many of those Keep kept.
-func (s *Shedder) gather() (offered, kept uint64) {
+// entries they offered and how many Keep kept since the last step: what it offered less what
+// it shed, which may be negative (see below).
+//
+// Keep's callers go on while gather reads, and a step may be held off the CPU between any two
+// reads. So a slot's drops are read before its total: every entry counts in the total before
+// it is shed, so every drop read has its offer read too. An entry offered after the drops are
+// read counts as kept in this step and, if it is shed, as a drop in the next one, which then
+// may count fewer kept than none. Read the other way round, the drops of entries offered
+// after the total counted against this step's offers: kept came up short by them, the
+// allowance promised room to entries on their way into the buffer, and the flood took the
+// margin (TestAStepHeldBetweenItsReadsCountsPendingRight).
+func (s *Shedder) gather() (offered uint64, kept int64) {
 	s.keys = s.keys[:0]
 	var dropped uint64
 	for i := range s.slots {
@@ -513,9 +561,18 @@ func (s *Shedder) gather() (offered, kept uint64) {
 		if sl.lease.Load() != 0 {
 			sl.lease.Store(0) // the step measures the room anew
 		}
+		d := sl.dropped.Load()
+		dropped += d - s.seenDropped[i]
+		s.seenDropped[i] = d
+		if s.betweenReads != nil {
+			s.betweenReads(i)
+		}
 		t := sl.total.Load()
 		c := t - sl.base.Load()
 		if c == 0 {
+			if r := sl.recent.Load(); r != 0 {
+				sl.recent.Store(r / 2)
+			}
 			// A key that has been quiet for a while comes back whole. Not after one quiet
 			// step: its callers may only have been off the CPU.
 			if (sl.ratio.Load() != one || sl.flood.Load()) && s.last.UnixNano()-s.seen[i] >= int64(quietAfter) {
@@ -525,6 +582,9 @@ func (s *Shedder) gather() (offered, kept uint64) {
 			continue
 		}
 		sl.base.Store(t)
+		// Half the step before's too: a ticker's entries fall two in one step and none in
+		// the next as often as one in each.
+		sl.recent.Store(max(c, sl.recent.Load()/2))
 		span := quietAfter
 		if s.seen[i] != 0 {
 			span = min(time.Duration(s.last.UnixNano()-s.seen[i]), quietAfter)
@@ -532,11 +592,8 @@ func (s *Shedder) gather() (offered, kept uint64) {
 		s.seen[i] = s.last.UnixNano()
 		s.keys = append(s.keys, key{slot: i, level: sl.level.Load(), count: c, span: span})
 		offered += c
-		d := sl.dropped.Load()
-		dropped += d - s.seenDropped[i]
-		s.seenDropped[i] = d
 	}
-	return offered, offered - min(dropped, offered)
+	return offered, int64(offered) - int64(dropped)
 }
 
 func (s *Shedder) setRatio(slot int, r uint32) { s.slots[slot].ratio.Store(r) }

@@ -812,3 +812,122 @@ func TestEntriesWrittenBeforeAWakeAreNotCountedAgainstPending(t *testing.T) {
 		t.Errorf("the flood kept %d entries with room for 1000 up to the margin", hot)
 	}
 }
+
+// A step reads each key's drops and its total while the key's callers go on, and a step held
+// off the CPU between the two reads must still count what is pending right. Here a flood has
+// 10,000 entries kept and not yet taken in, and while the step is between its reads of the
+// flood's key, 2,000 more are offered and shed (the flood is at the margin). Counted against
+// the step's offers, those drops would make 2,000 of the pending entries look taken in, and
+// the allowance would promise their room to the flood again. Counted in the next step, they
+// must bring pending back down, or that room would be lost for good.
+func TestAStepHeldBetweenItsReadsCountsPendingRight(t *testing.T) {
+	p := newPipe(290_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 1_500_000})
+	written := uint64(p.offer(0, "hot", 100))
+	p.stepBy(0.8, 10_000, written, 0) // room for 10,000 up to Full, nothing pending
+	if kept := p.offer(0, "hot", 10_000); kept != 10_000 {
+		t.Fatalf("kept %d of 10000 with room for 10000", kept)
+	}
+	hot := int(slotOf(0, 0, "hot"))
+	shed := 0
+	p.s.betweenReads = func(slot int) {
+		if slot == hot {
+			shed = 2_000 - p.offer(0, "hot", 2_000)
+		}
+	}
+	p.stepBy(0.8, 10_000, written, 0) // none of the 10,000 taken in yet: the room is as it was
+	p.s.betweenReads = nil
+	if shed != 2_000 {
+		t.Fatalf("%d of the 2000 offered during the step were shed; the test needs all", shed)
+	}
+	if hot := p.offer(0, "hot", 5_000); hot != 0 {
+		t.Errorf("the flood kept %d entries with the room up to the margin all pending", hot)
+	}
+	// The next step counts the 2,000 drops, and the 5,000 just offered and shed: 10,000 are
+	// pending, so the margin, 4,000, is what the keys kept whole may have.
+	p.stepBy(0.8, 10_000, written, 0)
+	if warn := p.offer(1, "warn", 5_000); warn != 4_000 {
+		t.Errorf("a Warn kept %d entries with the margin's 4000 free", warn)
+	}
+}
+
+// In the margin the allowance goes entry by entry: the keys that go on into it are the ones
+// kept whole, rare ones among them with an entry or two a step, and a chunk of the allowance
+// leased to each (as a flood's callers lease it, to share fewer cache lines) would hold the
+// margin for entries that never come. Here 300 rare messages log one entry each, and then a
+// Warn logs 3,000, with the margin's 4,000 left.
+func TestTheMarginIsTakenEntryByEntry(t *testing.T) {
+	p := newPipe(290_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 1_500_000})
+	written := uint64(p.offer(0, "hot", 100))
+	p.stepBy(1, 0, written, 0) // no room up to Full: the allowance is the margin
+	for i := range 300 {
+		if !p.s.Keep(0, fmt.Sprintf("rare %d", i)) {
+			t.Fatalf("rare message %d shed with the margin free", i)
+		}
+	}
+	if warn := p.offer(1, "warn", 3_000); warn != 3_000 {
+		t.Errorf("a Warn kept %d of 3000 after 300 rare entries, with a margin of 4000", warn)
+	}
+}
+
+// Keep's callers go on while a step runs, and a step held off the CPU after it has counted
+// the keys must not promise again the room of the entries let through meanwhile. Here the
+// buffer has room for 10,000 up to Full and nothing pending; while the step is past its
+// count of the flood's key, the flood takes 6,000 of that room. The room the step then
+// reads (none of the 6,000 taken in yet) still shows 10,000: stored as the allowance, it
+// would let the flood take 10,000 more.
+func TestAStepHeldAfterItsCountsKeepsWhatWasLetThrough(t *testing.T) {
+	p := newPipe(290_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 1_500_000})
+	written := uint64(p.offer(0, "hot", 100))
+	p.stepBy(0.8, 10_000, written, 0) // room for 10,000 up to Full, nothing pending
+	hot := int(slotOf(0, 0, "hot"))
+	if hot == Slots-1 {
+		t.Fatal("the flood's key is in the last slot; the test needs a later one")
+	}
+	late := 0
+	p.s.betweenReads = func(slot int) {
+		if slot == Slots-1 { // the flood's key is counted already
+			late = p.offer(0, "hot", 6_000)
+		}
+	}
+	p.stepBy(0.8, 10_000, written, 0)
+	p.s.betweenReads = nil
+	if late != 6_000 {
+		t.Fatalf("the flood kept %d of 6000 during the step, with room for 10000", late)
+	}
+	if more := p.offer(0, "hot", 20_000); more > 4_000 {
+		t.Errorf("after 6000 during the step, the flood kept %d more with room for 10000", more)
+	}
+	// The next step counts the 6,000 with the rest: the room up to Full is all pending, and
+	// the margin is the Warn's.
+	p.stepBy(0.8, 10_000, written, 0)
+	if warn := p.offer(1, "warn", 5_000); warn != 4_000 {
+		t.Errorf("a Warn kept %d entries with the margin's 4000 free", warn)
+	}
+}
+
+// Once the allowance is spent, a key kept whole passes as many entries a step as it offered
+// lately, not only its first few: it is within its share of what the sender delivers, and
+// an allowance read short for a step (a batch between the free list and a shard is counted
+// in the room a step late) must not shed a steady Warn. A key new to the step passes its
+// first few, and the flood none.
+func TestAKeyKeptWholePassesItsRecentCountPastASpentAllowance(t *testing.T) {
+	p := newPipe(290_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 1_500_000}, load{"warn", 1, 4_000})
+	kept := p.offer(1, "warn", 20) + p.offer(0, "hot", 100)
+	p.stepBy(1, -0.1*p.size, uint64(kept), 0) // past Full by the margin: no allowance at all
+	if p.s.left.Load() != 0 {
+		t.Fatalf("allowance %d past the margin", p.s.left.Load())
+	}
+	if w := p.offer(1, "warn", 30); w != 20 {
+		t.Errorf("a Warn of 20 entries a step kept %d of 30 with the allowance spent; want 20", w)
+	}
+	if f := p.offer(1, "fresh", 30); f != firstFew {
+		t.Errorf("a key new to the step kept %d of 30 with the allowance spent; want %d", f, firstFew)
+	}
+	if h := p.offer(0, "hot", 1_000); h != 0 {
+		t.Errorf("the flood kept %d with the allowance spent", h)
+	}
+}
