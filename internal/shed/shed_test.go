@@ -813,6 +813,17 @@ func TestEntriesWrittenBeforeAWakeAreNotCountedAgainstPending(t *testing.T) {
 	}
 }
 
+// afterAFlood returns a pipe after a second of a hot flood, stepped once more by hand to
+// fill with room entries up to Full and nothing pending, and the Written it gave that step
+// (for the steps after, which stepBy counts from the pipe's own).
+func afterAFlood(fill, room float64) (*pipe, uint64) {
+	p := newPipe(290_000, 40_000)
+	p.run(time.Second, load{"hot", 0, 1_500_000})
+	written := uint64(p.offer(0, "hot", 100))
+	p.stepBy(fill, room, written, 0)
+	return p, written
+}
+
 // A step reads each key's drops and its total while the key's callers go on, and a step held
 // off the CPU between the two reads must still count what is pending right. Here a flood has
 // 10,000 entries kept and not yet taken in, and while the step is between its reads of the
@@ -821,10 +832,7 @@ func TestEntriesWrittenBeforeAWakeAreNotCountedAgainstPending(t *testing.T) {
 // the allowance would promise their room to the flood again. Counted in the next step, they
 // must bring pending back down, or that room would be lost for good.
 func TestAStepHeldBetweenItsReadsCountsPendingRight(t *testing.T) {
-	p := newPipe(290_000, 40_000)
-	p.run(time.Second, load{"hot", 0, 1_500_000})
-	written := uint64(p.offer(0, "hot", 100))
-	p.stepBy(0.8, 10_000, written, 0) // room for 10,000 up to Full, nothing pending
+	p, written := afterAFlood(0.8, 10_000) // room for 10,000 up to Full, nothing pending
 	if kept := p.offer(0, "hot", 10_000); kept != 10_000 {
 		t.Fatalf("kept %d of 10000 with room for 10000", kept)
 	}
@@ -857,10 +865,7 @@ func TestAStepHeldBetweenItsReadsCountsPendingRight(t *testing.T) {
 // margin for entries that never come. Here 300 rare messages log one entry each, and then a
 // Warn logs 3,000, with the margin's 4,000 left.
 func TestTheMarginIsTakenEntryByEntry(t *testing.T) {
-	p := newPipe(290_000, 40_000)
-	p.run(time.Second, load{"hot", 0, 1_500_000})
-	written := uint64(p.offer(0, "hot", 100))
-	p.stepBy(1, 0, written, 0) // no room up to Full: the allowance is the margin
+	p, _ := afterAFlood(1, 0) // no room up to Full: the allowance is the margin
 	for i := range 300 {
 		if !p.s.Keep(0, fmt.Sprintf("rare %d", i)) {
 			t.Fatalf("rare message %d shed with the margin free", i)
@@ -878,10 +883,7 @@ func TestTheMarginIsTakenEntryByEntry(t *testing.T) {
 // reads (none of the 6,000 taken in yet) still shows 10,000: stored as the allowance, it
 // would let the flood take 10,000 more.
 func TestAStepHeldAfterItsCountsKeepsWhatWasLetThrough(t *testing.T) {
-	p := newPipe(290_000, 40_000)
-	p.run(time.Second, load{"hot", 0, 1_500_000})
-	written := uint64(p.offer(0, "hot", 100))
-	p.stepBy(0.8, 10_000, written, 0) // room for 10,000 up to Full, nothing pending
+	p, written := afterAFlood(0.8, 10_000) // room for 10,000 up to Full, nothing pending
 	hot := int(slotOf(0, 0, "hot"))
 	if hot == Slots-1 {
 		t.Fatal("the flood's key is in the last slot; the test needs a later one")
