@@ -569,10 +569,13 @@ func (s *Shedder) gather() (offered uint64, kept int64) {
 		}
 		t := sl.total.Load()
 		c := t - sl.base.Load()
+		// The key's recent count: this step's, or half the step before's, if more. Half, so
+		// that a ticker's entries falling two in one step and none in the next count as one
+		// a step, not as none.
+		if r := sl.recent.Load(); r != 0 || c != 0 {
+			sl.recent.Store(max(c, r/2))
+		}
 		if c == 0 {
-			if r := sl.recent.Load(); r != 0 {
-				sl.recent.Store(r / 2)
-			}
 			// A key that has been quiet for a while comes back whole. Not after one quiet
 			// step: its callers may only have been off the CPU.
 			if (sl.ratio.Load() != one || sl.flood.Load()) && s.last.UnixNano()-s.seen[i] >= int64(quietAfter) {
@@ -582,9 +585,6 @@ func (s *Shedder) gather() (offered uint64, kept int64) {
 			continue
 		}
 		sl.base.Store(t)
-		// Half the step before's too: a ticker's entries fall two in one step and none in
-		// the next as often as one in each.
-		sl.recent.Store(max(c, sl.recent.Load()/2))
 		span := quietAfter
 		if s.seen[i] != 0 {
 			span = min(time.Duration(s.last.UnixNano()-s.seen[i]), quietAfter)
