@@ -295,7 +295,7 @@ func (k *sink) close(timeout time.Duration) error {
 		var left [numStreams]int // entries abandoned, by stream
 		for _, st := range k.streams {
 			abandon := func(b *batch) {
-				left[st.id] += b.n
+				left[st.id] += b.unsent()
 				st.abandon(b)
 			}
 			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue

@@ -64,7 +64,8 @@ func (w *ackWindow) dropFlights() {
 		w.lostSince = w.flights[0].at
 	}
 	for _, fl := range w.flights {
-		if fl.b != nil {
+		// A batch's frames are in flight one after another: it is lost once.
+		if fl.b != nil && (len(w.lost) == 0 || w.lost[len(w.lost)-1] != fl.b) {
 			w.lost = append(w.lost, fl.b)
 		}
 	}

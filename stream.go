@@ -199,7 +199,7 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		sh.enc.release = sh.release
 	}
 	for range nb {
-		b := &batch{buf: make([]byte, 0, s.batchBytes)}
+		b := newBatch(s.batchBytes)
 		st.all = append(st.all, b)
 		st.free <- b
 	}
@@ -208,7 +208,7 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 
 // tagShards is how many shards a stream adds for the logger tags, budget permitting: each
 // tag writes into one shard (homeShard), so that many tags logging at once rarely share
-// one, which would seal a batch at each change of tag.
+// one, whose batch would then hold a run at each change of tag (see batch.accepts).
 const tagShards = 16
 
 // mayTake reports whether a writer of tag may take a free batch: always, but while the
@@ -249,10 +249,11 @@ func (s *stream) tagHeld(tag uint16, d int32) {
 	}
 }
 
-// claim makes b a batch of tag, counted in tag's batches; the caller holds b (its shard's
-// lock, an empty batch).
+// claim makes b a batch of tag, counted in tag's batches, if it is empty: a batch counts
+// in the batches of the tag whose writer opened it, whatever tags it holds later. The
+// caller holds b (its shard's lock).
 func (s *stream) claim(b *batch, tag uint16) {
-	if b.claimed && b.tag == tag {
+	if b.claimed && b.tag == tag || b.n > 0 {
 		return
 	}
 	s.unclaim(b)
@@ -291,7 +292,7 @@ func (s *stream) tagOf(idx uint16) string {
 // entries stay in order, whatever goroutines write them. Tags share a shard only when
 // there are more of them than shards from tagShard on; a stream with fewer than two such
 // shards (a budget of a few batches) spreads the tags over all its shards, the stream's
-// own tag's too, rather than have them all seal each other's batches in one.
+// own tag's too, rather than have them all take turns in one.
 func (s *stream) homeShard(idx uint16) int {
 	if n := len(s.shards) - s.tagShard; n >= 2 {
 		return s.tagShard + int(idx-1)%n
@@ -559,12 +560,12 @@ func (s *stream) droppedTag(idx uint16, n int) {
 	}
 }
 
-// countDelivered counts batch b delivered: its entries and their bytes, for the stream and
-// for its tag.
-func (s *stream) countDelivered(b *batch) {
-	s.deliveredBytes.Add(uint64(len(b.buf)))
-	s.delivered.Add(uint64(b.n))
-	if c := s.tagCounts(b.tag); c != nil {
-		c.delivered[s.id].Add(uint64(b.n))
+// countDelivered counts a frame delivered: its n entries of tag and their bytes, for the
+// stream and for its tag.
+func (s *stream) countDelivered(tag uint16, entries []byte, n int) {
+	s.deliveredBytes.Add(uint64(len(entries)))
+	s.delivered.Add(uint64(n))
+	if c := s.tagCounts(tag); c != nil {
+		c.delivered[s.id].Add(uint64(n))
 	}
 }

@@ -43,6 +43,25 @@ func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *batch {
 	return b
 }
 
+// regroup makes each tag's runs in b one, so that b is sent as one frame per tag: through
+// a free buffer, if one is at hand, which it holds for the moment of a copy; else in b's
+// own buffer. The sender calls it before b's first frame (the spill and shutdown too);
+// then b is grouped.
+func (s *stream) regroup(b *batch) {
+	if b.grouped {
+		return
+	}
+	if b.interleaved() {
+		if sp := s.takeFree(); sp != nil {
+			b.regroupInto(sp)
+			s.free <- sp // cannot block: sp came from free
+		} else {
+			b.regroupInPlace()
+		}
+	}
+	b.group()
+}
+
 func (s *stream) takeFree() *batch {
 	select {
 	case b := <-s.free:
@@ -216,8 +235,7 @@ func (s *stream) finish(b *batch) {
 	first, last := b.first, b.last
 	s.policy.freed(b.n)
 	s.unclaim(b)
-	b.buf, b.n, b.tag, b.tok, b.reserved = b.buf[:0], 0, 0, ackToken{}, false
-	b.opened.Store(0)
+	b.reset()
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -270,19 +288,24 @@ take:
 	}
 	dst, kept := b, s.held[:0]
 	for _, src := range s.held {
-		if src.first != dst.last+1 || src.tag != dst.tag { // another sender holds what lies between, or another tag
+		if src.first != dst.last+1 { // another sender holds what lies between
 			kept = append(kept, src)
 			dst = src
 			continue
 		}
-		if len(dst.buf)+len(src.buf) <= cap(dst.buf) { // all of it fits
+		if len(dst.buf)+len(src.buf) <= cap(dst.buf) && dst.takesRuns(src) { // all of it fits
+			dst.ensureRuns(len(dst.buf))
+			src.ensureRuns(len(src.buf))
+			off := len(dst.buf)
 			dst.buf = append(dst.buf, src.buf...)
+			for _, r := range src.runs {
+				dst.extend(r.tag, off+int(r.end), int(r.n))
+			}
 			dst.n += src.n
 			dst.last = src.last // dst's delivery now finishes src's entries too
 			dst.openedBy(src)
 			s.unclaim(src)
-			src.buf, src.n, src.tag, src.reserved = src.buf[:0], 0, 0, false
-			src.opened.Store(0)
+			src.reset()
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue
@@ -294,8 +317,12 @@ take:
 	s.held = kept
 }
 
-// moveEntries moves the leading entries of nb that fit into b's free room to the end of b.
+// moveEntries moves the leading entries of nb that fit into b's free room to the end of b,
+// if nb's entries are of one tag and b has room for their run.
 func (s *stream) moveEntries(b, nb *batch) {
+	if len(nb.runs) > 1 || nb.n == 0 || !b.accepts(nb.tag) {
+		return
+	}
 	moved, k := 0, 0
 	for rest := nb.buf; len(rest) > 0; k++ {
 		after, err := msgp.Skip(rest) // one entry: [EventTime, record]
@@ -305,12 +332,22 @@ func (s *stream) moveEntries(b, nb *batch) {
 		}
 		moved, rest = moved+size, after
 	}
+	if moved == len(nb.buf) {
+		return // all of nb: only a merge (compact) may take it whole, and empty it
+	}
 	if moved > 0 {
 		b.openedBy(nb)
+		b.ensureRuns(len(b.buf))
+		off := len(b.buf)
 		b.buf = append(b.buf, nb.buf[:moved]...)
+		b.extend(nb.tag, off+moved, k)
 		b.n += k
 		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]
 		nb.n -= k
+		if len(nb.runs) == 1 {
+			nb.runs[0].end -= uint32(moved)
+			nb.runs[0].n -= uint32(k)
+		}
 	}
 }
 
@@ -321,7 +358,13 @@ func (s *stream) abandon(b *batch) {
 		s.spillSealed(b)
 		return
 	}
-	s.shards[0].dropped[dropShutdown].Add(uint64(b.n))
-	s.droppedTag(b.tag, b.n)
+	s.regroup(b)
+	for i := range b.runs {
+		if !b.sent[i] {
+			tag, _, n := b.frame(i)
+			s.shards[0].dropped[dropShutdown].Add(uint64(n))
+			s.droppedTag(tag, n)
+		}
+	}
 	s.finish(b)
 }

@@ -173,42 +173,55 @@ func (snd *sender) recovered() {
 	}
 }
 
-// post writes the frame of snd.out[0] once snd's connection has room for one more in
-// flight. Without acks the batch is then delivered; with them it is when its ack comes
+// post writes the frames of snd.out[0] not delivered yet, one per tag it holds (see
+// batch.group), each once snd's connection has room for one more in flight. Without acks
+// the batch is then delivered; with them it is when the ack of its last frame comes
 // (acked). It reports false when the connection failed (the frames that were in flight on
-// it are back in snd.out, ahead of the batch) or ctx was cancelled.
+// it are back in snd.out, ahead of the batch, which appears there once) or ctx was
+// cancelled.
 func (s *stream) post(ctx context.Context, snd *sender) bool {
-	for {
-		if !s.pollAcks(snd) {
-			return false
-		}
-		if !snd.fwd.full() {
-			break
-		}
-		fl, err := snd.fwd.awaitAck(ctx)
-		if !s.acked(snd, fl, err) {
-			return false
-		}
-	}
 	b := snd.out[0]
-	var chunk string
-	if snd.fwd.s.requireAck {
-		chunk = b.tok.forEntries(b.buf)
-	}
+	s.regroup(b)
 	start := s.clock.Now()
-	s.attemptSince.Store(start.UnixNano())
-	size, fresh, err := snd.fwd.post(ctx, s.tagOf(b.tag), b.buf, b.n, chunk, b)
-	s.attemptSince.Store(0)
-	if !s.countSend(snd, fresh, size, err) {
-		if ctx.Err() == nil {
-			snd.failed(start)
+	for i := range b.runs {
+		if b.sent[i] {
+			continue
 		}
-		s.requeue(snd)
-		return false
+		for {
+			if !s.pollAcks(snd) {
+				return false
+			}
+			if !snd.fwd.full() {
+				break
+			}
+			fl, err := snd.fwd.awaitAck(ctx)
+			if !s.acked(snd, fl, err) {
+				return false
+			}
+		}
+		tag, entries, n := b.frame(i)
+		var chunk string
+		if snd.fwd.s.requireAck {
+			chunk = b.token(i)
+		}
+		start = s.clock.Now()
+		s.attemptSince.Store(start.UnixNano())
+		size, fresh, err := snd.fwd.post(ctx, s.tagOf(tag), entries, n, chunk, b)
+		s.attemptSince.Store(0)
+		if !s.countSend(snd, fresh, size, err) {
+			if ctx.Err() == nil {
+				snd.failed(start)
+			}
+			s.requeue(snd)
+			return false
+		}
+		if chunk == "" {
+			b.sent[i] = true
+			s.countDelivered(tag, entries, n)
+		}
 	}
-	if chunk == "" {
+	if !snd.fwd.s.requireAck || b.allSent() {
 		s.observeSend(start)
-		s.countDelivered(b)
 		s.finish(b)
 		snd.recovered()
 	}
@@ -254,8 +267,13 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 	}
 	if b := fl.b; b != nil {
 		s.observeSend(fl.at)
-		s.countDelivered(b)
-		s.finish(b)
+		if i := b.frameOf(fl.chunk); i >= 0 && !b.sent[i] {
+			b.sent[i] = true
+			s.countDelivered(b.frame(i))
+		}
+		if b.allSent() {
+			s.finish(b)
+		}
 	}
 	if fl.chunk != "" {
 		snd.recovered()
@@ -277,13 +295,17 @@ func (s *stream) settle(ctx context.Context, snd *sender) bool {
 }
 
 // requeue puts the batches of the frames snd's connection lost (or still has in flight)
-// back in front of snd.out, oldest first. Nothing is allocated: both slices can hold every
-// batch of the stream.
+// back in front of snd.out, oldest first, each once (a batch's frames may be some in
+// flight, some not written). Nothing is allocated: both slices can hold every batch of the
+// stream.
 func (s *stream) requeue(snd *sender) {
 	if !snd.fwd.hasUnacked() {
 		return
 	}
 	next := snd.fwd.takeUnacked(snd.spare[:0])
+	if len(next) > 0 && len(snd.out) > 0 && next[len(next)-1] == snd.out[0] {
+		next = next[:len(next)-1]
+	}
 	next = append(next, snd.out...)
 	snd.out, snd.spare = next, snd.out[:0]
 }

@@ -88,9 +88,16 @@ func (s *stream) spillOut(snd *sender) {
 	snd.out = snd.out[:0]
 }
 
-// spillSealed hands a sealed err batch to the spill and frees it.
+// spillSealed hands a sealed err batch's frames not delivered yet to the spill, one per
+// tag, and frees it.
 func (s *stream) spillSealed(b *batch) {
-	s.countSpill(s.errSpill.appendBatch(s.tagOf(b.tag), b.buf, b.n), b.n, b.tag)
+	s.regroup(b)
+	for i := range b.runs {
+		if !b.sent[i] {
+			tag, entries, n := b.frame(i)
+			s.countSpill(s.errSpill.appendBatch(s.tagOf(tag), entries, n), n, tag)
+		}
+	}
 	s.finish(b)
 }
 

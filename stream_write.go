@@ -202,8 +202,8 @@ func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext
 // delivered half as much). The order of concurrent calls is not defined anyway, though a
 // goroutine that moves shards may see its entries reordered within a flush. The entries of
 // a logger tag (tag, not 0) always go to the tag's own shard (homeShard), so they keep
-// their order whatever the contention, and tags do not seal each other's batches; the
-// stream's own tag picks among its own shards (ownShards).
+// their order whatever the contention, and tags rarely share a batch's runs; the stream's
+// own tag picks among its own shards (ownShards).
 func (s *stream) lockShard(tag uint16) int {
 	if tag != 0 {
 		i := s.homeShard(tag)
@@ -245,9 +245,13 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 	if s.closed.Load() {
 		return streamClosed, nil
 	}
-	if b := sh.cur; b != nil && b.tag != tag {
-		// A frame has one tag: the shard's batch of another tag is sealed as it is (a shard
-		// of the stream's own tag that a logger tag shares; see homeShard).
+	if b := sh.cur; b != nil && b.n > 0 && b.tag != tag && !s.mayTake(ent, tag) {
+		// A tag at its floor takes no room of the batch another tag opened either: that
+		// may be the last batch a rare tag found (see mayTake).
+		return needBatch, nil
+	}
+	if b := sh.cur; b != nil && !b.accepts(tag) {
+		// The shard's batch has no room for one more run or tag: it is sealed as it is.
 		if b.n > 0 {
 			sh.cur = nil
 			s.seal(b)
@@ -278,17 +282,17 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		sh.cur = nb
 	}
 	s.claim(sh.cur, tag)
-	return s.appendLocked(sh, ctx, ent, fields, cut, true)
+	return s.appendLocked(sh, tag, ctx, ent, fields, cut, true)
 }
 
-// dropUnwritten drops an entry appendLocked encoded into b (sh's open batch, cut back to
-// where the entry began) and could not keep: counted for why, its weight passed on, and b
-// given back if it was a reserve taken for this entry.
-func (s *stream) dropUnwritten(sh *shard, b *batch, enc *msgpEncoder, ent *zapcore.Entry, why dropReason) {
+// dropUnwritten drops an entry of tag appendLocked encoded into sh's open batch (cut back
+// to where the entry began) and could not keep: counted for why, its weight passed on, and
+// the batch given back if it was a reserve taken for this entry.
+func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zapcore.Entry, why dropReason) {
 	enc.discard(ent)
-	s.lost(ent, b.tag)
+	s.lost(ent, tag)
 	sh.dropped[why].Add(1)
-	s.droppedTag(b.tag, 1)
+	s.droppedTag(tag, 1)
 	enc.trim()
 	s.giveBackEmptyReserve(sh)
 }
@@ -323,8 +327,8 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*msgpEncoder)(nil)
-			if o.cur != nil && o.cur.tag == tag && !s.closed.Load() && (!o.cur.reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
-				status, enc = s.appendLocked(o, ctx, ent, fields, cut, false)
+			if o.cur != nil && o.cur.accepts(tag) && (o.cur.tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
+				status, enc = s.appendLocked(o, tag, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
 				o.mu.Unlock()
@@ -340,17 +344,18 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 	return needBatch, nil
 }
 
-// appendLocked encodes the entry into sh.cur (not nil), under sh's lock, within the stream's
-// first budget; an entry cut down to size already (cut) is copied. An entry that does not
-// fit seals the batch and moves to a free one if own, or leaves the batch as it is and
-// reports needBatch if not (a batch borrowed by writeElsewhere). An entry that passes its
+// appendLocked encodes the entry, of tag, into sh.cur (not nil, and it accepts tag), under
+// sh's lock, within the stream's first budget; an entry cut down to size already (cut) is
+// copied. An entry that does not fit seals the batch and moves to a free one if own, or
+// leaves the batch as it is and reports needBatch if not (a batch borrowed by
+// writeElsewhere). An entry that passes its
 // budget, or that capEntry cannot cut, releases the shard and reports overBudget with the
 // encoder that holds it.
-func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *msgpEncoder) {
+func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *msgpEncoder) {
 	b := sh.cur
 	start := len(b.buf)
 	enc := sh.enc
-	enc.tag = b.tag
+	enc.tag = tag
 	truncated := cut != nil
 	var out []byte
 	if truncated {
@@ -366,13 +371,13 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		}
 		if !ok {
 			b.buf = b.buf[:start]
-			s.dropUnwritten(sh, b, enc, ent, dropEncodeError)
+			s.dropUnwritten(sh, tag, enc, ent, dropEncodeError)
 			return written, nil
 		}
 		if len(out)-start > s.entryCap {
 			b.buf = b.buf[:start]
 			if !s.policy.cutsOversized() {
-				s.dropUnwritten(sh, b, enc, ent, dropTooLarge)
+				s.dropUnwritten(sh, tag, enc, ent, dropTooLarge)
 				return written, nil
 			}
 			// An err entry is delivered with its largest values truncated and marked (see
@@ -398,7 +403,6 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 		}
 		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
 		// larger than the space sealAt leaves get here).
-		tag := b.tag // b is the sender's once sealed
 		sh.cur = nil
 		s.seal(b)
 		var nb *batch
@@ -411,14 +415,14 @@ func (s *stream) appendLocked(sh *shard, ctx *encodedContext, ent *zapcore.Entry
 			}
 			return needBatch, nil
 		}
-		nb.buf = append(nb.buf, out[start:]...)
-		nb.n = 1
 		s.claim(nb, tag)
+		nb.buf = append(nb.buf, out[start:]...)
+		nb.added(tag, 0)
 		sh.cur = nb
 		b = nb
 	} else {
 		b.buf = out
-		b.n++
+		b.added(tag, start)
 	}
 	if b.n == 1 {
 		b.opened.Store(s.clock.Now().UnixNano()) // once per batch: OldestPending
