@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -529,10 +530,20 @@ func (s Secret) Format(f fmt.State, verb rune) {
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText sets the Secret to b's text, for configuration files and the environment.
+// The text "[redacted]", which every rendering writes in place of a secret, is an error
+// (errRedactedSecret), and the Secret is left as it was: a rendered Config read back would
+// otherwise send that placeholder as its key.
 func (s *Secret) UnmarshalText(b []byte) error {
+	if string(b) == redactedSecret {
+		return errRedactedSecret
+	}
 	*s = NewSecret(string(b))
 	return nil
 }
+
+// errRedactedSecret is the error for a secret that holds the placeholder every rendering
+// writes in its place, not a secret.
+var errRedactedSecret = errors.New(`"[redacted]" is the placeholder written in place of a secret, not a secret: set the secret itself, or its file`)
 
 // LogValue is String, for log/slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }

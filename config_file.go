@@ -98,7 +98,7 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 				}
 				return bad(bareDuration(string(n)))
 			}
-			return bad(fmt.Errorf("want a string, got %s", raw))
+			return bad(fmt.Errorf("want a string, got %s", valueInError(t, string(raw), true)))
 		}
 		if err := setText(v, s); err != nil {
 			return bad(err)

@@ -156,6 +156,16 @@ func resolve(cfg Config) (*settings, error) {
 	c := &s.conn
 
 	c.resolveSecrets(&cfg, &errs)
+	for _, f := range []struct {
+		name   string
+		secret Secret
+	}{{"SharedKey", cfg.SharedKey}, {"Password", cfg.Password}} {
+		if f.secret.Reveal() == redactedSecret { // set in code, or read from its file
+			err := fmt.Errorf("fluentcore: %s: %w", f.name, errRedactedSecret)
+			errs = append(errs, err)
+			c.addrErr = cmp.Or(c.addrErr, err)
+		}
+	}
 	c.resolveServers(cfg, &errs)
 	switch cfg.Compression {
 	case "":
