@@ -44,6 +44,21 @@ const (
 // Validate error, and New uses the field's default instead.
 const MinInterval = time.Millisecond
 
+// Ceilings of the duration fields: a longer one set in a Config is a Validate error, and
+// New uses the ceiling instead.
+const (
+	// MaxErrMaxWait is the longest ErrMaxWait: a logging call waits at most this for room
+	// in the err buffers.
+	MaxErrMaxWait = time.Second
+	// MaxTimeout is the longest SyncTimeout, CloseTimeout, DialTimeout, HandshakeTimeout,
+	// WriteTimeout and AckTimeout: a wait on the receiver or on the core that passes it is
+	// a hang, not a wait.
+	MaxTimeout = 5 * time.Minute
+	// MaxInterval is the longest FlushInterval, RetryMin, RetryMax, SpillAfter,
+	// ResolveInterval, Degrade.Hold, Degrade.SampleInterval and Degrade.DisconnectedAfter.
+	MaxInterval = time.Hour
+)
+
 // maxBatchLimit keeps every frame under fluent-bit's 6144000-byte message limit
 // (wire.MaxFrameBytes), with room for the frame's header, option map and gzip's overhead.
 const maxBatchLimit = 6_000_000
@@ -227,14 +242,16 @@ type Config struct {
 	// once its batches go to the spill: with SpillDir at once, else after SpillAfter). Err
 	// entries do not wait for it: the err sender
 	// seals and sends them as soon as it is free (entries logged while it sends share the
-	// next frame). Default DefaultFlushInterval (500ms); at least MinInterval.
+	// next frame). Default DefaultFlushInterval (500ms); at least MinInterval, at most
+	// MaxInterval (1h).
 	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
 	// after it the entry goes to the spill (SpillDir) or ErrFallback. While every connection
 	// of the err stream fails, the entry waits only until the sender has moved the queued
 	// batches to the spill (at once, SpillAfter or not), and not at all while the sender is
 	// stuck in an attempt that has already lasted ErrMaxWait. Default DefaultErrMaxWait
-	// (50ms); at least MinInterval.
+	// (50ms); at least MinInterval, at most MaxErrMaxWait (1s): a longer one is a Validate
+	// error and means 1s, so that no logging call waits longer.
 	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
 	// ErrFallback receives err entries that cannot be delivered — failed for SpillAfter,
 	// buffers full, too large even cut short, logged after Close, or undelivered when Close
@@ -259,7 +276,7 @@ type Config struct {
 	// sent again at each backoff step, so no err entry sits unseen in memory through a
 	// long outage. The err buffers filling up while sends fail moves them at once. Default
 	// DefaultSpillAfter (5s): longer than a receiver's restart takes (bench/README.md,
-	// "Err in an outage"); at least MinInterval.
+	// "Err in an outage"); at least MinInterval, at most MaxInterval (1h).
 	SpillAfter time.Duration `json:"spill_after,omitempty" yaml:"spill_after,omitempty"`
 	// SpillMaxBytes bounds the spill's segment files; an err entry that does not fit is
 	// counted as dropped (spill_full) and written to ErrFallback. Default
@@ -267,18 +284,19 @@ type Config struct {
 	SpillMaxBytes int64 `json:"spill_max_bytes,omitempty" yaml:"spill_max_bytes,omitempty"`
 	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry (which, if
 	// delivery fails, moves the undelivered err entries to the spill within this bound).
-	// Default DefaultSyncTimeout (5s); at least MinInterval.
+	// Default DefaultSyncTimeout (5s); at least MinInterval, at most MaxTimeout (5m).
 	SyncTimeout time.Duration `json:"sync_timeout,omitempty" yaml:"sync_timeout,omitempty"`
 	// CloseTimeout bounds how long Close tries to deliver what was logged.
-	// Default DefaultCloseTimeout (10s); at least MinInterval.
+	// Default DefaultCloseTimeout (10s); at least MinInterval, at most MaxTimeout (5m).
 	CloseTimeout time.Duration `json:"close_timeout,omitempty" yaml:"close_timeout,omitempty"`
 	// DialTimeout bounds connecting, TLS handshake included. Default 5s; at least
-	// MinInterval.
+	// MinInterval, at most MaxTimeout (5m).
 	DialTimeout time.Duration `json:"dial_timeout,omitempty" yaml:"dial_timeout,omitempty"`
 	// HandshakeTimeout bounds the shared-key handshake (HELO, PING, PONG) of a new
-	// connection. Default: DialTimeout; at least MinInterval.
+	// connection. Default: DialTimeout; at least MinInterval, at most MaxTimeout (5m).
 	HandshakeTimeout time.Duration `json:"handshake_timeout,omitempty" yaml:"handshake_timeout,omitempty"`
-	// WriteTimeout bounds writing one frame. Default 10s; at least MinInterval.
+	// WriteTimeout bounds writing one frame. Default 10s; at least MinInterval, at most
+	// MaxTimeout (5m).
 	WriteTimeout time.Duration `json:"write_timeout,omitempty" yaml:"write_timeout,omitempty"`
 	// RequireAck asks the receiver to acknowledge every frame of the info stream too
 	// (at-least-once delivery: a frame whose ack is lost is sent again, so duplicates are
@@ -289,7 +307,7 @@ type Config struct {
 	// error says so, and Err.Acks = AcksOff is the setting for it.
 	RequireAck bool `json:"require_ack,omitempty" yaml:"require_ack,omitempty"`
 	// AckTimeout bounds the wait for one frame's ack, from its write. Default 30s; at least
-	// MinInterval.
+	// MinInterval, at most MaxTimeout (5m).
 	AckTimeout time.Duration `json:"ack_timeout,omitempty" yaml:"ack_timeout,omitempty"`
 	// MaxInflight is how many frames one connection sends ahead, with RequireAck, while their
 	// acks are on the way: an acked stream then moves MaxInflight batches per round trip,
@@ -311,7 +329,9 @@ type Config struct {
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
-	// send a frame. Defaults 100ms and 10s; each at least MinInterval. RetryMax is a bound
+	// send a frame. Defaults 100ms and 10s; each at least MinInterval and at most
+	// MaxInterval (1h), and RetryMin at most RetryMax (else a Validate error, and RetryMax
+	// is taken as RetryMin). RetryMax is a bound
 	// on each wait: the jitter spreads the waits below it, so after an outage ends the next
 	// attempt comes within RetryMax (plus that attempt's dial).
 	RetryMin time.Duration `json:"retry_min,omitempty" yaml:"retry_min,omitempty"`
@@ -390,7 +410,8 @@ type Config struct {
 	// only.
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
 	// ResolveInterval is how often the servers' host names are looked up again while the
-	// core sends (see Servers). Default DefaultResolveInterval (30s); at least MinInterval.
+	// core sends (see Servers). Default DefaultResolveInterval (30s); at least MinInterval,
+	// at most MaxInterval (1h).
 	ResolveInterval time.Duration `json:"resolve_interval,omitempty" yaml:"resolve_interval,omitempty"`
 	// Resolver looks the servers' host names up. Default net.DefaultResolver; a test, or a
 	// service with its own DNS client, passes another.

@@ -57,6 +57,9 @@ type Core struct {
 	// does not inherit it.
 	own  *encodedContext
 	over string
+	// nameOver is ctx for an entry whose zap name came past MaxTags (TagFromName): own with
+	// that name to write under TagOverflowKey; nil without TagFromName.
+	nameOver *encodedContext
 }
 
 // shared is what every Core made from one New has in common.
@@ -92,7 +95,11 @@ func newCore(s *settings, err error) *Core {
 	if rerr != nil {
 		err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
 	}
-	return &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
+	c := &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
+	if s.tagFromName {
+		c.nameOver = c.own.overflowing("")
+	}
+	return c
 }
 
 // Enabled reports whether entries at level l are logged.
@@ -128,7 +135,10 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 	if nc.over != "" {
 		// Past MaxTags: the stream's tag, and the name the logger asked for in the record,
 		// where a receiver can route by it.
-		nc.ctx = c.s.stream.enc.newContext(nc.own, []zapcore.Field{{Key: TagOverflowKey, Type: zapcore.StringType, String: nc.over}})
+		nc.ctx = nc.own.overflowing(nc.over)
+	}
+	if c.s.tagFromName {
+		nc.nameOver = nc.own.overflowing("")
 	}
 	return nc
 }
@@ -158,11 +168,13 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 // Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
 // ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
-	tag := c.tag
+	tag, ctx := c.tag, c.ctx
 	if !c.tagged {
-		tag = c.sink.tagFor(&ent)
+		if tag = c.sink.tagFor(&ent); tag.over {
+			ctx = c.nameOver // its zap name, past MaxTags, in the record
+		}
 	}
-	c.sink.write(c.ctx, tag, &ent, fields)
+	c.sink.write(ctx, tag, &ent, fields)
 	if ent.Level > zapcore.ErrorLevel {
 		return c.sink.syncOrSpill(c.s.syncTimeout)
 	}

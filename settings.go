@@ -189,11 +189,12 @@ func resolve(cfg Config) (*settings, error) {
 	batch := orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
 	b := &s.stream
 	b.batchBytes = batch
-	switch {
-	case cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit:
+	// Each checked on its own, so that every one that is wrong is named.
+	if cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit {
 		bad("MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
 		b.batchBytes = DefaultMaxBatchBytes
-	case cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch:
+	}
+	if cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch {
 		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
 	}
 	b.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
@@ -223,31 +224,39 @@ func resolve(cfg Config) (*settings, error) {
 		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
 	}
 
-	// Durations: a negative one, or one under MinInterval, is reported and means the default.
-	interval := func(name string, v, def time.Duration) time.Duration {
+	// Durations: a negative one, or one under MinInterval, is reported and means the
+	// default; one over its ceiling (most, a documented constant) is reported and means the
+	// ceiling.
+	interval := func(name string, v, def, most time.Duration) time.Duration {
 		switch {
 		case v < 0:
 			bad("%s is negative (%v)", name, v)
 		case v > 0 && v < MinInterval:
 			bad("%s %v is under the minimum of %v (MinInterval): a duration is written with its unit, such as 500ms", name, v, MinInterval)
+		case v > most:
+			bad("%s %v is over its maximum of %v", name, v, most)
+			return most
 		default:
 			return orDefault(v, def)
 		}
 		return def
 	}
-	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval)
+	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval, MaxInterval)
 	s.stream.flushInterval = s.flushInterval
-	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait)
-	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout)
-	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout)
-	c.dialTimeout = interval("DialTimeout", cfg.DialTimeout, DefaultDialTimeout)
-	c.handshakeTimeout = interval("HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout)
-	c.writeTimeout = interval("WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout)
-	c.ackTimeout = interval("AckTimeout", cfg.AckTimeout, DefaultAckTimeout)
-	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin)
-	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax), c.retryMin)
-	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter)
-	c.resolveInterval = interval("ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval)
+	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait, MaxErrMaxWait)
+	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout, MaxTimeout)
+	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout, MaxTimeout)
+	c.dialTimeout = interval("DialTimeout", cfg.DialTimeout, DefaultDialTimeout, MaxTimeout)
+	c.handshakeTimeout = interval("HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout, MaxTimeout)
+	c.writeTimeout = interval("WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout, MaxTimeout)
+	c.ackTimeout = interval("AckTimeout", cfg.AckTimeout, DefaultAckTimeout, MaxTimeout)
+	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin, MaxInterval)
+	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax, MaxInterval), c.retryMin)
+	if cfg.RetryMin > 0 && cfg.RetryMax > 0 && cfg.RetryMin > cfg.RetryMax {
+		bad("RetryMin %v is above RetryMax %v", cfg.RetryMin, cfg.RetryMax)
+	}
+	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter, MaxInterval)
+	c.resolveInterval = interval("ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval, MaxInterval)
 	c.resolver = cfg.Resolver
 	if c.resolver == nil {
 		c.resolver = net.DefaultResolver
@@ -261,9 +270,9 @@ func resolve(cfg Config) (*settings, error) {
 		}
 	}
 	dg, def := &s.degrade, DegradeConfig{}.withDefaults()
-	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold)
-	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval)
-	dg.DisconnectedAfter = interval("Degrade.DisconnectedAfter", cfg.Degrade.DisconnectedAfter, 0)
+	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold, MaxInterval)
+	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval, MaxInterval)
+	dg.DisconnectedAfter = interval("Degrade.DisconnectedAfter", cfg.Degrade.DisconnectedAfter, 0, MaxInterval)
 	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
 		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch)
 	}
@@ -301,11 +310,9 @@ func resolve(cfg Config) (*settings, error) {
 		s.registerer, s.constLabels = nil, nil
 	}
 
-	if cfg.Tag == "" {
-		cfg.Tag = DefaultTag
-	}
+	terrs := resolveStreamTags(&cfg)
+	errs = append(errs, terrs...)
 	s.tags = streamTags(&cfg)
-	var terrs []error
 	s.tagTemplate, s.maxTags, terrs = resolveTags(&cfg)
 	errs = append(errs, terrs...)
 	s.tagBase, s.tagFromName = cfg.Tag, cfg.TagFromName
@@ -315,6 +322,7 @@ func resolve(cfg Config) (*settings, error) {
 		ec.TimeKey = ""
 	}
 	b.enc = newEncoderConfig(ec)
+	b.enc.overflowKey, b.enc.overflowMax = appendStr(nil, TagOverflowKey), MaxTagBytes
 	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = b.enc, b.batchBytes, b.entryBytes
 	s.setClock(zapcore.DefaultClock)
 	return s, errors.Join(errs...)

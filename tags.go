@@ -6,7 +6,10 @@ package fluentcore
 // past Config.MaxTags are counted and go under the stream's own tag (see tagTable.lookup).
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +42,13 @@ type tagOption struct{}
 // StreamStats.TagOverflow. A zap name past the limit (Config.TagFromName) is in the record
 // already, under EncoderConfig.NameKey ("logger" by default), and counted the same way.
 const TagOverflowKey = "fluentcore_tag"
+
+// MaxTagBytes is the longest Forward tag a core sends, and so the longest tag label of
+// its metrics: Config.Tag, Info.Tag and Err.Tag (a longer one is a Validate error, and New
+// cuts it to this length), and every tag TagTemplate makes for a logger tag name. A logger
+// tag name too long for its tag to fit goes the way of a name past MaxTags: under its
+// stream's tag, with the name in the record (TagOverflowKey), counted.
+const MaxTagBytes = 256
 
 // DefaultTagTemplate is Config.TagTemplate's default.
 const DefaultTagTemplate = "{tag}.{name}.{stream}"
@@ -106,6 +116,63 @@ func parseTagTemplate(s string) (tagTemplate, error) {
 	return t, nil
 }
 
+// checkTag returns what keeps tag from being a Forward tag, nil if nothing: it is empty,
+// longer than MaxTagBytes, holds a byte other than ASCII letters, digits, '.', '_' and '-',
+// or has an empty segment (a leading, trailing or doubled '.'). Config.Tag, Info.Tag,
+// Err.Tag and the tags TagTemplate makes are all checked by it.
+func checkTag(tag string) error {
+	switch {
+	case tag == "":
+		return errors.New("is empty")
+	case len(tag) > MaxTagBytes:
+		return fmt.Errorf("is %d bytes long, over MaxTagBytes (%d)", len(tag), MaxTagBytes)
+	case strings.ContainsFunc(tag, func(r rune) bool { return !tagByteOK(r) }):
+		return errors.New("is not a tag: it may hold only ASCII letters, digits, '.', '_' and '-'")
+	case tag[0] == '.' || tag[len(tag)-1] == '.' || strings.Contains(tag, ".."):
+		return errors.New("has an empty segment (a leading, trailing or doubled '.')")
+	}
+	return nil
+}
+
+// tagName is name as it is written in a tag: every byte a tag should not hold made '_',
+// and its empty segments left out (".dot." is "dot", "a..b" is "a.b").
+func tagName(name string) string {
+	name = sanitizeTagName(name)
+	if !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".") && !strings.Contains(name, "..") {
+		return name
+	}
+	segs := strings.Split(name, ".")
+	return strings.Join(slices.DeleteFunc(segs, func(s string) bool { return s == "" }), ".")
+}
+
+// resolveStreamTags checks Config.Tag (DefaultTag when empty), Info.Tag and Err.Tag
+// (when set) with checkTag and returns an error for each that fails, which it replaces by
+// its tagName cut to MaxTagBytes (DefaultTag for a Tag left empty by that).
+func resolveStreamTags(cfg *Config) []error {
+	var errs []error
+	if cfg.Tag == "" {
+		cfg.Tag = DefaultTag
+	}
+	for _, f := range []struct {
+		name string
+		tag  *string
+	}{{"Tag", &cfg.Tag}, {"Info.Tag", &cfg.Info.Tag}, {"Err.Tag", &cfg.Err.Tag}} {
+		if *f.tag == "" {
+			continue
+		}
+		if err := checkTag(*f.tag); err != nil {
+			errs = append(errs, fmt.Errorf("fluentcore: %s %q %w", f.name, *f.tag, err))
+			fixed := tagName(*f.tag)
+			fixed = strings.TrimRight(fixed[:min(len(fixed), MaxTagBytes)], ".")
+			if fixed == "" && f.name == "Tag" {
+				fixed = DefaultTag
+			}
+			*f.tag = fixed
+		}
+	}
+	return errs
+}
+
 // expand returns the tag for base (Config.Tag), name and stream.
 func (t tagTemplate) expand(base, name string, stream streamID) string {
 	var b strings.Builder
@@ -114,7 +181,7 @@ func (t tagTemplate) expand(base, name string, stream streamID) string {
 		case 't':
 			b.WriteString(base)
 		case 'n':
-			b.WriteString(sanitizeTagName(name))
+			b.WriteString(tagName(name))
 		case 's':
 			b.WriteString(stream.String())
 		default:
@@ -149,6 +216,9 @@ type tagTable struct {
 	base     string      // Config.Tag
 	template tagTemplate // Config.TagTemplate, parsed
 	max      int         // Config.MaxTags
+	// nameRoom is the longest name whose tags fit in MaxTagBytes: a longer one is past the
+	// cap, as a name past max is, without a lock.
+	nameRoom int
 	names    atomic.Pointer[map[string]tagRef]
 	full     atomic.Bool // max names are in names: a new one is past the cap
 	inUse    atomic.Bool // a name is in names: the streams' shards are shared with the tags
@@ -175,13 +245,25 @@ func newTagTable(base string, streamTags [numStreams]string, template tagTemplat
 	t := &tagTable{base: base, template: template, max: max, tags: make([][numStreams]string, max+1),
 		nameOf: make([]string, max+1), counts: make([]tagCounts, max+1)}
 	t.tags[0] = streamTags
+	names := 0
+	for _, p := range template.parts {
+		if p.ph == 'n' {
+			names++
+		}
+	}
+	names = cmp.Or(names, 1) // parseTagTemplate makes sure of one
+	t.nameRoom = MaxTagBytes
+	for id := range numStreams {
+		t.nameRoom = min(t.nameRoom, (MaxTagBytes-len(template.expand(base, "", id)))/names)
+	}
 	m := map[string]tagRef{}
 	t.names.Store(&m)
 	return t
 }
 
 // lookup returns the index of name ("" is the streams' own tag), adding it if the table has
-// room; a name past the cap gets index 0 and over.
+// room; a name past the cap gets index 0 and over, and so does a name too long for its tags
+// to fit in MaxTagBytes, or one that is only dots (no segment to send under).
 func (t *tagTable) lookup(name string) tagRef {
 	if name == "" {
 		return tagRef{}
@@ -189,7 +271,7 @@ func (t *tagTable) lookup(name string) tagRef {
 	if r, ok := (*t.names.Load())[name]; ok {
 		return r
 	}
-	if t.full.Load() {
+	if t.full.Load() || len(name) > t.nameRoom || strings.Trim(name, ".") == "" {
 		return tagRef{over: true}
 	}
 	t.mu.Lock()
@@ -250,7 +332,7 @@ func (t *tagTable) stats(id streamID) map[string]TagStats {
 }
 
 // resolveTags checks the tag settings of cfg: the template, parsed, and MaxTags (the
-// defaults in place of what is wrong, with the errors).
+// defaults in place of what is wrong, with the errors). cfg.Tag is resolveStreamTags'.
 func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 	var errs []error
 	tmpl := cfg.TagTemplate
@@ -258,6 +340,17 @@ func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 		tmpl = DefaultTagTemplate
 	}
 	t, err := parseTagTemplate(tmpl)
+	if err == nil {
+		// The tags it makes, for a one-byte name, are tags (no empty segment, within
+		// MaxTagBytes with room for a name).
+		for id := range numStreams {
+			tag := t.expand(cfg.Tag, "x", id)
+			if terr := checkTag(tag); terr != nil {
+				err = fmt.Errorf("TagTemplate %q makes tags such as %q, which %w", tmpl, tag, terr)
+				break
+			}
+		}
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("fluentcore: %w", err))
 		t, _ = parseTagTemplate(DefaultTagTemplate)

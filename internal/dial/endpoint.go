@@ -17,6 +17,8 @@ func ParseAddr(addr string) (network, address string, useTLS bool, err error) {
 	switch {
 	case addr == "":
 		return "", "", false, errors.New("fluentcore: empty address")
+	case strings.TrimSpace(addr) != addr:
+		return "", "", false, spacesError(addr)
 	case strings.HasPrefix(addr, "unix://"):
 		path := strings.TrimPrefix(addr, "unix://")
 		if path == "" {
@@ -28,7 +30,7 @@ func ParseAddr(addr string) (network, address string, useTLS bool, err error) {
 	case strings.HasPrefix(addr, "tcp://"):
 		address = strings.TrimPrefix(addr, "tcp://")
 	case strings.Contains(addr, "://"):
-		return "", "", false, fmt.Errorf("fluentcore: address %q: scheme must be tcp, tls or unix", addr)
+		return "", "", false, fmt.Errorf("fluentcore: address %q: scheme must be tcp, tls, unix or srv (tcp://host:port, host:port, tls://host:port, unix:///path, srv://_service._proto.name)", addr)
 	default:
 		address = addr
 	}
@@ -43,6 +45,12 @@ func ParseAddr(addr string) (network, address string, useTLS bool, err error) {
 		return "", "", false, fmt.Errorf("fluentcore: address %q: port %q is not a number from 1 to 65535", addr, port)
 	}
 	return "tcp", address, useTLS, nil
+}
+
+// spacesError is the error for an address with white space before or after it, which is
+// neither trimmed (it may be a typo for something else) nor read as a scheme.
+func spacesError(addr string) error {
+	return fmt.Errorf("fluentcore: address %q has leading or trailing spaces", addr)
 }
 
 // Endpoint is one receiver, parsed once and read-only afterwards.
@@ -65,6 +73,9 @@ type Endpoint struct {
 // is an error; the endpoint is returned all the same, for messages.
 func NewEndpoint(addr string, weight int, standby bool, tlsBase *tls.Config) (Endpoint, error) {
 	ep := Endpoint{Addr: addr, Weight: weight, Standby: standby}
+	if strings.TrimSpace(addr) != addr {
+		return ep, spacesError(addr)
+	}
 	if name, ok := strings.CutPrefix(addr, "srv://"); ok {
 		// DNS SRV discovery: the servers are the name's SRV targets (Expand, Track).
 		if name == "" || strings.ContainsAny(name, ":/") {
