@@ -183,13 +183,17 @@ type Config struct {
 	// address is resolved again on every reconnect.
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
-	// Default DefaultTag ("app").
+	// Default DefaultTag ("app"). It, Info.Tag and Err.Tag hold only ASCII letters, digits,
+	// '.', '_' and '-', have no empty segment ("a..b", ".a") and are at most MaxTagBytes
+	// long; otherwise Validate reports it and New sends under it with every other byte
+	// made '_', empty segments left out and cut to MaxTagBytes.
 	Tag string `json:"tag,omitempty" yaml:"tag,omitempty"`
 	// TagTemplate is the Forward tag of the entries of a logger that has a tag name — set by
 	// the Tag option in With, or its zap name (logger.Named) with TagFromName: {tag} is Tag,
-	// {name} the logger's tag name, {stream} "info" or "err"; {name} is required, and the
-	// literal text may hold only ASCII letters, digits, '.', '_' and '-' (else a Validate
-	// error, and the default is used). Entries of a logger without a tag name keep their
+	// {name} the logger's tag name, {stream} "info" or "err"; {name} is required, the
+	// literal text may hold only ASCII letters, digits, '.', '_' and '-', and the tags it
+	// makes may have no empty segment and must leave room for a name in MaxTagBytes (else
+	// a Validate error, and the default is used). Entries of a logger without a tag name keep their
 	// stream's tag (Info.Tag, Err.Tag), so a Config that sets no Tag option and no
 	// TagFromName sends exactly as before. Default DefaultTagTemplate
 	// ("{tag}.{name}.{stream}": logger "audit" of Tag "shop" sends under "shop.audit.info"
@@ -204,8 +208,8 @@ type Config struct {
 	// MaxTags is the most distinct tag names (Tag options and, with TagFromName, zap names)
 	// a core sends under; its memory and its metrics' series are bounded by it. A logger
 	// whose name comes past it sends under its stream's tag, with the name in the record
-	// (TagOverflowKey for a Tag option, EncoderConfig.NameKey for a zap name), and each such
-	// entry is counted (StreamStats.TagOverflow, fluentcore_tag_overflow_total): never lost,
+	// under TagOverflowKey (a zap name also under EncoderConfig.NameKey, when set), and each
+	// such entry is counted (StreamStats.TagOverflow, fluentcore_tag_overflow_total): never lost,
 	// never silent. Default DefaultMaxTags (64); at most MaxTagsLimit (1024), a larger or
 	// negative value is a Validate error and means the default.
 	MaxTags int `json:"max_tags,omitempty" yaml:"max_tags,omitempty"`

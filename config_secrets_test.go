@@ -23,6 +23,8 @@ func TestSecretOfAWrongTypeIsNeverShownInAnError(t *testing.T) {
 		{"yaml", "password: [S3KRIT]\n", "password", "a list", []string{secretText}},
 		{"yaml", "password: {v: S3KRIT}\n", "password", "an object", []string{secretText}},
 		{"yaml", "shared_key: true\n", "shared_key", "a boolean", []string{"true"}},
+		{"yaml", "shared_key: .nan\n", "shared_key", "NaN or an infinity", []string{"NaN:", "NaN\n", ": NaN"}},
+		{"yaml", "info: {tag: a}\npassword: -.inf\n", "password", "NaN or an infinity", []string{"Inf"}},
 		{"json", `{"password": 987654}`, "password", "a number", []string{"987654"}},
 		{"json", `{"shared_key": 123456.0}`, "shared_key", "a number", []string{"123456"}},
 		{"json", `{"shared_key": 1.23456e5}`, "shared_key", "a number", []string{"123456", "1.23456e5"}},

@@ -23,10 +23,11 @@ import (
 // "audit" — "app.audit.info" and "app.audit.err" by default. The name wins over the zap name
 // (Config.TagFromName); a later Tag replaces an earlier one, and Tag("") takes it away: the
 // logger's entries go under their stream's tag again (or its zap name's). Bytes other than
-// ASCII letters, digits, '.', '_' and '-' become '_' in the tag. The name is resolved once,
-// in With; a core takes at most Config.MaxTags distinct names, and a logger with a name past
-// that sends under its stream's tag with the name in the record (TagOverflowKey), counted
-// in Stats (TagOverflow). The field is never written as a record field, by this core or by
+// ASCII letters, digits, '.', '_' and '-' become '_' in the tag, and empty segments are left
+// out (".dot." is "dot"). The name is resolved once, in With; a core takes at most
+// Config.MaxTags distinct names, and a logger with a name past that — or a name whose tag
+// would pass MaxTagBytes, or of dots only — sends under its stream's tag with the name in
+// the record (TagOverflowKey), counted in Stats (TagOverflow). The field is never written as a record field, by this core or by
 // any other (its type is zapcore.SkipType); in an entry's own fields (logger.Info("…",
 // fluentcore.Tag("x"))) it is ignored: only With sets a tag. Safe for concurrent use.
 func Tag(name string) zapcore.Field {
@@ -37,10 +38,12 @@ func Tag(name string) zapcore.Field {
 type tagOption struct{}
 
 // TagOverflowKey is the record key that carries the tag name a logger asked for (by the Tag
-// option) when the core already has Config.MaxTags names: such entries go under their
-// stream's tag, with "fluentcore_tag": "<name>" in the record, and are counted in
-// StreamStats.TagOverflow. A zap name past the limit (Config.TagFromName) is in the record
-// already, under EncoderConfig.NameKey ("logger" by default), and counted the same way.
+// option, or its zap name with Config.TagFromName) when the core already has Config.MaxTags
+// names, or when the name is too long for a tag (MaxTagBytes): such entries go under their
+// stream's tag, with "fluentcore_tag": "<name>" in the record whatever the EncoderConfig
+// (its first MaxTagBytes bytes), and are counted in StreamStats.TagOverflow. The key is
+// the record's last, after every field: a user's field of the same key comes before it,
+// and a receiver that keeps the last of a repeated key (fluentd) keeps the name.
 const TagOverflowKey = "fluentcore_tag"
 
 // MaxTagBytes is the longest Forward tag a core sends, and so the longest tag label of
