@@ -3,6 +3,8 @@ package fluentcore
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -103,6 +105,13 @@ func TestRedactedPlaceholderReadBackIsRefused(t *testing.T) {
 		if err := c.Validate(); !errors.Is(err, errRedactedSecret) {
 			t.Errorf("Validate: %v, want errRedactedSecret", err)
 		}
+	}
+	file := filepath.Join(t.TempDir(), "shared_key")
+	if err := os.WriteFile(file, []byte(redactedSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Config{SharedKeyFile: file}).Validate(); !errors.Is(err, errRedactedSecret) || !strings.Contains(err.Error(), "SharedKey") {
+		t.Errorf("Validate of a secret file holding the placeholder: %v", err)
 	}
 	if err := (Config{SharedKey: NewSecret("k"), Password: NewSecret("p"), Username: "u"}).Validate(); err != nil {
 		t.Errorf("real secrets: %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -58,8 +59,8 @@ type Core struct {
 	own  *encodedContext
 	over string
 	// nameOver is ctx for an entry whose zap name came past MaxTags (TagFromName): own with
-	// that name to write under TagOverflowKey; nil without TagFromName.
-	nameOver *encodedContext
+	// that name to write under TagOverflowKey. Made by the first such entry (nameOverflow).
+	nameOver atomic.Pointer[encodedContext]
 }
 
 // shared is what every Core made from one New has in common.
@@ -95,11 +96,7 @@ func newCore(s *settings, err error) *Core {
 	if rerr != nil {
 		err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
 	}
-	c := &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
-	if s.tagFromName {
-		c.nameOver = c.own.overflowing("")
-	}
-	return c
+	return &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
 }
 
 // Enabled reports whether entries at level l are logged.
@@ -137,10 +134,19 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 		// where a receiver can route by it.
 		nc.ctx = nc.own.overflowing(nc.over)
 	}
-	if c.s.tagFromName {
-		nc.nameOver = nc.own.overflowing("")
-	}
 	return nc
+}
+
+// nameOverflow returns the context of an entry of c whose zap name came past MaxTags
+// (TagFromName): c's own fields, then its name under TagOverflowKey. Made once per Core,
+// by the first such entry (two at once may both make it: either is right).
+func (c *Core) nameOverflow() *encodedContext {
+	if ctx := c.nameOver.Load(); ctx != nil {
+		return ctx
+	}
+	ctx := c.own.overflowing("")
+	c.nameOver.Store(ctx)
+	return ctx
 }
 
 // isTagOption reports whether f is a Tag field.
@@ -171,7 +177,7 @@ func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	tag, ctx := c.tag, c.ctx
 	if !c.tagged {
 		if tag = c.sink.tagFor(&ent); tag.over {
-			ctx = c.nameOver // its zap name, past MaxTags, in the record
+			ctx = c.nameOverflow() // its zap name, past MaxTags, in the record
 		}
 	}
 	c.sink.write(ctx, tag, &ent, fields)

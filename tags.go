@@ -80,7 +80,8 @@ type tagPart struct {
 }
 
 // parseTagTemplate parses a tag template: text with the placeholders {tag}, {name} and
-// {stream}; {name} is required, and nothing else may be in braces.
+// {stream}; {name} is required, and nothing else may be in braces. The tags it makes are
+// checked by resolveTags (checkTag), as every tag is.
 func parseTagTemplate(s string) (tagTemplate, error) {
 	var t tagTemplate
 	hasName := false
@@ -110,11 +111,6 @@ func parseTagTemplate(s string) (tagTemplate, error) {
 	}
 	if !hasName {
 		return tagTemplate{}, fmt.Errorf("TagTemplate %q: has no {name}: every logger tag would be the same", s)
-	}
-	for _, p := range t.parts {
-		if p.ph == 0 && strings.ContainsFunc(p.lit, func(r rune) bool { return !tagByteOK(r) }) {
-			return tagTemplate{}, fmt.Errorf("TagTemplate %q: %q is not a tag (ASCII letters, digits, '.', '_', '-')", s, p.lit)
-		}
 	}
 	return t, nil
 }
@@ -344,8 +340,8 @@ func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 	}
 	t, err := parseTagTemplate(tmpl)
 	if err == nil {
-		// The tags it makes, for a one-byte name, are tags (no empty segment, within
-		// MaxTagBytes with room for a name).
+		// The tags it makes, for a one-byte name, are tags (its text's bytes, no empty
+		// segment, within MaxTagBytes with room for a name).
 		for id := range numStreams {
 			tag := t.expand(cfg.Tag, "x", id)
 			if terr := checkTag(tag); terr != nil {
