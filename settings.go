@@ -313,6 +313,7 @@ func resolve(cfg Config) (*settings, error) {
 	terrs := resolveStreamTags(&cfg)
 	errs = append(errs, terrs...)
 	s.tags = streamTags(&cfg)
+	errs = append(errs, capStreamTags(&s.tags)...)
 	s.tagTemplate, s.maxTags, terrs = resolveTags(&cfg)
 	errs = append(errs, terrs...)
 	s.tagBase, s.tagFromName = cfg.Tag, cfg.TagFromName

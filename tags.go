@@ -27,9 +27,10 @@ import (
 // out (".dot." is "dot"). The name is resolved once, in With; a core takes at most
 // Config.MaxTags distinct names, and a logger with a name past that — or a name whose tag
 // would pass MaxTagBytes, or of dots only — sends under its stream's tag with the name in
-// the record (TagOverflowKey), counted in Stats (TagOverflow). The field is never written as a record field, by this core or by
-// any other (its type is zapcore.SkipType); in an entry's own fields (logger.Info("…",
-// fluentcore.Tag("x"))) it is ignored: only With sets a tag. Safe for concurrent use.
+// the record (TagOverflowKey), counted in Stats (TagOverflow). The field is never written
+// as a record field, by this core or by any other (its type is zapcore.SkipType); in an
+// entry's own fields (logger.Info("…", fluentcore.Tag("x"))) it is ignored: only With sets
+// a tag. Safe for concurrent use.
 func Tag(name string) zapcore.Field {
 	return zapcore.Field{Key: TagOverflowKey, Type: zapcore.SkipType, String: name, Interface: tagOption{}}
 }
@@ -47,8 +48,9 @@ type tagOption struct{}
 const TagOverflowKey = "fluentcore_tag"
 
 // MaxTagBytes is the longest Forward tag a core sends, and so the longest tag label of
-// its metrics: Config.Tag, Info.Tag and Err.Tag (a longer one is a Validate error, and New
-// cuts it to this length), and every tag TagTemplate makes for a logger tag name. A logger
+// its metrics: Config.Tag and the streams' tags (Info.Tag and Err.Tag, or Tag+".info" and
+// Tag+".err"; a longer one is a Validate error, and New cuts it to this length), and every
+// tag TagTemplate makes for a logger tag name. A logger
 // tag name too long for its tag to fit goes the way of a name past MaxTags: under its
 // stream's tag, with the name in the record (TagOverflowKey), counted.
 const MaxTagBytes = 256
@@ -167,6 +169,20 @@ func resolveStreamTags(cfg *Config) []error {
 				fixed = DefaultTag
 			}
 			*f.tag = fixed
+		}
+	}
+	return errs
+}
+
+// capStreamTags checks the streams' tags, as streamTags made them, against MaxTagBytes
+// (Tag+".info" may pass it where Tag does not): an error for each that is longer, which
+// it cuts to MaxTagBytes.
+func capStreamTags(tags *[numStreams]string) []error {
+	var errs []error
+	for id := range numStreams {
+		if tag := tags[id]; len(tag) > MaxTagBytes {
+			errs = append(errs, fmt.Errorf("fluentcore: the %s stream's tag %q is %d bytes long, over MaxTagBytes (%d)", id, tag, len(tag), MaxTagBytes))
+			tags[id] = strings.TrimRight(tag[:MaxTagBytes], ".")
 		}
 	}
 	return errs
@@ -346,6 +362,9 @@ func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 			tag := t.expand(cfg.Tag, "x", id)
 			if terr := checkTag(tag); terr != nil {
 				err = fmt.Errorf("TagTemplate %q makes tags such as %q, which %w", tmpl, tag, terr)
+				if len(tag) > MaxTagBytes {
+					err = fmt.Errorf("TagTemplate %q with Tag %q would leave no room in MaxTagBytes (%d) for a logger tag name: every logger tag would go the overflow way", tmpl, cfg.Tag, MaxTagBytes)
+				}
 				break
 			}
 		}
