@@ -290,3 +290,8 @@ func TestEverySRVTargetIsLookedUpThroughTheResolver(t *testing.T) {
 	}
 }
 
+// The default resolver, and the tests', are SRVResolvers.
+var (
+	_ SRVResolver = net.DefaultResolver
+	_ SRVResolver = (*tableResolver)(nil)
+)
