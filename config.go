@@ -163,15 +163,28 @@ const MaxSpread = 8
 const MaxNameAddresses = 16
 
 // Resolver looks host names up, for Config.Resolver: *net.Resolver is one
-// (net.DefaultResolver is the default). Implementations must be safe for concurrent use,
-// and must return once ctx is done (each lookup has a deadline; Close waits for a lookup
-// under way); an error, or no address, leaves the addresses of the name's last lookup in
-// use. For
-// srv:// servers it must also have the method LookupSRV(ctx, service, proto, name string)
-// (string, []*net.SRV, error), called with service and proto "" and the whole name, as
-// *net.Resolver's; without it such a server has no address.
+// (net.DefaultResolver is the default). Every host name of the servers, whatever its count
+// of addresses, and every SRV target goes through it: the connections dial the addresses
+// it gives, never a name. Implementations must be safe for concurrent use, and must return
+// once ctx is done (each lookup has a deadline; Close waits for a lookup under way); an
+// error, or no address, leaves the addresses of the name's last lookup in use (a name that
+// never answered has none: its connections fail with the error). For srv:// servers it
+// must be an SRVResolver; without LookupSRV such a server has no address, and Validate
+// says so.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// SRVResolver is a Resolver that also looks DNS SRV records up: Config.Resolver must be
+// one for a server "srv://_service._proto.name". *net.Resolver is one, and so is the
+// default, net.DefaultResolver. LookupSRV is called with service and proto "" and the whole
+// name, as *net.Resolver's is; each target it returns (regular and standby) is then looked
+// up with LookupIPAddr as it is dialed. Implementations must be safe for concurrent use and
+// return once ctx is done; an error, or no record, leaves the targets of the name's last
+// lookup in use.
+type SRVResolver interface {
+	Resolver
+	LookupSRV(ctx context.Context, service, proto, name string) (cname string, addrs []*net.SRV, err error)
 }
 
 // Config configures a Core. The zero value is usable: every field has a documented default.
@@ -179,8 +192,7 @@ type Resolver interface {
 type Config struct {
 	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port",
 	// "unix:///path" or "srv://_service._proto.name" (see Servers). Default DefaultAddr, unless Servers is set (then Addr must be empty).
-	// A host name with several addresses is that many servers (see Servers); one with one
-	// address is resolved again on every reconnect.
+	// A host name is every address Resolver gives for it, each a server (see Servers).
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
 	// Default DefaultTag ("app"). It, Info.Tag and Err.Tag hold only ASCII letters, digits,
@@ -394,23 +406,24 @@ type Config struct {
 	// name has: each is a server of its own, with the name's weight and standby flag, up to
 	// MaxNameAddresses. New looks the name up once for the info stream (waiting at most a
 	// second, or DialTimeout if shorter; the err stream's one connection has it looked up
-	// in the background and dials the name until then), and the connections look it up
-	// again every ResolveInterval and, at most
-	// every second, after a connection to one of its addresses failed: an address that
+	// in the background, and looks it up as it dials until then), and the connections look
+	// it up again every ResolveInterval and, at most every second, after a connection to one of its addresses failed: an address that
 	// appears takes connections that are missing elsewhere, one that is gone has its
 	// connections moved, in good order, once their frames in flight are acked. IPv4
 	// addresses are used if the name has any, else IPv6 ones; a name with one address is
-	// dialed by name, as before. A failed lookup keeps the addresses of the last one. TLS
-	// verifies the name as configured, whichever address is dialed.
+	// that one server, followed as any other. Every lookup goes through Resolver, and the
+	// connections dial the addresses it gives, never the name. A failed lookup keeps the
+	// addresses of the last one. TLS verifies the name as configured, whichever address is
+	// dialed.
 	//
 	// A server "srv://_service._proto.name" (DNS SRV discovery, as fluentd's srv service
-	// discovery) is the name's SRV targets, each at its port, dialed by its name, up to
-	// MaxNameAddresses, looked up as above (and every second until a lookup answers: there
-	// is no server before that): the records of the lowest priority are regular servers,
+	// discovery) is the name's SRV targets, each at its port, its name looked up through
+	// Resolver as it is dialed, up to MaxNameAddresses, looked up as above (and every
+	// second until a lookup answers: there is no server before that): the records of the lowest priority are regular servers,
 	// the others standbys; a target's weight is its record's (0 counts as 1) times the
 	// srv:// server's Weight, so the info stream's connections follow the records' weights
 	// (20:10:10 gives 2, 1 and 1). Plain TCP only (with TLS set it is refused as any plain
-	// address is), and Resolver must have LookupSRV (net.Resolver has). Default nil: Addr
+	// address is), and Resolver must be an SRVResolver (net.Resolver is). Default nil: Addr
 	// only.
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
 	// ResolveInterval is how often the servers' host names are looked up again while the

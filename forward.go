@@ -36,8 +36,9 @@ type forwarder struct {
 
 	ackWindow // with RequireAck: the frames in flight (forward_acks.go)
 
-	// dialRaw opens the transport connection (TLS runs on top of it). It is given the
-	// address as configured, host name included, so every reconnect resolves it again.
+	// dialRaw opens the transport connection (TLS runs on top of it). It is given an IP
+	// address (or a unix socket's path), never a name: dial.Dial looks names up through
+	// connSettings.resolver first.
 	dialRaw dial.Func
 
 	// The ack token of send's last frame, reused while it is resent.
@@ -68,8 +69,9 @@ func newForwarder(s connSettings) *forwarder { return newForwarders(s, 1)[0] }
 // weight, so that they spread over the servers by weight from the start), and the
 // addresses of the servers given by host names, which the first lookup finds (here, at
 // most lookupTimeout, when there are to be several connections to count and place; in the
-// background for one, which dials the name until it has the addresses) and the
-// connections then look up again every resolveInterval.
+// background for one) and the connections then look up again every resolveInterval; until
+// a lookup has placed a name's addresses, its connections look the name up as they dial
+// (dial.Dial). Every lookup goes through s.resolver: a name is never handed to the dialer.
 func newForwarders(s connSettings, n int) []*forwarder {
 	h := dial.NewHealth(len(s.endpoints), s.newBackoff)
 	h.Track(s.endpoints, s.resolver, s.resolveInterval, min(s.dialTimeout, lookupTimeout))
@@ -107,7 +109,7 @@ func newForwarders(s connSettings, n int) []*forwarder {
 
 // lookupTimeout bounds New's first lookup of the servers' names (with DialTimeout, if
 // shorter): New does not wait longer than this for a resolver that does not answer, and
-// the connections then dial each name until a lookup gives its addresses.
+// the connections then look each name up as they dial until a lookup places its addresses.
 const lookupTimeout = time.Second
 
 // send writes one frame of n entries and, with RequireAck, waits for its ack: one frame at
@@ -366,7 +368,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 	ep := &f.s.endpoints[i]
 	target, gen := f.bal.Target(i)
 	dctx, cancel := context.WithTimeout(ctx, f.s.dialTimeout)
-	nc, raw, err := dial.Dial(dctx, f.dialRaw, ep, target)
+	nc, raw, err := dial.Dial(dctx, f.dialRaw, f.s.resolver, ep, target)
 	cancel()
 	if err != nil {
 		return nil, err
