@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -529,4 +531,85 @@ func TestDocsShowTheShippedRules(t *testing.T) {
 	if n < 10 {
 		t.Errorf("only %d alert rules", n)
 	}
+}
+
+// The stall of alerts_test.yml's 80 s scenario, driven for real: a receiver that accepts and
+// stops reading. The info stream asks no acks, so its writes go into socket buffers until
+// one times out (WriteTimeout); the sender then reconnects and writes into the new
+// connection's buffers, which count as delivered but are no progress:
+// fluentcore_last_send_success_timestamp_seconds{stream="info"}, which
+// FluentcoreReceiverNotAccepting keys on, stays at the last frame written before the first
+// timeout, and moves again only once the receiver reads and a connection has lasted
+// WriteTimeout. The err stream's entries, unacked, go to ErrFallback:
+// fluentcore_spilled_entries_total{stream="err"}, which FluentcoreErrSpilled keys on, grows.
+// The sink's clock is injected and moves in steps shorter than WriteTimeout while the
+// receiver stalls, as time moves through a real stall between two timeouts.
+func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithReadBuffer(4<<10))
+	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	const writeTimeout = 200 * time.Millisecond
+	core := NewWithClock(fastRetry(Config{
+		Addr: r.Addr(), NoMetrics: true, WriteTimeout: writeTimeout, AckTimeout: writeTimeout,
+		SpillAfter: time.Millisecond, FlushInterval: time.Millisecond, MaxBatchBytes: 16 << 10,
+		CloseTimeout: 100 * time.Millisecond, ErrFallback: io.Discard,
+	}), clk)
+	defer core.Close()
+	logger := zap.New(core)
+	info, errs := map[string]string{"stream": "info"}, map[string]string{"stream": "err"}
+	lastSuccess := func() float64 {
+		return gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", info)
+	}
+	logger.Info("before the stall")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lastSuccess(), float64(clk.Now().UnixNano())/1e9; got != want {
+		t.Fatalf("last success %v before the stall, want the clock's %v", got, want)
+	}
+
+	r.Stall()
+	logger.Error("while the receiver reads nothing")
+	st := sinkOf(core).streams[infoStream]
+	pad := strings.Repeat("p", 400)
+	logUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not %s within 30s: %+v", what, core.Stats().Info)
+			}
+			for range 50 {
+				logger.Info("into the stall", zap.String("pad", pad))
+			}
+		}
+	}
+	logUntil("a write timed out", func() bool { return st.sendErrors.Load() > 0 })
+	before := lastSuccess() // the last frame written into the first connection's buffers
+	clk.add(writeTimeout / 4)
+	reconnects, delivered := st.reconnects.Load(), st.delivered.Load()
+	logUntil("frames written into a new connection", func() bool {
+		return st.reconnects.Load() > reconnects && st.delivered.Load() > delivered
+	})
+	clk.add(writeTimeout / 4)
+	reconnects, delivered = st.reconnects.Load(), st.delivered.Load()
+	logUntil("frames written into another new connection", func() bool {
+		return st.reconnects.Load() > reconnects && st.delivered.Load() > delivered
+	})
+	if got := lastSuccess(); got != before {
+		t.Errorf("info last success %v after frames went into fresh connections of a stalled receiver, want %v: "+
+			"writes into a receiver that reads nothing are no progress", got, before)
+	}
+	clk.add(writeTimeout) // the err frame's ack overdue, on the clock
+	waitUntil(t, "the err entry in ErrFallback", func() bool {
+		return gauge(t, core, "fluentcore_spilled_entries_total", errs) == 1
+	})
+
+	r.Resume() // time moves on: each connection outlives WriteTimeout on the clock
+	logUntil("info taken again", func() bool {
+		if lastSuccess() == float64(clk.Now().UnixNano())/1e9 {
+			return true
+		}
+		clk.add(writeTimeout)
+		return false
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,10 +44,17 @@ type forwarder struct {
 	// The ack token of send's last frame, reused while it is resent.
 	retry ackToken
 
+	// unread says a write timed out without acks: the receiver read nothing for
+	// WriteTimeout. A frame written since then into a new connection sits in its socket
+	// buffers, read or not, so it counts as delivered but not as progress (lastTaken) until
+	// a connection has lasted WriteTimeout and still takes frames: one into which the
+	// receiver reads nothing times out sooner, once its buffers are full. The sender's alone.
+	unread bool
+
 	connects          atomic.Uint64   // connections opened (and handshaken)
 	server            atomic.Int32    // index of the server connected to; -1 while none
 	deliveredTo       []atomic.Uint64 // entries delivered, by server
-	lastTaken         []atomic.Int64  // unix nanos of the last frame delivered, by server; 0 before the first
+	lastTaken         []atomic.Int64  // unix nanos of the last frame taken (progress), by server; 0 before the first
 	attemptAt         atomic.Int64    // unix nanos when the post under way began (dial and write); 0 if none
 	handshakeFailures atomic.Uint64
 	downSince         atomic.Int64 // unix nanos of the first failure since the last success; 0 if none
@@ -181,6 +189,9 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 		}
 	}
 	if err := werr; err != nil {
+		if chunk == "" && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			f.unread = true // not Close's cancel hook, which moves the deadline too
+		}
 		err = fmt.Errorf("fluentcore: write to %s: %w", ep.Addr, c.cause(err)) // before closing it ourselves
 		return 0, fresh, f.lose(err, true)
 	}
@@ -199,10 +210,18 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 }
 
 // succeeded records the delivery of n entries on c: its server is up, and the stream's
-// failure is over. A receiver that closes after each request is left to do so.
+// failure is over; it is progress (lastTaken) unless c is a connection opened since a write
+// timed out that has not lasted WriteTimeout (see unread). A receiver that closes after
+// each request is left to do so.
 func (f *forwarder) succeeded(c *fconn, n int) {
 	f.deliveredTo[c.server].Add(uint64(n))
-	f.lastTaken[c.server].Store(f.s.clock.Now().UnixNano())
+	now := f.s.clock.Now()
+	if f.unread && now.Sub(c.opened) >= f.s.writeTimeout {
+		f.unread = false
+	}
+	if !f.unread {
+		f.lastTaken[c.server].Store(now.UnixNano())
+	}
 	f.bal.MarkUp(c.server, c.opened)
 	f.downSince.Store(0)
 	f.setLastError(nil)
