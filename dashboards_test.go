@@ -548,8 +548,8 @@ func TestDocsShowTheShippedRules(t *testing.T) {
 // connection's buffers, which count as delivered but are no progress:
 // fluentcore_last_send_success_timestamp_seconds{stream="info"}, which
 // FluentcoreReceiverNotAccepting keys on, stays at the last frame written before the first
-// timeout, and moves again only once the receiver reads and a connection has lasted
-// WriteTimeout. The err stream's entries, unacked, go to ErrFallback:
+// timeout, and moves again only once the receiver reads and writes still succeed
+// WriteTimeout after the last timeout. The err stream's entries, unacked, go to ErrFallback:
 // fluentcore_spilled_entries_total{stream="err"}, which FluentcoreErrSpilled keys on, grows.
 // The sink's clock is injected and moves in steps shorter than WriteTimeout while the
 // receiver stalls, as time moves through a real stall between two timeouts.
@@ -613,7 +613,7 @@ func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 		return gauge(t, core, "fluentcore_spilled_entries_total", errs) == 1
 	})
 
-	r.Resume() // time moves on: each connection outlives WriteTimeout on the clock
+	r.Resume() // time moves on, past WriteTimeout after the last timeout
 	logUntil("info taken again", func() bool {
 		if lastSuccess() == float64(clk.Now().UnixNano())/1e9 {
 			return true

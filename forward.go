@@ -44,12 +44,13 @@ type forwarder struct {
 	// The ack token of send's last frame, reused while it is resent.
 	retry ackToken
 
-	// unread says a write timed out without acks: the receiver read nothing for
-	// WriteTimeout. A frame written since then into a new connection sits in its socket
-	// buffers, read or not, so it counts as delivered but not as progress (lastTaken) until
-	// a connection has lasted WriteTimeout and still takes frames: one into which the
-	// receiver reads nothing times out sooner, once its buffers are full. The sender's alone.
-	unread bool
+	// unreadAt is when a write last timed out without acks (the receiver read nothing for
+	// WriteTimeout); zero once frames are taken again. A frame written since then into a
+	// new connection sits in its socket buffers, read or not, so it counts as delivered but
+	// not as progress (lastTaken) until writes still succeed WriteTimeout after the timeout:
+	// into a receiver that reads nothing, a write times out sooner, once the buffers of the
+	// connection are full. The sender's alone.
+	unreadAt time.Time
 
 	connects          atomic.Uint64   // connections opened (and handshaken)
 	server            atomic.Int32    // index of the server connected to; -1 while none
@@ -190,7 +191,7 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 	}
 	if err := werr; err != nil {
 		if chunk == "" && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
-			f.unread = true // not Close's cancel hook, which moves the deadline too
+			f.unreadAt = f.s.clock.Now() // not Close's cancel hook, which moves the deadline too
 		}
 		err = fmt.Errorf("fluentcore: write to %s: %w", ep.Addr, c.cause(err)) // before closing it ourselves
 		return 0, fresh, f.lose(err, true)
@@ -210,16 +211,16 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 }
 
 // succeeded records the delivery of n entries on c: its server is up, and the stream's
-// failure is over; it is progress (lastTaken) unless c is a connection opened since a write
-// timed out that has not lasted WriteTimeout (see unread). A receiver that closes after
-// each request is left to do so.
+// failure is over; it is progress (lastTaken) unless a write timed out less than
+// WriteTimeout ago (see unreadAt). A receiver that closes after each request is left to do
+// so.
 func (f *forwarder) succeeded(c *fconn, n int) {
 	f.deliveredTo[c.server].Add(uint64(n))
 	now := f.s.clock.Now()
-	if f.unread && now.Sub(c.opened) >= f.s.writeTimeout {
-		f.unread = false
+	if !f.unreadAt.IsZero() && now.Sub(f.unreadAt) >= f.s.writeTimeout {
+		f.unreadAt = time.Time{}
 	}
-	if !f.unread {
+	if f.unreadAt.IsZero() {
 		f.lastTaken[c.server].Store(now.UnixNano())
 	}
 	f.bal.MarkUp(c.server, c.opened)

@@ -196,10 +196,10 @@ type ServerStats struct {
 	// LastDelivery is when it last took a frame of the stream (written, or acknowledged
 	// with RequireAck; a frame of the spill's replay too), on the sink's clock; the zero
 	// time before the first. Without acks, once a write has timed out (the receiver read
-	// nothing for WriteTimeout), the frames written into the connections opened since are
-	// counted in Delivered but move LastDelivery only once such a connection has lasted
-	// WriteTimeout: a receiver that reads nothing times a write out sooner, once the socket
-	// buffers are full. An idle stream's grows old too: it says a server is not taking
+	// nothing for WriteTimeout), the frames then written into new connections are counted
+	// in Delivered but move LastDelivery only once writes still succeed WriteTimeout after
+	// the last timeout: into a receiver that reads nothing, a write times out sooner, once
+	// the socket buffers are full. An idle stream's grows old too: it says a server is not taking
 	// entries only while some are pending.
 	LastDelivery time.Time
 }
