@@ -203,7 +203,11 @@ func (c *Core) Sync() error {
 // this core's counts as they are now), and are unregistered otherwise, so that a core made
 // later registers anew; Stats still works. Close is idempotent and safe to call while other
 // goroutines log: later entries are counted as dropped (reason closed) or, for err, written
-// to ErrFallback. It returns what went wrong, if anything.
+// to ErrFallback. It returns what went wrong, if anything; when it could not deliver
+// everything in time, its error counts the info entries dropped and the err entries
+// spilled, and the same report is written to ErrFallback as a last record (level error,
+// logger "fluentcore", the counts in the fields shutdown_info_dropped and
+// shutdown_err_spilled), where it is seen although no scrape reads the final counters.
 func (c *Core) Close() error {
 	err := c.sink.close(c.s.closeTimeout)
 	c.leave.Do(func() { c.metrics.leave(c.member) })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,10 +45,18 @@ type forwarder struct {
 	// The ack token of send's last frame, reused while it is resent.
 	retry ackToken
 
+	// unreadAt is when a write last timed out without acks (the receiver read nothing for
+	// WriteTimeout); zero once frames are taken again. A frame written since then into a
+	// new connection sits in its socket buffers, read or not, so it counts as delivered but
+	// not as progress (lastTaken) until writes still succeed WriteTimeout after the timeout:
+	// into a receiver that reads nothing, a write times out sooner, once the buffers of the
+	// connection are full. The sender's alone.
+	unreadAt time.Time
+
 	connects          atomic.Uint64   // connections opened (and handshaken)
 	server            atomic.Int32    // index of the server connected to; -1 while none
 	deliveredTo       []atomic.Uint64 // entries delivered, by server
-	lastTaken         []atomic.Int64  // unix nanos of the last frame delivered, by server; 0 before the first
+	lastTaken         []atomic.Int64  // unix nanos of the last frame taken (progress), by server; 0 before the first
 	attemptAt         atomic.Int64    // unix nanos when the post under way began (dial and write); 0 if none
 	handshakeFailures atomic.Uint64
 	downSince         atomic.Int64 // unix nanos of the first failure since the last success; 0 if none
@@ -183,6 +192,9 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 		}
 	}
 	if err := werr; err != nil {
+		if chunk == "" && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			f.unreadAt = f.s.clock.Now() // not Close's cancel hook, which moves the deadline too
+		}
 		err = fmt.Errorf("fluentcore: write to %s: %w", ep.Addr, c.cause(err)) // before closing it ourselves
 		return 0, fresh, f.lose(err, true)
 	}
@@ -201,10 +213,18 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 }
 
 // succeeded records the delivery of n entries on c: its server is up, and the stream's
-// failure is over. A receiver that closes after each request is left to do so.
+// failure is over; it is progress (lastTaken) unless a write timed out less than
+// WriteTimeout ago (see unreadAt). A receiver that closes after each request is left to do
+// so.
 func (f *forwarder) succeeded(c *fconn, n int) {
 	f.deliveredTo[c.server].Add(uint64(n))
-	f.lastTaken[c.server].Store(f.s.clock.Now().UnixNano())
+	now := f.s.clock.Now()
+	if !f.unreadAt.IsZero() && now.Sub(f.unreadAt) >= f.s.writeTimeout {
+		f.unreadAt = time.Time{}
+	}
+	if f.unreadAt.IsZero() {
+		f.lastTaken[c.server].Store(now.UnixNano())
+	}
 	f.bal.MarkUp(c.server, c.opened)
 	f.downSince.Store(0)
 	f.setLastError(nil)

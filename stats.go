@@ -65,7 +65,9 @@ type StreamStats struct {
 	// dropped before encoding.
 	Entries uint64
 	// Delivered counts entries the receiver has: acknowledged, on a stream that asks for acks
-	// (the err stream by default; see StreamConfig.Acks), else written to the connection.
+	// (the err stream by default; see StreamConfig.Acks), else written to the connection —
+	// into its socket buffers, which a receiver that stopped reading does not empty (see
+	// ServerStats.LastDelivery for what counts as the receiver taking them).
 	Delivered uint64
 	// Truncated counts err entries larger than MaxEntryBytes that were cut down to fit (their
 	// largest values shortened and marked); they are also counted where they went
@@ -193,8 +195,12 @@ type ServerStats struct {
 	Delivered uint64
 	// LastDelivery is when it last took a frame of the stream (written, or acknowledged
 	// with RequireAck; a frame of the spill's replay too), on the sink's clock; the zero
-	// time before the first. An idle stream's grows old too: it says a server is not
-	// taking entries only while some are pending.
+	// time before the first. Without acks, once a write has timed out (the receiver read
+	// nothing for WriteTimeout), the frames then written into new connections are counted
+	// in Delivered but move LastDelivery only once writes still succeed WriteTimeout after
+	// the last timeout: into a receiver that reads nothing, a write times out sooner, once
+	// the socket buffers are full. An idle stream's grows old too: it says a server is not taking
+	// entries only while some are pending.
 	LastDelivery time.Time
 }
 
