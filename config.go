@@ -420,9 +420,9 @@ type Config struct {
 	NoMetrics bool `json:"no_metrics,omitempty" yaml:"no_metrics,omitempty"`
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	// Default nil. A name must be a classic Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
-	// not starting with "__") other than the metrics' own stream, reason, server and le, and
-	// a value valid UTF-8; otherwise Validate says which label is wrong, and New registers
-	// no metrics (Sync and Close report the same error).
+	// not starting with "__") other than the metrics' own stream, reason, server, tag and
+	// le, and a value valid UTF-8; otherwise Validate says which label is wrong, and New
+	// registers no metrics (Sync and Close report the same error).
 	ConstLabels prometheus.Labels `json:"const_labels,omitempty" yaml:"const_labels,omitempty"`
 	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
 	// and on spill events: EventSpillDisabled, EventSpillFull, EventSpillCorrupt,

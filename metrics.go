@@ -2,11 +2,30 @@ package fluentcore
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// The label names the metrics set themselves: the stream on every series, the reason on
+// the drops, the server on the servers' series, the logger tag on the tags' series, and
+// client_golang's bucket bound on the send-duration histogram.
+const (
+	labelStream = "stream"
+	labelReason = "reason"
+	labelServer = "server"
+	labelTag    = "tag"
+	labelBucket = "le"
+)
+
+// metricLabelNames is every label name the metrics set themselves, the one list that the
+// descriptors (newMetrics builds none with a label outside it) and checkConstLabels (which
+// refuses each of them in ConstLabels) read: a constant label of one of these names would
+// give a series the name twice, and none of the collector's series could be made (the
+// histogram's constructor panics on "le").
+var metricLabelNames = [...]string{labelStream, labelReason, labelServer, labelTag, labelBucket}
 
 // metrics is the Prometheus collector of the cores on one Registerer that have the same
 // ConstLabels: one core, or two while a config reload swaps cores (the new one made before
@@ -246,10 +265,17 @@ func (s *StreamStats) server(addr string) *ServerStats {
 var sendDurationBuckets = prometheus.ExponentialBuckets(0.00001, 4, 12)
 
 // newMetrics returns a collector with no core, under constLabels, and its send-duration
-// histogram (fluentcore_send_duration_seconds, by stream).
+// histogram (fluentcore_send_duration_seconds, by stream). It panics if a descriptor has a
+// label outside metricLabelNames, which Validate would not keep out of ConstLabels.
 func newMetrics(constLabels prometheus.Labels) *metrics {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("fluentcore_"+name, help, append([]string{labelStream}, labels...), constLabels)
+		labels = append([]string{labelStream}, labels...)
+		for _, l := range labels {
+			if !slices.Contains(metricLabelNames[:], l) {
+				panic(fmt.Sprintf("fluentcore: metric label %q is not in metricLabelNames", l))
+			}
+		}
+		return prometheus.NewDesc("fluentcore_"+name, help, labels, constLabels)
 	}
 	return &metrics{
 		gone: make(chan struct{}),

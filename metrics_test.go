@@ -520,3 +520,33 @@ fluentcore_capacity_entries_per_second{stream="info"} 0
 		}
 	}
 }
+
+// Every label name the metrics set themselves is refused in ConstLabels, by name, "tag"
+// (the logger tags' series) included: with it, none of the series could be made. New with
+// it still gives a working core whose Sync reports Validate's error, and registers nothing.
+func TestValidateRefusesEveryMetricsLabelName(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	names := append([]string{"tag"}, metricLabelNames[:]...)
+	for _, name := range names {
+		cfg := Config{Addr: r.Addr(), ConstLabels: prometheus.Labels{name: "x", "core": "a"}}
+		err := cfg.Validate()
+		if want := fmt.Sprintf("ConstLabels %q", name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ConstLabels {%s: x}: Validate() = %v, want an error naming %s", name, err, want)
+			continue
+		}
+		reg := prometheus.NewPedanticRegistry()
+		cfg.Registerer = reg
+		core := New(cfg)
+		zap.New(core).Info("still logged")
+		if serr := core.Sync(); serr == nil || serr.Error() != err.Error() {
+			t.Errorf("ConstLabels {%s: x}: Sync() = %v, want Validate's %v", name, serr, err)
+		}
+		if n, gerr := testutil.GatherAndCount(reg); gerr != nil || n != 0 {
+			t.Errorf("ConstLabels {%s: x}: %d series registered, %v", name, n, gerr)
+		}
+		if d := core.Stats().Info.Delivered; d != 1 {
+			t.Errorf("ConstLabels {%s: x}: %d delivered, want the core to work all the same", name, d)
+		}
+		core.Close()
+	}
+}
