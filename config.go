@@ -442,16 +442,22 @@ type Config struct {
 	// one Registerer with equal ConstLabels share
 	// one set of series, so that a config reload may make the new core before it closes the
 	// old one, without an error and without a gap in the series: each counter is the sum
-	// over the cores that have shared it (a closed core's counts as they were at its
-	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
-	// degraded and dropping (1 if any is), the ages (the largest), degrade_admit_ratio (the
-	// lowest), keep_ratio (of the live cores' recent counts summed) and the last-success
-	// timestamps (the latest of any core). So several cores in one process with the
-	// default config share the default registry's series, and their numbers add up. The
-	// series are unregistered when
-	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
-	// their own. If the Registerer refuses the metrics (another collector has their names),
-	// the core works without them, and Sync and Close report it.
+	// over the cores that have shared it (a closed core's included, with what it counts
+	// after its Close), so it never goes backwards; each gauge is the sum over the live
+	// cores, except degraded and dropping (1 if any is), the ages (the largest),
+	// degrade_admit_ratio (the lowest), keep_ratio (of the live cores' recent counts
+	// summed) and the last-success timestamps (the latest of any core). So several cores
+	// in one process with the default config share the default registry's series, and
+	// their numbers add up. A set of series is exported while one of its cores is open; a
+	// core made later with the same ConstLabels continues its counters, as long as some
+	// core on the Registerer stayed open; once the last core on the Registerer is closed,
+	// every set is dropped, and a core made after that starts from zero, as a new process
+	// would. Cores meant to be told apart need ConstLabels of their own; cores whose
+	// ConstLabels have different names (none, {core}, {core, team}) export side by side:
+	// the series are collected by a collector registered unchecked (client_golang's term),
+	// with a checked one that describes each metric name, so that the Registerer still
+	// keeps the names from any other collector. If it refuses them (another collector has
+	// one of the names), the core works without metrics, and Sync and Close report it.
 	Registerer prometheus.Registerer `json:"-" yaml:"-"`
 	// NoMetrics registers the core's metrics nowhere (Core.Stats still reports them): the
 	// opt-out from the default registry. Default false. Setting it with Registerer is a
@@ -459,9 +465,10 @@ type Config struct {
 	NoMetrics bool `json:"no_metrics,omitempty" yaml:"no_metrics,omitempty"`
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	// Default nil. A name must be a classic Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
-	// not starting with "__") other than the metrics' own stream, reason, server and le, and
-	// a value valid UTF-8; otherwise Validate says which label is wrong, and New registers
-	// no metrics (Sync and Close report the same error).
+	// not starting with "__") other than the metrics' own stream, reason, server, tag and
+	// le, and a value valid UTF-8; otherwise Validate says which label is wrong, and New
+	// registers no metrics (Sync and Close report the same error). A label with an empty
+	// value is left out, as Prometheus reads it: {core: ""} shares the series of no label.
 	ConstLabels prometheus.Labels `json:"const_labels,omitempty" yaml:"const_labels,omitempty"`
 	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
 	// and on spill events: EventSpillDisabled, EventSpillFull, EventSpillCorrupt,

@@ -96,7 +96,9 @@ func newCore(s *settings, err error) *Core {
 	if rerr != nil {
 		err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
 	}
-	return &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
+	sh := &shared{s: s, sink: k, metrics: m, member: member, err: err}
+	releaseWhenGone(m, member, sh) // a closed core's later counts are read until then
+	return &Core{shared: sh}
 }
 
 // Enabled reports whether entries at level l are logged.
@@ -198,16 +200,16 @@ func (c *Core) Sync() error {
 // senders. What is still undelivered then is accounted for: info entries are counted as
 // dropped (reason shutdown), err entries are spilled (to SpillDir, for the next process to
 // replay, or to ErrFallback). Close does not wait for the spill to be replayed; it releases
-// SpillDir, and takes the core out of its metrics on Config.Registerer: the series stay
-// while another core shares them (a reload's new core, made before this Close; they keep
-// this core's counts as they are now), and are unregistered otherwise, so that a core made
-// later registers anew; Stats still works. Close is idempotent and safe to call while other
-// goroutines log: later entries are counted as dropped (reason closed) or, for err, written
-// to ErrFallback. It returns what went wrong, if anything; when it could not deliver
-// everything in time, its error counts the info entries dropped and the err entries
-// spilled, and the same report is written to ErrFallback as a last record (level error,
-// logger "fluentcore", the counts in the fields shutdown_info_dropped and
-// shutdown_err_spilled), where it is seen although no scrape reads the final counters.
+// SpillDir, and takes the core out of the live cores of its metrics on Config.Registerer:
+// its counts stay in the series, those it makes after Close included; the series are
+// exported while a core with the same ConstLabels is open, and dropped with the last core
+// on the Registerer (see Config.Registerer); Stats still works. Close is idempotent and
+// safe to call while other goroutines log: later entries are counted as dropped (reason
+// closed) or, for err, written to ErrFallback. It returns what went wrong, if anything;
+// when it could not deliver everything in time, its error counts the info entries dropped
+// and the err entries spilled, and the same report is written to ErrFallback as a last
+// record (level error, logger "fluentcore", the counts in the fields shutdown_info_dropped
+// and shutdown_err_spilled), where it is seen although no scrape reads the final counters.
 func (c *Core) Close() error {
 	err := c.sink.close(c.s.closeTimeout)
 	c.leave.Do(func() { c.metrics.leave(c.member) })

@@ -484,8 +484,8 @@ func checkConstLabels(labels prometheus.Labels) []error {
 	for _, name := range slices.Sorted(maps.Keys(labels)) {
 		bad := func(why string) { errs = append(errs, fmt.Errorf("fluentcore: ConstLabels %q: %s", name, why)) }
 		switch {
-		case name == labelStream || name == labelReason || name == labelServer || name == labelBucket:
-			bad("the metrics set this label themselves")
+		case slices.Contains(metricLabelNames[:], name):
+			bad(fmt.Sprintf("the metrics set this label themselves (%s are theirs)", strings.Join(metricLabelNames[:], ", ")))
 		case !model.LegacyValidation.IsValidLabelName(name):
 			bad("not a Prometheus label name (letters, digits and _, not starting with a digit)")
 		case strings.HasPrefix(name, "__"):

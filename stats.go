@@ -39,18 +39,6 @@ func backpressure(r dropReason) bool {
 // String returns the reason's label value.
 func (r dropReason) String() string { return dropReasonNames[r] }
 
-// The label names the metrics set themselves (metrics.go): the stream on every series, the
-// reason on the drops, the server on the servers' series, and client_golang's bucket bound
-// on the send-duration histogram. A constant label of the same name would make the series
-// unregistrable (the histogram's would panic), so resolve refuses them in ConstLabels.
-const (
-	labelStream = "stream"
-	labelReason = "reason"
-	labelServer = "server"
-	labelTag    = "tag"
-	labelBucket = "le"
-)
-
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
 // point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after
 // Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
