@@ -28,9 +28,7 @@ type sender struct {
 	// may come after the write (an ack), so both outlive one call to deliver.
 	failingSince time.Time
 	owed         bool
-	// kicked: a writer spilled an entry (kickSpill) since stuckSpill last looked; stuckT is
-	// the timer of stuckSpill's deadline (nil until the first).
-	kicked bool
+	// stuckT is the timer of stuckSpill's deadline (nil until the first).
 	stuckT *time.Timer
 }
 
@@ -85,7 +83,6 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 			s.evacuate(snd, done)
 		case <-stuck: // stuckSpill is due
 		case <-spillKick:
-			snd.kicked = true
 		case <-ctx.Done():
 			return
 		}
@@ -295,8 +292,8 @@ func (s *stream) settle(ctx context.Context, snd *sender) bool {
 }
 
 // awaitAck is snd.fwd.awaitAck with, on the err stream, the care of a stuck connection
-// while it waits: stuckSpill, which the writers' kicks, the entries written (which may
-// also owe a flush) and its own deadline have it look at again. It reports spilled when
+// while it waits: stuckSpill, which its own deadline and the entries written (which may
+// also owe a flush) have it look at again. It reports spilled when
 // the pending batches went to the spill, snd.out with them; once they have, it moves what
 // is sealed to the spill as it comes, until the frames in flight are acked or fail.
 func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, err error, spilled bool) {
@@ -304,7 +301,7 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, err erro
 		fl, err = snd.fwd.awaitAck(ctx)
 		return fl, err, false
 	}
-	wake, spillKick, _ := s.policy.signals()
+	wake, _, _ := s.policy.signals()
 	for {
 		acks, dead, due := snd.fwd.ackEvents()
 		if dead == nil {
@@ -328,8 +325,6 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, err erro
 		case <-stuck:
 		case b := <-queue:
 			s.spillSealed(b)
-		case <-spillKick:
-			snd.kicked = true
 		case <-wake:
 			if s.fewInFlight() {
 				s.flush()

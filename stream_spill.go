@@ -163,17 +163,15 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 
 // stuckSpill is the err sender's care of a connection stuck in one attempt: a write that
 // has not completed, or the oldest frame in flight not acked, with no frame taken since
-// (forwarder.stuckSince). Once
-// that has lasted SpillAfter — or ErrMaxWait, when a writer spilled an entry (snd.kicked)
-// and no batch is free: the buffers are full — the pending batches go to the spill
-// (spillStuck), counted as spilled, and it reports spilled. Before that it returns the
+// (forwarder.stuckSince). Once that has lasted SpillAfter, the pending batches go to the
+// spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall spills
+// nothing here, as its frames may still be acked (the writers spill their own entries
+// once it has lasted ErrMaxWait and the buffers are full). Before that it returns the
 // channel that fires when they are due; past it, with nothing left to move, past, and the
 // frames in flight keep waiting for their acks (an ack that comes delivers a duplicate:
 // StreamStats.Duplicated). On the info stream, or while no attempt is under way, it does
 // nothing. Only the sender calls it.
 func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, past bool) {
-	kicked := snd.kicked
-	snd.kicked = false
 	if s.errSpill == nil {
 		return false, nil, false
 	}
@@ -181,11 +179,7 @@ func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, pa
 	if at == 0 {
 		return false, nil, false
 	}
-	after := s.errSpill.spillAfter
-	if kicked && len(s.free) == 0 {
-		after = min(after, s.errSpill.maxWait)
-	}
-	if left := time.Unix(0, at).Add(after).Sub(s.clock.Now()); left > 0 {
+	if left := time.Unix(0, at).Add(s.errSpill.spillAfter).Sub(s.clock.Now()); left > 0 {
 		if snd.stuckT == nil {
 			snd.stuckT = time.NewTimer(left)
 		} else {

@@ -163,8 +163,8 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 					// that does not come), which may last its whole timeout: it frees no
 					// batch before then. No caller waits past at + maxWait, so the waits of
 					// a stall add up to maxWait at most; after it the entry is lost (spilled)
-					// at once, and the lose kicks the sender, which moves the pending
-					// batches to the spill (stuckSpill).
+					// at once. The pending batches follow once the stall has lasted
+					// SpillAfter (stuckSpill).
 					if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
 						deadline = end
 					}
