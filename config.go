@@ -290,7 +290,11 @@ type Config struct {
 	// moves its batches, in order, to the spill (SpillDir, else ErrFallback); after that,
 	// while sends still fail, what is sealed goes there every FlushInterval and a batch is
 	// sent again at each backoff step, so no err entry sits unseen in memory through a
-	// long outage. The err buffers filling up while sends fail moves them at once. Default
+	// long outage. The err buffers filling up while sends fail moves them at once. A stall
+	// counts as well: once the err sender has waited SpillAfter for an ack (none since the
+	// oldest frame waiting was written), the pending batches, those of the frames waiting
+	// included, go to the spill, and what is sealed while it lasts follows them; an ack
+	// that comes later counts its entries in StreamStats.Duplicated. Default
 	// DefaultSpillAfter (5s): longer than a receiver's restart takes (bench/README.md,
 	// "Err in an outage"); at least MinInterval, at most MaxInterval (1h).
 	SpillAfter time.Duration `json:"spill_after,omitempty" yaml:"spill_after,omitempty"`

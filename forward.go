@@ -266,6 +266,21 @@ func (f *forwarder) busySince() int64 {
 	return a
 }
 
+// stuckSince returns when the connection's stall began (unix nanos), if a send is under
+// way (busySince): the send's start, or the last frame a server took after it (an ack that
+// came for a later frame: the receiver still answers). 0 if no send is under way. Safe for
+// concurrent use.
+func (f *forwarder) stuckSince() int64 {
+	at := f.busySince()
+	if at == 0 {
+		return 0
+	}
+	for i := range f.lastTaken {
+		at = max(at, f.lastTaken[i].Load())
+	}
+	return at
+}
+
 // fail records a failed attempt and returns err.
 func (f *forwarder) fail(err error) error {
 	if errors.Is(err, wire.ErrUnexpectedHELO) {

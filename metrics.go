@@ -137,7 +137,7 @@ func (h *metricsHub) Collect(ch chan<- prometheus.Metric) {
 // safe for concurrent use.
 type metrics struct {
 	entries, delivered, spilled, dropped, truncated   *prometheus.Desc
-	replayed, spillBytes, spillCorrupt                *prometheus.Desc
+	replayed, duplicated, spillBytes, spillCorrupt    *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
 	keepRatio, admitRatio, capacity, dropping         *prometheus.Desc
 	pending, oldestPending, sendInProgress            *prometheus.Desc
@@ -371,6 +371,7 @@ func (s *StreamStats) addCounters(o *StreamStats) {
 	s.Truncated += o.Truncated
 	s.Spilled += o.Spilled
 	s.Replayed += o.Replayed
+	s.Duplicated += o.Duplicated
 	s.SpillCorruptSegments += o.SpillCorruptSegments
 	s.DegradeTransitions += o.DegradeTransitions
 	s.SentBatches += o.SentBatches
@@ -473,6 +474,7 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", labelReason),
 		truncated:     d("truncated_entries_total", "Err entries larger than MaxEntryBytes cut down to fit (and still delivered or spilled)."),
 		replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
+		duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback)."),
 		spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
 		spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
 		bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
@@ -516,7 +518,7 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.spillBytes, m.spillCorrupt, m.bufferBytes,
+	for _, d := range []*prometheus.Desc{m.entries, m.delivered, m.spilled, m.dropped, m.truncated, m.replayed, m.duplicated, m.spillBytes, m.spillCorrupt, m.bufferBytes,
 		m.capacityBytes, m.degraded, m.transitions, m.keepRatio, m.admitRatio, m.capacity, m.dropping, m.pending, m.oldestPending, m.sendInProgress,
 		m.sentBatches, m.sentBytes, m.sendErrors, m.reconnects, m.handshakeFailures,
 		m.serverConns, m.serverInFlight, m.serverDelivered, m.serverLastSuccess, m.tagOverflow, m.tagEntries, m.tagDelivered, m.tagDropped} {
@@ -546,6 +548,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		if streamID(id) == errStream {
 			counter(m.spilled, st.Spilled)
 			counter(m.replayed, st.Replayed)
+			counter(m.duplicated, st.Duplicated)
 			gauge(m.spillBytes, float64(st.SpillBytes))
 			counter(m.spillCorrupt, st.SpillCorruptSegments)
 			counter(m.truncated, st.Truncated)

@@ -84,6 +84,9 @@ fluentcore_spilled_entries_total{stream="err"} 0
 # HELP fluentcore_replayed_entries_total Spilled entries delivered from the durable spill (already counted as spilled).
 # TYPE fluentcore_replayed_entries_total counter
 fluentcore_replayed_entries_total{stream="err"} 0
+# HELP fluentcore_duplicated_entries_total Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback).
+# TYPE fluentcore_duplicated_entries_total counter
+fluentcore_duplicated_entries_total{stream="err"} 0
 # HELP fluentcore_spill_bytes Bytes of the durable spill's segment files.
 # TYPE fluentcore_spill_bytes gauge
 fluentcore_spill_bytes{stream="err"} 0
@@ -92,7 +95,7 @@ fluentcore_spill_bytes{stream="err"} 0
 fluentcore_spill_corrupt_segments_total{stream="err"} 0
 `
 	if err := testutil.CollectAndCompare(core.metrics, strings.NewReader(want),
-		"fluentcore_spilled_entries_total", "fluentcore_replayed_entries_total",
+		"fluentcore_spilled_entries_total", "fluentcore_replayed_entries_total", "fluentcore_duplicated_entries_total",
 		"fluentcore_spill_bytes", "fluentcore_spill_corrupt_segments_total"); err != nil {
 		t.Fatal(err)
 	}

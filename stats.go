@@ -75,6 +75,13 @@ type StreamStats struct {
 	// Replayed counts entries delivered from the durable spill (err only). They are not
 	// counted in Delivered again.
 	Replayed uint64
+	// Duplicated counts err entries the receiver acknowledged after they had gone to the
+	// spill: their frame waited for its ack while the connection was stuck for SpillAfter
+	// (or the err buffers were full), so they were spilled, and the ack came later. They are
+	// counted as Spilled, not Delivered, and are at the receiver twice over: once from the
+	// frame, once more if the durable spill replays them (or in ErrFallback's output).
+	// Outside the sum of Entries.
+	Duplicated uint64
 	// Dropped counts dropped entries by reason: degraded, sampled, queue_full, too_large,
 	// closed, encode_error, shutdown, spill_failed, spill_full. Every reason is present,
 	// zero or not.
