@@ -725,3 +725,34 @@ func TestAlertThresholdsFollowTheDefaults(t *testing.T) {
 			th, DefaultAckTimeout, DefaultSpillAfter, DefaultWriteTimeout)
 	}
 }
+
+// An err entry spilled in a stall whose frame the receiver acknowledged after all is in both
+// places: the err panel of the range shows that count beside spilled, so that spilled is not
+// read as missing at the receiver.
+func TestErrRangePanelCountsDuplicates(t *testing.T) {
+	raw, err := os.ReadFile("dashboards/grafana.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		if !strings.HasPrefix(p.Title, "Err in the range") {
+			continue
+		}
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "fluentcore_duplicated_entries_total") && strings.Contains(tg.Expr, `stream="err"`) {
+				return
+			}
+		}
+		t.Fatalf("%q has no target over fluentcore_duplicated_entries_total: %+v", p.Title, p.Targets)
+	}
+	t.Fatal(`no panel "Err in the range"`)
+}
