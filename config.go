@@ -102,9 +102,10 @@ type StreamConfig struct {
 	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
 	// Acks says whether the stream's frames ask the receiver to acknowledge them. Default
 	// (AcksDefault): the err stream does, so that an err entry counts as delivered only
-	// once the receiver has it and is resent otherwise; the info stream does with
-	// RequireAck. Set AcksOff for a receiver that never acks (fluentd's in_unix): against
-	// it, acks time out and the frame is sent again.
+	// once the receiver has it and is resent otherwise — except when every server is a
+	// unix:// socket, since fluentd's in_unix never acks; the info stream does with
+	// RequireAck. AcksOn against a receiver that never acks times every frame out and
+	// sends it again.
 	Acks Acks `json:"acks,omitempty" yaml:"acks,omitempty"`
 }
 
@@ -113,7 +114,8 @@ type StreamConfig struct {
 type Acks int
 
 const (
-	// AcksDefault is on for the err stream, and RequireAck's value for the info stream.
+	// AcksDefault is on for the err stream (off when every server is a unix:// socket),
+	// and RequireAck's value for the info stream.
 	AcksDefault Acks = iota
 	// AcksOn asks the receiver to acknowledge every frame (at least once, duplicates
 	// possible; see RequireAck).

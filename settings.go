@@ -167,6 +167,11 @@ func resolve(cfg Config) (*settings, error) {
 		}
 	}
 	c.resolveServers(cfg, &errs)
+	if cfg.Err.Acks == AcksDefault && onlyUnix(c.endpoints) {
+		// fluentd's in_unix never acks: on a unix socket the err stream asks for acks only
+		// when Err.Acks says so.
+		s.acks[errStream] = false
+	}
 	switch cfg.Compression {
 	case "":
 	case wire.Gzip:
@@ -425,6 +430,16 @@ func (f TLSFiles) apply(base *tls.Config) (*tls.Config, error) {
 	}
 	tc.InsecureSkipVerify = tc.InsecureSkipVerify || f.InsecureSkipVerify
 	return tc, nil
+}
+
+// onlyUnix reports whether every endpoint is a unix socket (none is a network address).
+func onlyUnix(eps []dial.Endpoint) bool {
+	for _, ep := range eps {
+		if ep.Network != "unix" {
+			return false
+		}
+	}
+	return len(eps) > 0
 }
 
 // resolveServers parses Addr or Servers into endpoints. Every problem is added to errs; the
