@@ -320,11 +320,30 @@ func (k *sink) close(timeout time.Duration) error {
 		}
 		k.err.close() // releases SpillDir; later err entries go to ErrFallback
 		if err != nil {
-			err = errors.Join(err, abandonedError(left, k.err.durable()))
+			if report := abandonedError(left, k.err.durable()); report != nil {
+				err = errors.Join(err, report)
+				k.reportShutdown(report, left)
+			}
 		}
 		k.closeErr = err
 	})
 	return k.closeErr
+}
+
+// reportShutdown writes Close's report of the entries it could not deliver (report, and
+// their counts: left, by stream) to ErrFallback as the process's last record there, in the
+// fallback's format (the err stream's tag, logger "fluentcore", level error, the counts as
+// the fields shutdown_info_dropped and shutdown_err_spilled): the shutdown drops otherwise
+// show only in Close's error and in counters that no scrape may read before the process
+// exits. SpillDir is closed by then, so the record goes to ErrFallback in every
+// configuration; an error writing it is ignored (Close's error has the same report).
+func (k *sink) reportShutdown(report error, left [numStreams]int) {
+	ent := zapcore.Entry{Level: zapcore.ErrorLevel, Time: k.s.clock.Now(), LoggerName: "fluentcore", Message: report.Error()}
+	fields := []zapcore.Field{
+		{Key: "shutdown_info_dropped", Type: zapcore.Int64Type, Integer: int64(left[infoStream])},
+		{Key: "shutdown_err_spilled", Type: zapcore.Int64Type, Integer: int64(left[errStream])},
+	}
+	_, _ = k.err.spillEntry(k.streams[errStream].tag, nil, &ent, fields)
 }
 
 // abandonedError says what Close did with the entries it could not deliver in time: left,

@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,6 +43,21 @@ const (
 // ticks or the retries would keep a core busy while nothing is logged. A shorter one is a
 // Validate error, and New uses the field's default instead.
 const MinInterval = time.Millisecond
+
+// Ceilings of the duration fields: a longer one set in a Config is a Validate error, and
+// New uses the ceiling instead.
+const (
+	// MaxErrMaxWait is the longest ErrMaxWait: a logging call waits at most this for room
+	// in the err buffers.
+	MaxErrMaxWait = time.Second
+	// MaxTimeout is the longest SyncTimeout, CloseTimeout, DialTimeout, HandshakeTimeout,
+	// WriteTimeout and AckTimeout: a wait on the receiver or on the core that passes it is
+	// a hang, not a wait.
+	MaxTimeout = 5 * time.Minute
+	// MaxInterval is the longest FlushInterval, RetryMin, RetryMax, SpillAfter,
+	// ResolveInterval, Degrade.Hold, Degrade.SampleInterval and Degrade.DisconnectedAfter.
+	MaxInterval = time.Hour
+)
 
 // maxBatchLimit keeps every frame under fluent-bit's 6144000-byte message limit
 // (wire.MaxFrameBytes), with room for the frame's header, option map and gzip's overhead.
@@ -86,9 +102,10 @@ type StreamConfig struct {
 	Connections int `json:"connections,omitempty" yaml:"connections,omitempty"`
 	// Acks says whether the stream's frames ask the receiver to acknowledge them. Default
 	// (AcksDefault): the err stream does, so that an err entry counts as delivered only
-	// once the receiver has it and is resent otherwise; the info stream does with
-	// RequireAck. Set AcksOff for a receiver that never acks (fluentd's in_unix): against
-	// it, acks time out and the frame is sent again.
+	// once the receiver has it and is resent otherwise — except when every server is a
+	// unix:// socket, since fluentd's in_unix never acks; the info stream does with
+	// RequireAck. AcksOn against a receiver that never acks times every frame out and
+	// sends it again.
 	Acks Acks `json:"acks,omitempty" yaml:"acks,omitempty"`
 }
 
@@ -97,7 +114,8 @@ type StreamConfig struct {
 type Acks int
 
 const (
-	// AcksDefault is on for the err stream, and RequireAck's value for the info stream.
+	// AcksDefault is on for the err stream (off when every server is a unix:// socket),
+	// and RequireAck's value for the info stream.
 	AcksDefault Acks = iota
 	// AcksOn asks the receiver to acknowledge every frame (at least once, duplicates
 	// possible; see RequireAck).
@@ -147,15 +165,28 @@ const MaxSpread = 8
 const MaxNameAddresses = 16
 
 // Resolver looks host names up, for Config.Resolver: *net.Resolver is one
-// (net.DefaultResolver is the default). Implementations must be safe for concurrent use,
-// and must return once ctx is done (each lookup has a deadline; Close waits for a lookup
-// under way); an error, or no address, leaves the addresses of the name's last lookup in
-// use. For
-// srv:// servers it must also have the method LookupSRV(ctx, service, proto, name string)
-// (string, []*net.SRV, error), called with service and proto "" and the whole name, as
-// *net.Resolver's; without it such a server has no address.
+// (net.DefaultResolver is the default). Every host name of the servers, whatever its count
+// of addresses, and every SRV target goes through it: the connections dial the addresses
+// it gives, never a name. Implementations must be safe for concurrent use, and must return
+// once ctx is done (each lookup has a deadline; Close waits for a lookup under way); an
+// error, or no address, leaves the addresses of the name's last lookup in use (a name that
+// never answered has none: its connections fail with the error). For srv:// servers it
+// must be an SRVResolver; without LookupSRV such a server has no address, and Validate
+// says so.
 type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// SRVResolver is a Resolver that also looks DNS SRV records up: Config.Resolver must be
+// one for a server "srv://_service._proto.name". *net.Resolver is one, and so is the
+// default, net.DefaultResolver. LookupSRV is called with service and proto "" and the whole
+// name, as *net.Resolver's is; each target it returns (regular and standby) is then looked
+// up with LookupIPAddr as it is dialed. Implementations must be safe for concurrent use and
+// return once ctx is done; an error, or no record, leaves the targets of the name's last
+// lookup in use.
+type SRVResolver interface {
+	Resolver
+	LookupSRV(ctx context.Context, service, proto, name string) (cname string, addrs []*net.SRV, err error)
 }
 
 // Config configures a Core. The zero value is usable: every field has a documented default.
@@ -163,17 +194,20 @@ type Resolver interface {
 type Config struct {
 	// Addr is the receiver: "tcp://host:port", "host:port", "tls://host:port",
 	// "unix:///path" or "srv://_service._proto.name" (see Servers). Default DefaultAddr, unless Servers is set (then Addr must be empty).
-	// A host name with several addresses is that many servers (see Servers); one with one
-	// address is resolved again on every reconnect.
+	// A host name is every address Resolver gives for it, each a server (see Servers).
 	Addr string `json:"addr,omitempty" yaml:"addr,omitempty"`
 	// Tag is the base tag; the streams' tags default to Tag+".info" and Tag+".err".
-	// Default DefaultTag ("app").
+	// Default DefaultTag ("app"). It, Info.Tag and Err.Tag hold only ASCII letters, digits,
+	// '.', '_' and '-', have no empty segment ("a..b", ".a") and are at most MaxTagBytes
+	// long; otherwise Validate reports it and New sends under it with every other byte
+	// made '_', empty segments left out and cut to MaxTagBytes.
 	Tag string `json:"tag,omitempty" yaml:"tag,omitempty"`
 	// TagTemplate is the Forward tag of the entries of a logger that has a tag name — set by
 	// the Tag option in With, or its zap name (logger.Named) with TagFromName: {tag} is Tag,
-	// {name} the logger's tag name, {stream} "info" or "err"; {name} is required, and the
-	// literal text may hold only ASCII letters, digits, '.', '_' and '-' (else a Validate
-	// error, and the default is used). Entries of a logger without a tag name keep their
+	// {name} the logger's tag name, {stream} "info" or "err"; {name} is required, the
+	// literal text may hold only ASCII letters, digits, '.', '_' and '-', and the tags it
+	// makes may have no empty segment and must leave room for a name in MaxTagBytes (else
+	// a Validate error, and the default is used). Entries of a logger without a tag name keep their
 	// stream's tag (Info.Tag, Err.Tag), so a Config that sets no Tag option and no
 	// TagFromName sends exactly as before. Default DefaultTagTemplate
 	// ("{tag}.{name}.{stream}": logger "audit" of Tag "shop" sends under "shop.audit.info"
@@ -188,8 +222,8 @@ type Config struct {
 	// MaxTags is the most distinct tag names (Tag options and, with TagFromName, zap names)
 	// a core sends under; its memory and its metrics' series are bounded by it. A logger
 	// whose name comes past it sends under its stream's tag, with the name in the record
-	// (TagOverflowKey for a Tag option, EncoderConfig.NameKey for a zap name), and each such
-	// entry is counted (StreamStats.TagOverflow, fluentcore_tag_overflow_total): never lost,
+	// under TagOverflowKey (a zap name also under EncoderConfig.NameKey, when set), and each
+	// such entry is counted (StreamStats.TagOverflow, fluentcore_tag_overflow_total): never lost,
 	// never silent. Default DefaultMaxTags (64); at most MaxTagsLimit (1024), a larger or
 	// negative value is a Validate error and means the default.
 	MaxTags int `json:"max_tags,omitempty" yaml:"max_tags,omitempty"`
@@ -226,14 +260,16 @@ type Config struct {
 	// once its batches go to the spill: with SpillDir at once, else after SpillAfter). Err
 	// entries do not wait for it: the err sender
 	// seals and sends them as soon as it is free (entries logged while it sends share the
-	// next frame). Default DefaultFlushInterval (500ms); at least MinInterval.
+	// next frame). Default DefaultFlushInterval (500ms); at least MinInterval, at most
+	// MaxInterval (1h).
 	FlushInterval time.Duration `json:"flush_interval,omitempty" yaml:"flush_interval,omitempty"`
 	// ErrMaxWait bounds how long an err entry waits for room when the err buffers are full;
 	// after it the entry goes to the spill (SpillDir) or ErrFallback. While every connection
 	// of the err stream fails, the entry waits only until the sender has moved the queued
 	// batches to the spill (at once, SpillAfter or not), and not at all while the sender is
 	// stuck in an attempt that has already lasted ErrMaxWait. Default DefaultErrMaxWait
-	// (50ms); at least MinInterval.
+	// (50ms); at least MinInterval, at most MaxErrMaxWait (1s): a longer one is a Validate
+	// error and means 1s, so that no logging call waits longer.
 	ErrMaxWait time.Duration `json:"err_max_wait,omitempty" yaml:"err_max_wait,omitempty"`
 	// ErrFallback receives err entries that cannot be delivered — failed for SpillAfter,
 	// buffers full, too large even cut short, logged after Close, or undelivered when Close
@@ -256,9 +292,13 @@ type Config struct {
 	// moves its batches, in order, to the spill (SpillDir, else ErrFallback); after that,
 	// while sends still fail, what is sealed goes there every FlushInterval and a batch is
 	// sent again at each backoff step, so no err entry sits unseen in memory through a
-	// long outage. The err buffers filling up while sends fail moves them at once. Default
+	// long outage. The err buffers filling up while sends fail moves them at once. A stall
+	// counts as well: once the err sender has waited SpillAfter for an ack (none since the
+	// oldest frame waiting was written), the pending batches, those of the frames waiting
+	// included, go to the spill, and what is sealed while it lasts follows them; an ack
+	// that comes later counts its entries in StreamStats.Duplicated. Default
 	// DefaultSpillAfter (5s): longer than a receiver's restart takes (bench/README.md,
-	// "Err in an outage"); at least MinInterval.
+	// "Err in an outage"); at least MinInterval, at most MaxInterval (1h).
 	SpillAfter time.Duration `json:"spill_after,omitempty" yaml:"spill_after,omitempty"`
 	// SpillMaxBytes bounds the spill's segment files; an err entry that does not fit is
 	// counted as dropped (spill_full) and written to ErrFallback. Default
@@ -266,18 +306,19 @@ type Config struct {
 	SpillMaxBytes int64 `json:"spill_max_bytes,omitempty" yaml:"spill_max_bytes,omitempty"`
 	// SyncTimeout bounds Sync and the flush after a DPanic, Panic or Fatal entry (which, if
 	// delivery fails, moves the undelivered err entries to the spill within this bound).
-	// Default DefaultSyncTimeout (5s); at least MinInterval.
+	// Default DefaultSyncTimeout (5s); at least MinInterval, at most MaxTimeout (5m).
 	SyncTimeout time.Duration `json:"sync_timeout,omitempty" yaml:"sync_timeout,omitempty"`
 	// CloseTimeout bounds how long Close tries to deliver what was logged.
-	// Default DefaultCloseTimeout (10s); at least MinInterval.
+	// Default DefaultCloseTimeout (10s); at least MinInterval, at most MaxTimeout (5m).
 	CloseTimeout time.Duration `json:"close_timeout,omitempty" yaml:"close_timeout,omitempty"`
 	// DialTimeout bounds connecting, TLS handshake included. Default 5s; at least
-	// MinInterval.
+	// MinInterval, at most MaxTimeout (5m).
 	DialTimeout time.Duration `json:"dial_timeout,omitempty" yaml:"dial_timeout,omitempty"`
 	// HandshakeTimeout bounds the shared-key handshake (HELO, PING, PONG) of a new
-	// connection. Default: DialTimeout; at least MinInterval.
+	// connection. Default: DialTimeout; at least MinInterval, at most MaxTimeout (5m).
 	HandshakeTimeout time.Duration `json:"handshake_timeout,omitempty" yaml:"handshake_timeout,omitempty"`
-	// WriteTimeout bounds writing one frame. Default 10s; at least MinInterval.
+	// WriteTimeout bounds writing one frame. Default 10s; at least MinInterval, at most
+	// MaxTimeout (5m).
 	WriteTimeout time.Duration `json:"write_timeout,omitempty" yaml:"write_timeout,omitempty"`
 	// RequireAck asks the receiver to acknowledge every frame of the info stream too
 	// (at-least-once delivery: a frame whose ack is lost is sent again, so duplicates are
@@ -288,7 +329,7 @@ type Config struct {
 	// error says so, and Err.Acks = AcksOff is the setting for it.
 	RequireAck bool `json:"require_ack,omitempty" yaml:"require_ack,omitempty"`
 	// AckTimeout bounds the wait for one frame's ack, from its write. Default 30s; at least
-	// MinInterval.
+	// MinInterval, at most MaxTimeout (5m).
 	AckTimeout time.Duration `json:"ack_timeout,omitempty" yaml:"ack_timeout,omitempty"`
 	// MaxInflight is how many frames one connection sends ahead, with RequireAck, while their
 	// acks are on the way: an acked stream then moves MaxInflight batches per round trip,
@@ -310,7 +351,9 @@ type Config struct {
 	// Without RequireAck nothing waits for an ack, and it has no effect.
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// RetryMin and RetryMax bound the exponential backoff (with jitter) between attempts to
-	// send a frame. Defaults 100ms and 10s; each at least MinInterval. RetryMax is a bound
+	// send a frame. Defaults 100ms and 10s; each at least MinInterval and at most
+	// MaxInterval (1h), and RetryMin at most RetryMax (else a Validate error, and RetryMax
+	// is taken as RetryMin). RetryMax is a bound
 	// on each wait: the jitter spreads the waits below it, so after an outage ends the next
 	// attempt comes within RetryMax (plus that attempt's dial).
 	RetryMin time.Duration `json:"retry_min,omitempty" yaml:"retry_min,omitempty"`
@@ -369,27 +412,29 @@ type Config struct {
 	// name has: each is a server of its own, with the name's weight and standby flag, up to
 	// MaxNameAddresses. New looks the name up once for the info stream (waiting at most a
 	// second, or DialTimeout if shorter; the err stream's one connection has it looked up
-	// in the background and dials the name until then), and the connections look it up
-	// again every ResolveInterval and, at most
-	// every second, after a connection to one of its addresses failed: an address that
+	// in the background, and looks it up as it dials until then), and the connections look
+	// it up again every ResolveInterval and, at most every second, after a connection to one of its addresses failed: an address that
 	// appears takes connections that are missing elsewhere, one that is gone has its
 	// connections moved, in good order, once their frames in flight are acked. IPv4
 	// addresses are used if the name has any, else IPv6 ones; a name with one address is
-	// dialed by name, as before. A failed lookup keeps the addresses of the last one. TLS
-	// verifies the name as configured, whichever address is dialed.
+	// that one server, followed as any other. Every lookup goes through Resolver, and the
+	// connections dial the addresses it gives, never the name. A failed lookup keeps the
+	// addresses of the last one. TLS verifies the name as configured, whichever address is
+	// dialed.
 	//
 	// A server "srv://_service._proto.name" (DNS SRV discovery, as fluentd's srv service
-	// discovery) is the name's SRV targets, each at its port, dialed by its name, up to
-	// MaxNameAddresses, looked up as above (and every second until a lookup answers: there
-	// is no server before that): the records of the lowest priority are regular servers,
+	// discovery) is the name's SRV targets, each at its port, its name looked up through
+	// Resolver as it is dialed, up to MaxNameAddresses, looked up as above (and every
+	// second until a lookup answers: there is no server before that): the records of the lowest priority are regular servers,
 	// the others standbys; a target's weight is its record's (0 counts as 1) times the
 	// srv:// server's Weight, so the info stream's connections follow the records' weights
 	// (20:10:10 gives 2, 1 and 1). Plain TCP only (with TLS set it is refused as any plain
-	// address is), and Resolver must have LookupSRV (net.Resolver has). Default nil: Addr
+	// address is), and Resolver must be an SRVResolver (net.Resolver is). Default nil: Addr
 	// only.
 	Servers []Server `json:"servers,omitempty" yaml:"servers,omitempty"`
 	// ResolveInterval is how often the servers' host names are looked up again while the
-	// core sends (see Servers). Default DefaultResolveInterval (30s); at least MinInterval.
+	// core sends (see Servers). Default DefaultResolveInterval (30s); at least MinInterval,
+	// at most MaxInterval (1h).
 	ResolveInterval time.Duration `json:"resolve_interval,omitempty" yaml:"resolve_interval,omitempty"`
 	// Resolver looks the servers' host names up. Default net.DefaultResolver; a test, or a
 	// service with its own DNS client, passes another.
@@ -403,16 +448,22 @@ type Config struct {
 	// one Registerer with equal ConstLabels share
 	// one set of series, so that a config reload may make the new core before it closes the
 	// old one, without an error and without a gap in the series: each counter is the sum
-	// over the cores that have shared it (a closed core's counts as they were at its
-	// Close), so it never goes backwards; each gauge is the sum over the live cores, except
-	// degraded and dropping (1 if any is), the ages (the largest), degrade_admit_ratio (the
-	// lowest), keep_ratio (of the live cores' recent counts summed) and the last-success
-	// timestamps (the latest of any core). So several cores in one process with the
-	// default config share the default registry's series, and their numbers add up. The
-	// series are unregistered when
-	// the last of those cores is closed. Cores meant to be told apart need ConstLabels of
-	// their own. If the Registerer refuses the metrics (another collector has their names),
-	// the core works without them, and Sync and Close report it.
+	// over the cores that have shared it (a closed core's included, with what it counts
+	// after its Close), so it never goes backwards; each gauge is the sum over the live
+	// cores, except degraded and dropping (1 if any is), the ages (the largest),
+	// degrade_admit_ratio (the lowest), keep_ratio (of the live cores' recent counts
+	// summed) and the last-success timestamps (the latest of any core). So several cores
+	// in one process with the default config share the default registry's series, and
+	// their numbers add up. A set of series is exported while one of its cores is open; a
+	// core made later with the same ConstLabels continues its counters, as long as some
+	// core on the Registerer stayed open; once the last core on the Registerer is closed,
+	// every set is dropped, and a core made after that starts from zero, as a new process
+	// would. Cores meant to be told apart need ConstLabels of their own; cores whose
+	// ConstLabels have different names (none, {core}, {core, team}) export side by side:
+	// the series are collected by a collector registered unchecked (client_golang's term),
+	// with a checked one that describes each metric name, so that the Registerer still
+	// keeps the names from any other collector. If it refuses them (another collector has
+	// one of the names), the core works without metrics, and Sync and Close report it.
 	Registerer prometheus.Registerer `json:"-" yaml:"-"`
 	// NoMetrics registers the core's metrics nowhere (Core.Stats still reports them): the
 	// opt-out from the default registry. Default false. Setting it with Registerer is a
@@ -420,9 +471,10 @@ type Config struct {
 	NoMetrics bool `json:"no_metrics,omitempty" yaml:"no_metrics,omitempty"`
 	// ConstLabels are added to every metric, so that several cores can share a Registerer.
 	// Default nil. A name must be a classic Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*,
-	// not starting with "__") other than the metrics' own stream, reason, server and le, and
-	// a value valid UTF-8; otherwise Validate says which label is wrong, and New registers
-	// no metrics (Sync and Close report the same error).
+	// not starting with "__") other than the metrics' own stream, reason, server, tag and
+	// le, and a value valid UTF-8; otherwise Validate says which label is wrong, and New
+	// registers no metrics (Sync and Close report the same error). A label with an empty
+	// value is left out, as Prometheus reads it: {core: ""} shares the series of no label.
 	ConstLabels prometheus.Labels `json:"const_labels,omitempty" yaml:"const_labels,omitempty"`
 	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
 	// and on spill events: EventSpillDisabled, EventSpillFull, EventSpillCorrupt,
@@ -529,10 +581,20 @@ func (s Secret) Format(f fmt.State, verb rune) {
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText sets the Secret to b's text, for configuration files and the environment.
+// The text "[redacted]", which every rendering writes in place of a secret, is an error
+// (errRedactedSecret), and the Secret is left as it was: a rendered Config read back would
+// otherwise send that placeholder as its key.
 func (s *Secret) UnmarshalText(b []byte) error {
+	if string(b) == redactedSecret {
+		return errRedactedSecret
+	}
 	*s = NewSecret(string(b))
 	return nil
 }
+
+// errRedactedSecret is the error for a secret that holds the placeholder every rendering
+// writes in its place, not a secret.
+var errRedactedSecret = errors.New(`"[redacted]" is the placeholder written in place of a secret, not a secret: set the secret itself, or its file`)
 
 // LogValue is String, for log/slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }

@@ -107,7 +107,7 @@ func configFromEnv(environ []string) (Config, error) {
 			err = checkZero(key, v)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s=%q: %v", name, s, err))
+			errs = append(errs, fmt.Sprintf("%s=%s: %v", name, valueInError(v.Type(), s, false), err))
 		}
 	})
 	for _, name := range slices.Sorted(maps.Keys(env)) { // what is left is not ours

@@ -4,7 +4,10 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,9 +46,34 @@ func (cfg *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	b, err := json.Marshal(jsonable(m))
 	if err != nil {
-		return fmt.Errorf("fluentcore: config: %w", err)
+		// encoding/json's error would show the value (NaN, +Inf), which may be a secret's.
+		return fmt.Errorf("fluentcore: config %s: a value JSON cannot hold (NaN or an infinity)", nonFinite(m, ""))
 	}
 	return cfg.UnmarshalJSON(b)
+}
+
+// nonFinite returns the key path of the first NaN or infinity in v (jsonable's output),
+// "" if there is none.
+func nonFinite(v any, path string) string {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strings.TrimPrefix(path, ".")
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if p := nonFinite(x[k], path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p := nonFinite(e, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // jsonable turns the map[any]any that yaml.v2 produces into map[string]any.
@@ -98,7 +126,7 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 				}
 				return bad(bareDuration(string(n)))
 			}
-			return bad(fmt.Errorf("want a string, got %s", raw))
+			return bad(fmt.Errorf("want a string, got %s", valueInError(t, string(raw), true)))
 		}
 		if err := setText(v, s); err != nil {
 			return bad(err)

@@ -11,10 +11,46 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 )
+
+// secretType is the type of the fields that hold a secret (SharedKey, Password).
+var secretType = reflect.TypeFor[Secret]()
+
+// valueInError is how an error about the value of a field of type t, read from a file or
+// the environment, shows that value: raw itself (JSON text, or an environment variable's
+// text), except for a secret, of which no error, log line or metric carries the value,
+// whatever its type: only what kind of value it is ("a number", "a list", ...). The file
+// decoder and the environment reader both show values through it.
+func valueInError(t reflect.Type, raw string, fromJSON bool) string {
+	if t != secretType {
+		if fromJSON {
+			return raw
+		}
+		return strconv.Quote(raw)
+	}
+	if !fromJSON {
+		return "a text (a secret: its value is not shown)"
+	}
+	kind := "a number"
+	switch (strings.TrimLeft(raw, " \t\r\n") + " ")[:1] {
+	case `"`:
+		kind = "a string"
+	case "[":
+		kind = "a list"
+	case "{":
+		kind = "an object"
+	case "t", "f":
+		kind = "a boolean"
+	case "n":
+		kind = "null"
+	}
+	return kind + " (a secret: its value is not shown)"
+}
 
 // plainConfig is Config without its methods, so that renderings of it do not recurse.
 type plainConfig Config

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -57,6 +58,9 @@ type Core struct {
 	// does not inherit it.
 	own  *encodedContext
 	over string
+	// nameOver is ctx for an entry whose zap name came past MaxTags (TagFromName): own with
+	// that name to write under TagOverflowKey. Made by the first such entry (nameOverflow).
+	nameOver atomic.Pointer[encodedContext]
 }
 
 // shared is what every Core made from one New has in common.
@@ -92,7 +96,9 @@ func newCore(s *settings, err error) *Core {
 	if rerr != nil {
 		err = errors.Join(err, fmt.Errorf("fluentcore: register metrics: %w", rerr))
 	}
-	return &Core{shared: &shared{s: s, sink: k, metrics: m, member: member, err: err}}
+	sh := &shared{s: s, sink: k, metrics: m, member: member, err: err}
+	releaseWhenGone(m, member, sh) // a closed core's later counts are read until then
+	return &Core{shared: sh}
 }
 
 // Enabled reports whether entries at level l are logged.
@@ -128,9 +134,21 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 	if nc.over != "" {
 		// Past MaxTags: the stream's tag, and the name the logger asked for in the record,
 		// where a receiver can route by it.
-		nc.ctx = c.s.stream.enc.newContext(nc.own, []zapcore.Field{{Key: TagOverflowKey, Type: zapcore.StringType, String: nc.over}})
+		nc.ctx = nc.own.overflowing(nc.over)
 	}
 	return nc
+}
+
+// nameOverflow returns the context of an entry of c whose zap name came past MaxTags
+// (TagFromName): c's own fields, then its name under TagOverflowKey. Made once per Core,
+// by the first such entry (two at once may both make it: either is right).
+func (c *Core) nameOverflow() *encodedContext {
+	if ctx := c.nameOver.Load(); ctx != nil {
+		return ctx
+	}
+	ctx := c.own.overflowing("")
+	c.nameOver.Store(ctx)
+	return ctx
 }
 
 // isTagOption reports whether f is a Tag field.
@@ -158,11 +176,13 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 // Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
 // ErrFallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
-	tag := c.tag
+	tag, ctx := c.tag, c.ctx
 	if !c.tagged {
-		tag = c.sink.tagFor(&ent)
+		if tag = c.sink.tagFor(&ent); tag.over {
+			ctx = c.nameOverflow() // its zap name, past MaxTags, in the record
+		}
 	}
-	c.sink.write(c.ctx, tag, &ent, fields)
+	c.sink.write(ctx, tag, &ent, fields)
 	if ent.Level > zapcore.ErrorLevel {
 		return c.sink.syncOrSpill(c.s.syncTimeout)
 	}
@@ -180,12 +200,16 @@ func (c *Core) Sync() error {
 // senders. What is still undelivered then is accounted for: info entries are counted as
 // dropped (reason shutdown), err entries are spilled (to SpillDir, for the next process to
 // replay, or to ErrFallback). Close does not wait for the spill to be replayed; it releases
-// SpillDir, and takes the core out of its metrics on Config.Registerer: the series stay
-// while another core shares them (a reload's new core, made before this Close; they keep
-// this core's counts as they are now), and are unregistered otherwise, so that a core made
-// later registers anew; Stats still works. Close is idempotent and safe to call while other
-// goroutines log: later entries are counted as dropped (reason closed) or, for err, written
-// to ErrFallback. It returns what went wrong, if anything.
+// SpillDir, and takes the core out of the live cores of its metrics on Config.Registerer:
+// its counts stay in the series, those it makes after Close included; the series are
+// exported while a core with the same ConstLabels is open, and dropped with the last core
+// on the Registerer (see Config.Registerer); Stats still works. Close is idempotent and
+// safe to call while other goroutines log: later entries are counted as dropped (reason
+// closed) or, for err, written to ErrFallback. It returns what went wrong, if anything;
+// when it could not deliver everything in time, its error counts the info entries dropped
+// and the err entries spilled, and the same report is written to ErrFallback as a last
+// record (level error, logger "fluentcore", the counts in the fields shutdown_info_dropped
+// and shutdown_err_spilled), where it is seen although no scrape reads the final counters.
 func (c *Core) Close() error {
 	err := c.sink.close(c.s.closeTimeout)
 	c.leave.Do(func() { c.metrics.leave(c.member) })

@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -235,6 +237,9 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	check(`absent((`+panel("Dropped /s by reason", "A", ".+")+`) == 0)`, "4m") // no drops: 0, not "No data"
 	check(`absent((`+panel("Err spilled, replayed, dropped /s", "C", ".+")+`) == 0)`, "8m")
 	check(`absent((`+panel("Seconds since the last delivery", "A", "b:9100")+`) > 120)`, "8m")
+	check(panel("Seconds since the last delivery", "A", "c:9100"), "8m")             // never delivered: not time() - 0
+	check(`absent((`+panel("Last delivery", "A", "c:9100")+`) == 0)`, "8m")          // but 0, shown as "never"
+	check(`absent((`+panel("Last delivery", "A", "a:9100")+`) == 1000 * 480)`, "8m") // a date, in ms
 	check(`absent((`+panel("Send in progress", "A", ".+")+`) == 0)`, "4m")
 	check(`absent((`+panel("Send duration p99", "A", ".+")+`) < 0.01)`, "4m")
 	check(`absent((`+panel("Degrade transitions in the range", "A", ".+")+`) == 0)`, "4m")
@@ -261,7 +266,8 @@ type inputSeries struct{ name, values string }
 
 // dashboardSeries gives each series of mfs values
 // over 15 minutes at 15 s, for two instances of job shop: a:9100 healthy throughout, b:9100
-// with its receiver down from 5m to 10m.
+// with its receiver down from 5m to 10m; and a third, c:9100, whose info stream has never
+// delivered (its last success alone).
 func dashboardSeries(mfs []*dto.MetricFamily) []inputSeries {
 	type fam struct {
 		name   string
@@ -325,6 +331,11 @@ func dashboardSeries(mfs []*dto.MetricFamily) []inputSeries {
 	for _, inst := range []string{"a:9100", "b:9100"} {
 		out = append(out, inputSeries{name: `up{instance="` + inst + `",job="shop"}`, values: fmt.Sprintf("1x%d", steps)})
 	}
+	// c:9100's info stream has never delivered: its last success reads 0 throughout.
+	out = append(out, inputSeries{
+		name:   `fluentcore_last_send_success_timestamp_seconds{instance="c:9100",job="shop",server="tcp://fluentd:24224",stream="info"}`,
+		values: fmt.Sprintf("0x%d", steps),
+	})
 	return out
 }
 
@@ -529,4 +540,219 @@ func TestDocsShowTheShippedRules(t *testing.T) {
 	if n < 10 {
 		t.Errorf("only %d alert rules", n)
 	}
+}
+
+// The stall of alerts_test.yml's 80 s scenario, driven for real: a receiver that accepts and
+// stops reading. The info stream asks no acks, so its writes go into socket buffers until
+// one times out (WriteTimeout); the sender then reconnects and writes into the new
+// connection's buffers, which count as delivered but are no progress:
+// fluentcore_last_send_success_timestamp_seconds{stream="info"}, which
+// FluentcoreReceiverNotAccepting keys on, stays at the last frame written before the first
+// timeout, and moves again only once the receiver reads and writes still succeed
+// WriteTimeout after the last timeout. The err stream's entries, unacked, go to ErrFallback:
+// fluentcore_spilled_entries_total{stream="err"}, which FluentcoreErrSpilled keys on, grows.
+// The sink's clock is injected and moves in steps shorter than WriteTimeout while the
+// receiver stalls, as time moves through a real stall between two timeouts.
+func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithReadBuffer(4<<10))
+	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	const writeTimeout = 200 * time.Millisecond
+	core := NewWithClock(fastRetry(Config{
+		Addr: r.Addr(), NoMetrics: true, WriteTimeout: writeTimeout, AckTimeout: writeTimeout,
+		SpillAfter: time.Millisecond, FlushInterval: time.Millisecond, MaxBatchBytes: 16 << 10,
+		CloseTimeout: 100 * time.Millisecond, ErrFallback: io.Discard,
+	}), clk)
+	defer core.Close()
+	logger := zap.New(core)
+	info, errs := map[string]string{"stream": "info"}, map[string]string{"stream": "err"}
+	lastSuccess := func() float64 {
+		return gauge(t, core, "fluentcore_last_send_success_timestamp_seconds", info)
+	}
+	logger.Info("before the stall")
+	if err := core.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lastSuccess(), float64(clk.Now().UnixNano())/1e9; got != want {
+		t.Fatalf("last success %v before the stall, want the clock's %v", got, want)
+	}
+
+	r.Stall()
+	logger.Error("while the receiver reads nothing")
+	st := sinkOf(core).streams[infoStream]
+	pad := strings.Repeat("p", 400)
+	logUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not %s within 30s: %+v", what, core.Stats().Info)
+			}
+			for range 50 {
+				logger.Info("into the stall", zap.String("pad", pad))
+			}
+		}
+	}
+	logUntil("a write timed out", func() bool { return st.sendErrors.Load() > 0 })
+	before := lastSuccess() // the last frame written into the first connection's buffers
+	clk.add(writeTimeout / 4)
+	reconnects, delivered := st.reconnects.Load(), st.delivered.Load()
+	logUntil("frames written into a new connection", func() bool {
+		return st.reconnects.Load() > reconnects && st.delivered.Load() > delivered
+	})
+	clk.add(writeTimeout / 4)
+	reconnects, delivered = st.reconnects.Load(), st.delivered.Load()
+	logUntil("frames written into another new connection", func() bool {
+		return st.reconnects.Load() > reconnects && st.delivered.Load() > delivered
+	})
+	if got := lastSuccess(); got != before {
+		t.Errorf("info last success %v after frames went into fresh connections of a stalled receiver, want %v: "+
+			"writes into a receiver that reads nothing are no progress", got, before)
+	}
+	clk.add(writeTimeout) // the err frame's ack overdue, on the clock
+	waitUntil(t, "the err entry in ErrFallback", func() bool {
+		return gauge(t, core, "fluentcore_spilled_entries_total", errs) == 1
+	})
+
+	r.Resume() // time moves on, past WriteTimeout after the last timeout
+	logUntil("info taken again", func() bool {
+		if lastSuccess() == float64(clk.Now().UnixNano())/1e9 {
+			return true
+		}
+		clk.add(writeTimeout)
+		return false
+	})
+}
+
+// A stream that has never delivered reads "never" on the dashboard, not 57 years: "Last
+// delivery" maps the gauge's 0 to the text, and shows the others as dates (the panel's
+// query is in ms, for Grafana's dateTimeFromNow).
+func TestLastDeliveryPanelShowsNever(t *testing.T) {
+	raw, err := os.ReadFile("dashboards/grafana.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title       string
+			FieldConfig struct {
+				Defaults struct {
+					Unit     string
+					Mappings []struct {
+						Type    string
+						Options map[string]struct{ Text string }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		if p.Title != "Last delivery" {
+			continue
+		}
+		d := p.FieldConfig.Defaults
+		if d.Unit != "dateTimeFromNow" {
+			t.Errorf("Last delivery's unit %q, want dateTimeFromNow", d.Unit)
+		}
+		for _, m := range d.Mappings {
+			if m.Type == "value" && m.Options["0"].Text == "never" {
+				return
+			}
+		}
+		t.Fatalf("Last delivery maps no 0 to \"never\": %+v", d.Mappings)
+	}
+	t.Fatal(`no panel "Last delivery"`)
+}
+
+// The pages' thresholds follow the defaults they are reasoned from (docs/operations.md):
+// FluentcoreReceiverNotAccepting waits out AckTimeout and WriteTimeout, the longest a
+// healthy frame's ack or write may take, and still pages within an 80 s stall (its
+// threshold, its for and a 15 s evaluation fit in it); FluentcoreErrPendingTooOld is
+// past AckTimeout and past SpillAfter plus a hung write's WriteTimeout.
+func TestAlertThresholdsFollowTheDefaults(t *testing.T) {
+	raw, err := os.ReadFile("dashboards/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr, For string }
+		}
+	}
+	if err := yaml.Unmarshal(raw, &rules); err != nil {
+		t.Fatal(err)
+	}
+	// rule returns the threshold after metric's "> " in alert's expression, and its for.
+	rule := func(alert, metric string) (threshold, hold time.Duration) {
+		t.Helper()
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != alert {
+					continue
+				}
+				m := regexp.MustCompile(regexp.QuoteMeta(metric) + `[^>]*>\s*([0-9.]+)`).FindStringSubmatch(r.Expr)
+				if m == nil {
+					t.Fatalf("%s: no threshold on %s in %q", alert, metric, r.Expr)
+				}
+				v, err := strconv.ParseFloat(m[1], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.For != "" {
+					if hold, err = time.ParseDuration(r.For); err != nil {
+						t.Fatalf("%s: for %q: %v", alert, r.For, err)
+					}
+				}
+				return time.Duration(v * float64(time.Second)), hold
+			}
+		}
+		t.Fatalf("no rule %s", alert)
+		return 0, 0
+	}
+	const stall, evaluation = 80 * time.Second, 15 * time.Second
+	th, hold := rule("FluentcoreReceiverNotAccepting", "fluentcore_last_send_success_timestamp_seconds")
+	if th < DefaultAckTimeout || th < DefaultWriteTimeout {
+		t.Errorf("FluentcoreReceiverNotAccepting at %v: within AckTimeout (%v) or WriteTimeout (%v)", th, DefaultAckTimeout, DefaultWriteTimeout)
+	}
+	if th+hold+evaluation >= stall {
+		t.Errorf("FluentcoreReceiverNotAccepting at %v for %v: a %v stall does not page", th, hold, stall)
+	}
+	th, _ = rule("FluentcoreErrPendingTooOld", "fluentcore_oldest_pending_seconds")
+	if th < DefaultAckTimeout || th < DefaultSpillAfter+DefaultWriteTimeout {
+		t.Errorf("FluentcoreErrPendingTooOld at %v: within AckTimeout (%v) or SpillAfter (%v) plus WriteTimeout (%v)",
+			th, DefaultAckTimeout, DefaultSpillAfter, DefaultWriteTimeout)
+	}
+}
+
+// An err entry spilled in a stall whose frame the receiver acknowledged after all is in both
+// places: the err panel of the range shows that count beside spilled, so that spilled is not
+// read as missing at the receiver.
+func TestErrRangePanelCountsDuplicates(t *testing.T) {
+	raw, err := os.ReadFile("dashboards/grafana.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		if !strings.HasPrefix(p.Title, "Err in the range") {
+			continue
+		}
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "fluentcore_duplicated_entries_total") && strings.Contains(tg.Expr, `stream="err"`) {
+				return
+			}
+		}
+		t.Fatalf("%q has no target over fluentcore_duplicated_entries_total: %+v", p.Title, p.Targets)
+	}
+	t.Fatal(`no panel "Err in the range"`)
 }

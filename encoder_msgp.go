@@ -76,6 +76,11 @@ type encoderConfig struct {
 	caller    callerFormat
 	// nameAsIs is true when the logger name is written unchanged (nil or FullNameEncoder).
 	nameAsIs bool
+	// overflowKey (pre-encoded) and overflowMax are where and how much of a tag name past
+	// MaxTags a record carries (see encodedContext.over): TagOverflowKey and MaxTagBytes,
+	// set by resolve.
+	overflowKey []byte
+	overflowMax int
 }
 
 // callerFormat says whether EncodeCaller is one of zap's own, which we format in place.
@@ -177,6 +182,25 @@ type encodedContext struct {
 	// open are the containers (namespaces) still open at the end of buf, outermost first,
 	// with offsets relative to buf; each entry patches their headers in its own copy.
 	open []container
+	// over is the tag name a logger asked for past MaxTags (its Tag option's), and
+	// overName says that name is the entry's logger name (TagFromName): either is written
+	// under TagOverflowKey in the record itself, after every other field, so that a
+	// receiver finds it whatever the encoder config, and one that keeps the last of a
+	// repeated key (fluentd) keeps it over a user's field of that key. Not inherited by
+	// newContext.
+	over     string
+	overName bool
+}
+
+// overflowing returns c with the tag name past MaxTags to write: name, or the entry's
+// logger name if name is "". c may be nil (no fields).
+func (c *encodedContext) overflowing(name string) *encodedContext {
+	o := &encodedContext{}
+	if c != nil {
+		*o = *c
+	}
+	o.over, o.overName = name, name == ""
+	return o
 }
 
 // newContext returns parent's fields followed by fields, pre-encoded. parent may be nil.
@@ -329,6 +353,9 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 		fields[i].AddTo(e)
 	}
 	e.closeTo(0) // namespaces end before the stacktrace, as in zap
+	if ctx != nil && (ctx.over != "" || ctx.overName) {
+		e.appendOverflowName(ctx, ent)
+	}
 	if b.cut {
 		e.end = end // the room kept
 	}
@@ -347,6 +374,23 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 	out := e.buf
 	e.buf = nil
 	return out
+}
+
+// appendOverflowName writes the tag name past MaxTags that ctx carries (see
+// encodedContext.over) under overflowKey (TagOverflowKey), in the record's map; its first
+// overflowMax (MaxTagBytes) bytes, so that a name too long for a tag does not make its
+// entry too large.
+func (e *msgpEncoder) appendOverflowName(ctx *encodedContext, ent *zapcore.Entry) {
+	name := ctx.over
+	if ctx.overName {
+		name = ent.LoggerName
+	}
+	name = name[:min(len(name), e.cfg.overflowMax)]
+	if name != "" && e.room(len(e.cfg.overflowKey)+e.strRoom(name)) {
+		e.buf = append(e.buf, e.cfg.overflowKey...)
+		e.cur.n += 2
+		e.putStr(name)
+	}
 }
 
 // encodeSafely encodes the entry within b and reports false if a marshaler panicked, so a

@@ -12,11 +12,13 @@ import (
 
 // errPolicy is the err stream's: no entry is lost silently. A writer that finds no free
 // batch waits up to ErrMaxWait (while sends fail, only until the sender has moved the queue
-// to the spill); an entry over MaxEntryBytes is truncated; what still cannot be carried is
-// spilled (internal/spill: the durable segments of SpillDir, else ErrFallback) and
-// counted. Batches that have failed for SpillAfter go to the spill too, in order, so
-// that in an outage nothing waits in memory for longer than that. Every write wakes the
-// sender, so err entries do not wait for FlushInterval.
+// to the spill; and never past ErrMaxWait from the start of an attempt the sender is stuck
+// in); an entry over MaxEntryBytes is truncated; what still cannot be carried is spilled
+// (internal/spill: the durable segments of SpillDir, else ErrFallback) and counted.
+// Batches that have failed for SpillAfter go to the spill too, in order, and so do those
+// pending while the sender has waited SpillAfter for an ack, so that in an outage or a
+// stall nothing waits in memory for longer than that. Every write wakes the sender, so err
+// entries do not wait for FlushInterval.
 type errPolicy struct {
 	maxWait    time.Duration      // ErrMaxWait
 	spillAfter time.Duration      // SpillAfter

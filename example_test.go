@@ -72,7 +72,7 @@ func ExampleConfig_Validate() {
 	err := fluentcore.Config{Addr: "http://fluentd:24224", FlushInterval: -time.Second}.Validate()
 	fmt.Println(err)
 	// Output:
-	// fluentcore: address "http://fluentd:24224": scheme must be tcp, tls or unix
+	// fluentcore: address "http://fluentd:24224": scheme must be tcp, tls, unix or srv (tcp://host:port, host:port, tls://host:port, unix:///path, srv://_service._proto.name)
 	// fluentcore: FlushInterval is negative (-1s)
 }
 

@@ -28,7 +28,10 @@ import (
 //   - no info entry is dropped before the bytes buffered reach the degrade policy's high
 //     watermark (and none queue_full before 90 % of the budget);
 //   - the heap grows by no more than the buffer budget (plus slack) during the outage;
-//   - after the receiver is back, every err entry is delivered, in order within the stream.
+//   - after the receiver is back, every err entry is delivered, in order within the stream;
+//   - in a stall, the Error() calls' waits for room add up to ErrMaxWait at most (plus
+//     slack), over the whole stall: the err sender is stuck in one attempt, not failing, and
+//     no caller waits on it past ErrMaxWait from the attempt's start.
 type outageRow struct {
 	name     string
 	ack      bool
@@ -46,6 +49,21 @@ const (
 	outageStall                    // accepts and keeps its connections, reads nothing
 )
 
+// outageFallbackBytes is the room made in the test's ErrFallback for each err entry an
+// outage row logs, before its heap is measured (a line is about 700 bytes): the buffer's
+// growth, which the heap would show twice over while it copies, is the test's, not the
+// client's.
+const outageFallbackBytes = 1024
+
+// outageStallEarly is how much sooner than SpillAfter after the stall began err entries may
+// go to ErrFallback: the frame the receiver did not read may have been written that much
+// before the stall. outageWaitSlack is added to ErrMaxWait, the bound on the Error()
+// calls' waits added up over a stall: a loaded machine may wake a waiting caller late.
+const (
+	outageStallEarly = 250 * time.Millisecond
+	outageWaitSlack  = 500 * time.Millisecond
+)
+
 // outagePad makes an entry about 660 bytes encoded, as in the reproduction.
 var outagePad = strings.Repeat("o", 580)
 
@@ -55,6 +73,7 @@ func outageRows() []outageRow {
 		{name: "receiver down 30 s, info at 2 k/s (5× the info budget)", length: 30 * time.Second, infoRate: 2000, fault: outageDown},
 		{name: "receiver down then up every 1–3 s for 60 s, err 100/s, info 500/s", ack: true, length: 60 * time.Second, errRate: 100, infoRate: 500, fault: outageFlap},
 		{name: "receiver stalls (reads nothing) 30 s, err 100/s, info 500/s", ack: true, length: 30 * time.Second, errRate: 100, infoRate: 500, fault: outageStall},
+		{name: "receiver accepts and never reads 60 s, err 500/s", length: 60 * time.Second, errRate: 500, fault: outageStall},
 	}
 }
 
@@ -88,6 +107,7 @@ type outageLog struct {
 	queueFullSeen      uint64
 	errWaitsWhileRoom  uint64
 	errRoomAtFirstWait float64
+	errWaited          time.Duration // the Error() calls that waited for room, added up
 }
 
 func newOutageLog(core *Core, errRate, infoRate int) *outageLog {
@@ -108,9 +128,13 @@ func (o *outageLog) catchUp(now time.Time) {
 		id := faultID(0, o.nerr)
 		t0 := time.Now()
 		o.logger.Error("outage", zap.Int64("id", id), zap.String("pad", outagePad))
-		o.measure(1, time.Since(t0))
+		took := time.Since(t0)
+		o.measure(1, took)
 		o.w.err = append(o.w.err, id)
 		o.nerr++
+		if o.errSt.waits.Load() != waits {
+			o.errWaited += took
+		}
 		if o.errSt.waits.Load() != waits && fill < 0.9 {
 			o.errWaitsWhileRoom++
 			if o.errRoomAtFirstWait < 0 {
@@ -167,6 +191,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	e.core = New(e.cfg)
 	t.Cleanup(func() { _ = e.core.Close() })
 	e.watchErrors()
+	e.fb.Grow(r.errRate * int(r.length.Seconds()+2) * outageFallbackBytes)
 	st := sinkOf(e.core).streams
 	budget := uint64(st[infoStream].capacity() + st[errStream].capacity())
 	hw := e.core.s.degrade.HighWatermark
@@ -180,6 +205,9 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	e.settle()
 	heldBefore := e.recv.Len()
 	before := testkit.LiveHeap()
+	fbBefore := e.fb.Cap()
+	// What ErrFallback's buffer grew by, if the room made was not enough.
+	fallbackHeap := func() int64 { return int64(e.fb.Cap() - fbBefore) }
 	var maxGrowth int64
 
 	down := func() { mustDo(t, e.recv.SetRefuse(true)); e.recv.CloseConnections() }
@@ -216,9 +244,10 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 			for _, rc := range e.all {
 				held += rc.Len()
 			}
-			// The receiver's entries are in the heap too; only the client's share is bounded.
-			// LastLiveHeap forces no collection, which would stop the callers being measured.
-			maxGrowth = max(maxGrowth, int64(testkit.LastLiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry))
+			// The receiver's entries are in the heap too, and so is what ErrFallback got;
+			// only the client's share is bounded. LastLiveHeap forces no collection,
+			// which would stop the callers being measured.
+			maxGrowth = max(maxGrowth, int64(testkit.LastLiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry)-fallbackHeap())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -226,7 +255,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	for _, rc := range e.all {
 		held += rc.Len()
 	}
-	maxGrowth = max(maxGrowth, int64(testkit.LiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry))
+	maxGrowth = max(maxGrowth, int64(testkit.LiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry)-fallbackHeap())
 	if maxGrowth > int64(budget+faultHeapSlack) {
 		t.Errorf("the heap grew by %d bytes (the receiver's entries aside) during the outage; budget %d + slack %d", maxGrowth, budget, faultHeapSlack)
 	}
@@ -237,8 +266,17 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		e.recv.Resume()
 	}
 
-	if firstFallback >= 0 && firstFallback < DefaultSpillAfter {
+	// In a stall, SpillAfter counts from the oldest frame waiting for its ack, which may have
+	// been written a moment before the receiver stopped reading.
+	early := time.Duration(0)
+	if r.fault == outageStall {
+		early = outageStallEarly
+	}
+	if firstFallback >= 0 && firstFallback < DefaultSpillAfter-early {
 		t.Errorf("err entries went to ErrFallback %v into the outage, before SpillAfter (%v)", firstFallback, DefaultSpillAfter)
+	}
+	if r.fault == outageStall && o.errWaited > DefaultErrMaxWait+outageWaitSlack {
+		t.Errorf("the Error() calls waited %v for room in all during the stall; ErrMaxWait %v (+ %v slack)", o.errWaited, DefaultErrMaxWait, outageWaitSlack)
 	}
 	if bad := e.fb.unordered(); bad != "" {
 		t.Errorf("err entries went to ErrFallback out of order: %s", bad)
@@ -265,7 +303,14 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	final := e.closeAfterOutage()
 	res := checkDelivery(t, e, o.w, final, 0)
 	for _, tag := range []string{"shop.err", "shop.info"} {
-		if bad := outOfOrder(e, tag); bad != "" {
+		// In a stall, the err entries of the frames left waiting for their acks went to
+		// ErrFallback after SpillAfter; the receiver reads those frames when it reads again,
+		// after newer ones on a later connection: duplicates, out of the stream's order.
+		var spilled map[int64]int
+		if tag == "shop.err" && r.fault == outageStall {
+			spilled = e.fb.idSet()
+		}
+		if bad := outOfOrder(e, tag, spilled); bad != "" {
 			t.Errorf("%s entries arrived out of order: %s", tag, bad)
 		}
 	}
@@ -275,8 +320,11 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	if r.fault == outageFlap {
 		did += fmt.Sprintf("; %d flips", flips)
 	}
+	if r.fault == outageStall {
+		did += fmt.Sprintf("; Error() waited %v in all; %d err at the receiver and in ErrFallback both", o.errWaited.Round(time.Microsecond), final.Err.Duplicated)
+	}
 	res.did = describe(final, e.seen, 0, did)
-	t.Logf("%s; heap growth at most %d of budget %d", res.did, maxGrowth, budget)
+	t.Logf("%s; heap growth at most %d of budget %d (ErrFallback held %d bytes in a buffer of %d)", res.did, maxGrowth, budget, e.fb.Len(), e.fb.Cap())
 	return res
 }
 
@@ -297,8 +345,9 @@ func (e *faultEnv) closeAfterOutage() Stats {
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // outOfOrder returns the first pair of the stream's ids that arrived out of order, counting
-// each id where it first arrived (a retried frame may repeat entries), or "".
-func outOfOrder(e *faultEnv, tag string) string {
+// each id where it first arrived (a retried frame may repeat entries) and leaving out the
+// ids in skip, or "".
+func outOfOrder(e *faultEnv, tag string, skip map[int64]int) string {
 	seen := map[int64]bool{}
 	var last int64 = -1
 	for _, rc := range e.all {
@@ -307,7 +356,7 @@ func outOfOrder(e *faultEnv, tag string) string {
 				continue
 			}
 			id, _ := en.Record["id"].(int64)
-			if seen[id] {
+			if seen[id] || skip[id] > 0 {
 				continue
 			}
 			seen[id] = true

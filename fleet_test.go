@@ -307,25 +307,45 @@ func (hangingResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPA
 	return nil, ctx.Err()
 }
 
+// lateResolver answers as res does once release is closed, and until then only when its
+// context ends.
+type lateResolver struct {
+	release chan struct{}
+	res     *tableResolver
+}
+
+func (r lateResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
+	select {
+	case <-r.release:
+		return r.res.LookupIPAddr(ctx, host)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // New waits for a resolver that does not answer at most lookupTimeout (once, for the info
-// stream), and the core then dials the name as configured.
+// stream); the connections then look the name up through the resolver as they dial, and
+// deliver once it answers.
 func TestNewWaitsForTheFirstLookupAtMostASecond(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	r := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
+	late := lateResolver{release: make(chan struct{}), res: newTableResolver()}
+	late.res.set("late.test", "127.0.0.1")
 	start := time.Now()
-	core := New(Config{Addr: "tcp://localhost:" + port, Resolver: hangingResolver{}, Registerer: prometheus.NewRegistry()})
+	core := New(Config{Addr: "tcp://late.test:" + port, Resolver: late, Registerer: prometheus.NewRegistry()})
 	took := time.Since(start)
 	t.Cleanup(func() { _ = core.Close() })
 	if took > lookupTimeout+time.Second { // slack for a loaded machine
 		t.Fatalf("New took %v with a resolver that never answers; the bound is %v", took, lookupTimeout)
 	}
-	zap.New(core).Info("by name")
+	close(late.release)
+	zap.New(core).Info("once the resolver answers")
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitUntil(t, "the entry sent to the name as configured", func() bool { return r.Len() == 1 })
+	testkit.WaitUntil(t, "the entry sent to the address the resolver gave", func() bool { return r.Len() == 1 })
 
 	// Several names are looked up at once, under one deadline: New still waits at most
 	// lookupTimeout, not one per name.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,17 +37,26 @@ type forwarder struct {
 
 	ackWindow // with RequireAck: the frames in flight (forward_acks.go)
 
-	// dialRaw opens the transport connection (TLS runs on top of it). It is given the
-	// address as configured, host name included, so every reconnect resolves it again.
+	// dialRaw opens the transport connection (TLS runs on top of it). It is given an IP
+	// address (or a unix socket's path), never a name: dial.Dial looks names up through
+	// connSettings.resolver first.
 	dialRaw dial.Func
 
 	// The ack token of send's last frame, reused while it is resent.
 	retry ackToken
 
+	// unreadAt is when a write last timed out without acks (the receiver read nothing for
+	// WriteTimeout); zero once frames are taken again. A frame written since then into a
+	// new connection sits in its socket buffers, read or not, so it counts as delivered but
+	// not as progress (lastTaken) until writes still succeed WriteTimeout after the timeout:
+	// into a receiver that reads nothing, a write times out sooner, once the buffers of the
+	// connection are full. The sender's alone.
+	unreadAt time.Time
+
 	connects          atomic.Uint64   // connections opened (and handshaken)
 	server            atomic.Int32    // index of the server connected to; -1 while none
 	deliveredTo       []atomic.Uint64 // entries delivered, by server
-	lastTaken         []atomic.Int64  // unix nanos of the last frame delivered, by server; 0 before the first
+	lastTaken         []atomic.Int64  // unix nanos of the last frame taken (progress), by server; 0 before the first
 	attemptAt         atomic.Int64    // unix nanos when the post under way began (dial and write); 0 if none
 	handshakeFailures atomic.Uint64
 	downSince         atomic.Int64 // unix nanos of the first failure since the last success; 0 if none
@@ -68,8 +78,9 @@ func newForwarder(s connSettings) *forwarder { return newForwarders(s, 1)[0] }
 // weight, so that they spread over the servers by weight from the start), and the
 // addresses of the servers given by host names, which the first lookup finds (here, at
 // most lookupTimeout, when there are to be several connections to count and place; in the
-// background for one, which dials the name until it has the addresses) and the
-// connections then look up again every resolveInterval.
+// background for one) and the connections then look up again every resolveInterval; until
+// a lookup has placed a name's addresses, its connections look the name up as they dial
+// (dial.Dial). Every lookup goes through s.resolver: a name is never handed to the dialer.
 func newForwarders(s connSettings, n int) []*forwarder {
 	h := dial.NewHealth(len(s.endpoints), s.newBackoff)
 	h.Track(s.endpoints, s.resolver, s.resolveInterval, min(s.dialTimeout, lookupTimeout))
@@ -107,7 +118,7 @@ func newForwarders(s connSettings, n int) []*forwarder {
 
 // lookupTimeout bounds New's first lookup of the servers' names (with DialTimeout, if
 // shorter): New does not wait longer than this for a resolver that does not answer, and
-// the connections then dial each name until a lookup gives its addresses.
+// the connections then look each name up as they dial until a lookup places its addresses.
 const lookupTimeout = time.Second
 
 // send writes one frame of n entries and, with RequireAck, waits for its ack: one frame at
@@ -181,6 +192,9 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 		}
 	}
 	if err := werr; err != nil {
+		if chunk == "" && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			f.unreadAt = f.s.clock.Now() // not Close's cancel hook, which moves the deadline too
+		}
 		err = fmt.Errorf("fluentcore: write to %s: %w", ep.Addr, c.cause(err)) // before closing it ourselves
 		return 0, fresh, f.lose(err, true)
 	}
@@ -199,10 +213,18 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 }
 
 // succeeded records the delivery of n entries on c: its server is up, and the stream's
-// failure is over. A receiver that closes after each request is left to do so.
+// failure is over; it is progress (lastTaken) unless a write timed out less than
+// WriteTimeout ago (see unreadAt). A receiver that closes after each request is left to do
+// so.
 func (f *forwarder) succeeded(c *fconn, n int) {
 	f.deliveredTo[c.server].Add(uint64(n))
-	f.lastTaken[c.server].Store(f.s.clock.Now().UnixNano())
+	now := f.s.clock.Now()
+	if !f.unreadAt.IsZero() && now.Sub(f.unreadAt) >= f.s.writeTimeout {
+		f.unreadAt = time.Time{}
+	}
+	if f.unreadAt.IsZero() {
+		f.lastTaken[c.server].Store(now.UnixNano())
+	}
 	f.bal.MarkUp(c.server, c.opened)
 	f.downSince.Store(0)
 	f.setLastError(nil)
@@ -242,6 +264,21 @@ func (f *forwarder) busySince() int64 {
 		return o
 	}
 	return a
+}
+
+// stuckSince returns when the connection's stall began (unix nanos), if a send is under
+// way (busySince): the send's start, or the last frame a server took after it (an ack that
+// came for a later frame: the receiver still answers). 0 if no send is under way. Safe for
+// concurrent use.
+func (f *forwarder) stuckSince() int64 {
+	at := f.busySince()
+	if at == 0 {
+		return 0
+	}
+	for i := range f.lastTaken {
+		at = max(at, f.lastTaken[i].Load())
+	}
+	return at
 }
 
 // fail records a failed attempt and returns err.
@@ -366,7 +403,7 @@ func (f *forwarder) connect(ctx context.Context, i int) (*fconn, error) {
 	ep := &f.s.endpoints[i]
 	target, gen := f.bal.Target(i)
 	dctx, cancel := context.WithTimeout(ctx, f.s.dialTimeout)
-	nc, raw, err := dial.Dial(dctx, f.dialRaw, ep, target)
+	nc, raw, err := dial.Dial(dctx, f.dialRaw, f.s.resolver, ep, target)
 	cancel()
 	if err != nil {
 		return nil, err

@@ -19,7 +19,10 @@ type flight struct {
 	chunk string
 	at    time.Time // when it was written; its ack is due AckTimeout later
 	n     int       // entries
-	b     *batch    // the batch it carries; nil for a frame of the spill's replay
+	b     *batch    // the batch it carries; nil for a frame of the spill's replay, or once spilled
+	// spilled: its batch went to the spill while it waited (detach); its ack, if it comes,
+	// delivers a duplicate of what the spill has.
+	spilled bool
 }
 
 // ackWindow is a connection's frames in flight, with RequireAck: the frames written on the
@@ -76,6 +79,32 @@ func (w *ackWindow) dropFlights() {
 	if w.ackT != nil {
 		w.ackT.Stop()
 	}
+}
+
+// detach appends to dst, oldest first, the batches of the frames in flight that still
+// carry one, each once (a batch's frames are in flight one after another), and leaves
+// those frames in flight without them, marked spilled: the caller hands the batches to
+// the spill, and an ack that comes later finishes nothing.
+func (w *ackWindow) detach(dst []*batch) []*batch {
+	for i := range w.flights {
+		if fl := &w.flights[i]; fl.b != nil {
+			if len(dst) == 0 || dst[len(dst)-1] != fl.b {
+				dst = append(dst, fl.b)
+			}
+			fl.b, fl.spilled = nil, true
+		}
+	}
+	return dst
+}
+
+// carriesBatches reports whether a frame in flight still carries its batch (see detach).
+func (w *ackWindow) carriesBatches() bool {
+	for i := range w.flights {
+		if w.flights[i].b != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // takeUnacked appends to dst, oldest first, the batches whose frames will not be acked on

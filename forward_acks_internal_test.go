@@ -64,6 +64,10 @@ func TestAcksPerStream(t *testing.T) {
 		{"RequireAck, Info.Acks off", Config{RequireAck: true, Info: StreamConfig{Acks: AcksOff}}, false, true},
 		{"Info.Acks on", Config{Info: StreamConfig{Acks: AcksOn}}, true, true},
 		{"RequireAck, Err.Acks off", Config{RequireAck: true, Err: StreamConfig{Acks: AcksOff}}, true, false},
+		{"unix socket", Config{Addr: "unix:///run/fluentd.sock"}, false, false},
+		{"unix socket, Err.Acks on", Config{Addr: "unix:///run/fluentd.sock", Err: StreamConfig{Acks: AcksOn}}, false, true},
+		{"unix socket, RequireAck", Config{Addr: "unix:///run/fluentd.sock", RequireAck: true}, true, false},
+		{"a unix socket and a tcp server", Config{Servers: []Server{{Addr: "unix:///run/fluentd.sock"}, {Addr: "tcp://127.0.0.1:24224"}}}, false, true},
 	} {
 		s := settingsFor(tc.cfg)
 		if got := s.connFor(infoStream).requireAck; got != tc.infoAck {

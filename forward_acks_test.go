@@ -49,13 +49,13 @@ func TestAckFaultsResendTheBatch(t *testing.T) {
 	}
 }
 
-// fluentd's in_unix never acks. With acks on a unix socket (the err stream's default) every
-// frame times out; the error says why, and what to set, instead of only that the ack is
-// missing.
+// fluentd's in_unix never acks. With acks asked for on a unix socket every frame times out;
+// the error says why, and what to set, instead of only that the ack is missing.
 func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
 	r.SetAckFault(forwardtest.AckWithhold)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
+		c.Err.Acks = fluentcore.AcksOn
 		c.AckTimeout = 100 * time.Millisecond
 		c.SyncTimeout = 2 * time.Second
 		c.CloseTimeout = 200 * time.Millisecond
@@ -65,6 +65,38 @@ func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	err := core.Sync()
 	if err == nil || !strings.Contains(err.Error(), "in_unix never sends acks") || !strings.Contains(err.Error(), "Err.Acks to AcksOff") {
 		t.Fatalf("Sync: %v", err)
+	}
+}
+
+// With the default config, a unix socket that never acks (fluentd's in_unix) gets every err
+// entry once: the err stream asks no acks of a unix:// receiver, so Sync returns as soon as
+// the frames are written, and nothing is sent again or written to ErrFallback.
+func TestUnixSocketThatNeverAcksGetsEachErrEntryOnceByDefault(t *testing.T) {
+	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
+	r.SetAckFault(forwardtest.AckWithhold)
+	fallback := new(testkit.Lines)
+	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), NoMetrics: true, ErrFallback: fallback})
+	const n = 200
+	logErrs(core, 0, n)
+	start := time.Now()
+	if err := core.Sync(); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	// Well under the default AckTimeout (30 s) and SyncTimeout (5 s): Sync waited for no ack.
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Sync took %v against a receiver that never acks", took)
+	}
+	if err := core.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if dup := checkAll(t, n, r); dup != 0 {
+		t.Errorf("%d err entries arrived twice", dup)
+	}
+	if lines := fallback.Count(); lines != 0 {
+		t.Errorf("%d lines in ErrFallback, want none: every entry was delivered", lines)
+	}
+	if st := core.Stats().Err; st.Delivered != n || st.Spilled != 0 {
+		t.Errorf("err delivered %d, spilled %d; want %d, 0", st.Delivered, st.Spilled, n)
 	}
 }
 

@@ -12,17 +12,24 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/dial"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 )
 
-// Every reconnect hands the dialer the host name as configured, never an address cached
-// from an earlier lookup, so a name that moves is followed (Go resolves on every dial).
-func TestReconnectResolvesTheNameAgain(t *testing.T) {
-	r := forwardtest.NewReceiver(t)
-	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
-	f := newForwarder(settingsFor(Config{Addr: "localhost:" + port, RequireAck: true}).connFor(infoStream))
+// A name's address comes from Config.Resolver, never from the dialer: the transport is
+// handed the address the Resolver gave. When a name with one address moves (its receiver
+// gone from the old address, the name giving a new one), the failed connection asks for a
+// lookup, and the reconnect dials the new address.
+func TestReconnectFollowsANameThatMoves(t *testing.T) {
+	port, rs := loopbackFleet(t, 2)
+	res := newTableResolver()
+	res.set("moving.test", "127.0.0.1")
+	s := settingsFor(Config{Addr: "moving.test:" + port, RequireAck: true, Resolver: res})
+	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
+	s.setClock(clock)
+	f := newForwarder(s.connFor(infoStream))
 	defer f.close()
 	var mu sync.Mutex
 	var dialed []string
@@ -33,33 +40,46 @@ func TestReconnectResolvesTheNameAgain(t *testing.T) {
 	})
 	entries := testkit.Entries(1, "x")
 	ctx := context.Background()
-	for round := range 3 {
-		deadline := time.Now().Add(5 * time.Second)
+	send := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
 		for {
 			_, _, err := f.send(ctx, "t", entries, 1)
 			if err == nil {
-				break
+				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: %v", round, err)
+				t.Fatalf("%s: %v", what, err)
 			}
+			clock.add(dial.MinLookupGap) // a lookup, if a failure asked for one, and the server due again
 		}
-		r.CloseConnections()
+	}
+	send("to the first address")
+	if _, err := rs[0].WaitForEntries(1, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res.set("moving.test", "127.0.0.2")
+	if err := rs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	send("to the address the name moved to")
+	if _, err := rs[1].WaitForEntries(1, 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(dialed) < 3 {
-		t.Fatalf("dialed %v, want a dial per round", dialed)
-	}
 	for _, a := range dialed {
-		if a != "localhost:"+port {
-			t.Fatalf("dialed %q, want the name localhost:%s every time", a, port)
+		if a != "127.0.0.1:"+port && a != "127.0.0.2:"+port {
+			t.Fatalf("dialed %q, want only the addresses the Resolver gave (dialed %v)", a, dialed)
 		}
+	}
+	if dialed[len(dialed)-1] != "127.0.0.2:"+port {
+		t.Fatalf("dialed %v, want the new address last", dialed)
 	}
 }
 
 func TestDialTimeout(t *testing.T) {
-	f := newForwarder(settingsFor(Config{Addr: "fluentd.invalid:24224", DialTimeout: 50 * time.Millisecond}).connFor(infoStream))
+	f := newForwarder(settingsFor(Config{Addr: "192.0.2.1:24224", DialTimeout: 50 * time.Millisecond}).connFor(infoStream))
 	defer f.close()
 	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
 		<-ctx.Done() // a peer that never answers

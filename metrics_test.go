@@ -3,7 +3,9 @@ package fluentcore
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +84,9 @@ fluentcore_spilled_entries_total{stream="err"} 0
 # HELP fluentcore_replayed_entries_total Spilled entries delivered from the durable spill (already counted as spilled).
 # TYPE fluentcore_replayed_entries_total counter
 fluentcore_replayed_entries_total{stream="err"} 0
+# HELP fluentcore_duplicated_entries_total Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback).
+# TYPE fluentcore_duplicated_entries_total counter
+fluentcore_duplicated_entries_total{stream="err"} 0
 # HELP fluentcore_spill_bytes Bytes of the durable spill's segment files.
 # TYPE fluentcore_spill_bytes gauge
 fluentcore_spill_bytes{stream="err"} 0
@@ -90,7 +95,7 @@ fluentcore_spill_bytes{stream="err"} 0
 fluentcore_spill_corrupt_segments_total{stream="err"} 0
 `
 	if err := testutil.CollectAndCompare(core.metrics, strings.NewReader(want),
-		"fluentcore_spilled_entries_total", "fluentcore_replayed_entries_total",
+		"fluentcore_spilled_entries_total", "fluentcore_replayed_entries_total", "fluentcore_duplicated_entries_total",
 		"fluentcore_spill_bytes", "fluentcore_spill_corrupt_segments_total"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +103,7 @@ fluentcore_spill_corrupt_segments_total{stream="err"} 0
 
 // Cores joining and leaving the metrics on one Registerer at once, as reloads racing each
 // other would: every join succeeds, no scrape fails, and once the last core has left
-// nothing is registered. While one core stays throughout, they all join its collector and
+// nothing is exported. While one core stays throughout, they all join its collector and
 // the counters, summed over every core that has been in it, never go backwards.
 func TestMetricsSharedByCoresComingAndGoing(t *testing.T) {
 	const goroutines, rounds = 8, 50
@@ -518,5 +523,265 @@ fluentcore_capacity_entries_per_second{stream="info"} 0
 		if now := float64(time.Now().UnixNano()) / 1e9; v <= now-60 || v > now {
 			t.Errorf("last_send_success_timestamp_seconds{%s} = %v, want the Unix time of its delivery, just before %v", stream, v, now)
 		}
+	}
+}
+
+// series returns the value of the series of the metric name in g whose labels are exactly
+// labels (a counter's or a gauge's), and whether there is one.
+func series(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; !ok || want != lp.GetValue() {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// Every label name the metrics set themselves is refused in ConstLabels, by name, "tag"
+// (the logger tags' series) included: with it, none of the series could be made. New with
+// it still gives a working core whose Sync reports Validate's error, and registers nothing.
+func TestValidateRefusesEveryMetricsLabelName(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	names := append([]string{"tag"}, metricLabelNames[:]...)
+	for _, name := range names {
+		cfg := Config{Addr: r.Addr(), ConstLabels: prometheus.Labels{name: "x", "core": "a"}}
+		err := cfg.Validate()
+		if want := fmt.Sprintf("ConstLabels %q", name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ConstLabels {%s: x}: Validate() = %v, want an error naming %s", name, err, want)
+			continue
+		}
+		reg := prometheus.NewPedanticRegistry()
+		cfg.Registerer = reg
+		core := New(cfg)
+		zap.New(core).Info("still logged")
+		if serr := core.Sync(); serr == nil || serr.Error() != err.Error() {
+			t.Errorf("ConstLabels {%s: x}: Sync() = %v, want Validate's %v", name, serr, err)
+		}
+		if n, gerr := testutil.GatherAndCount(reg); gerr != nil || n != 0 {
+			t.Errorf("ConstLabels {%s: x}: %d series registered, %v", name, n, gerr)
+		}
+		if d := core.Stats().Info.Delivered; d != 1 {
+			t.Errorf("ConstLabels {%s: x}: %d delivered, want the core to work all the same", name, d)
+		}
+		core.Close()
+	}
+}
+
+// Cores with different ConstLabels names on one registry all export, each its own series,
+// with its labels and no other: none, {core}, {core, team}. A reload of one of them (closed,
+// then made again with the same labels) continues its counters, and leaves the others'
+// alone. Once every core is closed, nothing is exported.
+func TestCoresWithDifferentConstLabelNamesAllExport(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewPedanticRegistry()
+	newCore := func(labels prometheus.Labels) *Core {
+		core := New(Config{Addr: r.Addr(), Registerer: reg, ConstLabels: labels, FlushInterval: 10 * time.Millisecond})
+		if err := core.Sync(); err != nil {
+			t.Fatalf("%v: %v", labels, err)
+		}
+		return core
+	}
+	logged := func(core *Core, n int) {
+		for i := range n {
+			zap.New(core).Info("counted", zap.Int("i", i))
+		}
+		if err := core.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infoOf := func(labels prometheus.Labels) map[string]string {
+		m := map[string]string{"stream": "info"}
+		maps.Copy(m, labels)
+		return m
+	}
+	check := func(when string, want map[*prometheus.Labels]float64) {
+		t.Helper()
+		for labels, n := range want {
+			got, ok := series(t, reg, "fluentcore_delivered_entries_total", infoOf(*labels))
+			if !ok || got != n {
+				t.Errorf("%s: delivered%v = %v (found %v), want %v", when, infoOf(*labels), got, ok, n)
+			}
+		}
+		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			t.Errorf("%s: lint: %v %v", when, err, problems)
+		}
+	}
+	none, b, c := prometheus.Labels{}, prometheus.Labels{"core": "b"}, prometheus.Labels{"core": "c", "team": "shop"}
+
+	coreA := newCore(nil)
+	coreB := newCore(b)
+	logged(coreA, 2)
+	logged(coreB, 3)
+	check("two cores", map[*prometheus.Labels]float64{&none: 2, &b: 3})
+
+	coreC := newCore(c)
+	logged(coreC, 4)
+	check("three cores", map[*prometheus.Labels]float64{&none: 2, &b: 3, &c: 4})
+	if n, err := testutil.GatherAndCount(reg, "fluentcore_dropped_entries_total"); err != nil || n != 3*(7+3) {
+		t.Errorf("dropped series: %d, %v; want every reason of both streams for each of the 3 cores", n, err)
+	}
+
+	if err := coreB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	coreB = newCore(b)
+	logged(coreB, 1)
+	check("core b reloaded", map[*prometheus.Labels]float64{&none: 2, &b: 4, &c: 4})
+
+	for _, core := range []*Core{coreA, coreB, coreC} {
+		if err := core.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("%d series once every core is closed, %v", n, err)
+	}
+}
+
+// A reload's old core, closed, still counts what it is handed, and the shared series have
+// it: 50 info entries logged through its logger after Close are dropped as closed, in its
+// Stats and in the registry's dropped counter; 5 err entries go to its ErrFallback, counted
+// as spilled in both.
+func TestClosedCoreDropsCountInSharedMetrics(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewPedanticRegistry()
+	cfg := Config{Addr: r.Addr(), Registerer: reg, ErrFallback: io.Discard}
+	old := New(cfg)
+	cur := New(cfg)
+	defer cur.Close()
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logger := zap.New(old)
+	for i := range 50 {
+		logger.Info("after close", zap.Int("i", i))
+	}
+	for i := range 5 {
+		logger.Error("after close", zap.Int("i", i))
+	}
+	st := old.Stats()
+	if st.Info.Dropped["closed"] != 50 || st.Err.Spilled != 5 {
+		t.Fatalf("the closed core's Stats: closed %d, err spilled %d; want 50, 5", st.Info.Dropped["closed"], st.Err.Spilled)
+	}
+	if v, _ := series(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "closed"}); v != 50 {
+		t.Errorf("dropped{info, closed} = %v in the shared series, want the closed core's 50", v)
+	}
+	if v, _ := series(t, reg, "fluentcore_spilled_entries_total", map[string]string{"stream": "err"}); v != 5 {
+		t.Errorf("spilled{err} = %v in the shared series, want the closed core's 5", v)
+	}
+	if v, _ := series(t, reg, "fluentcore_entries_total", map[string]string{"stream": "info"}); v != 50 {
+		t.Errorf("entries{info} = %v in the shared series, want 50", v)
+	}
+}
+
+// closedAndDropped makes a core on reg, logs 3 info entries, closes it and logs 2 more
+// (dropped as closed), and returns its collector; nothing of the core itself stays
+// reachable once it returns.
+func closedAndDropped(t *testing.T, addr string, reg prometheus.Registerer) *metrics {
+	core := New(Config{Addr: addr, Registerer: reg})
+	logger := zap.New(core)
+	for range 3 {
+		logger.Info("delivered")
+	}
+	if err := core.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logger.Info("dropped")
+	logger.Info("dropped")
+	return core.metrics
+}
+
+// A closed core that nothing reaches any more is let go by the shared collector (it holds
+// none of its buffers), and its counts stay in the series, as they were at its last.
+func TestUnreachableClosedCoreIsReleased(t *testing.T) {
+	r := forwardtest.NewReceiver(t)
+	reg := prometheus.NewPedanticRegistry()
+	cur := New(Config{Addr: r.Addr(), Registerer: reg})
+	defer cur.Close()
+	m := closedAndDropped(t, r.Addr(), reg)
+	if m != cur.metrics {
+		t.Fatal("the two cores are not in one collector")
+	}
+	waitUntil(t, "the closed core is released", func() bool {
+		runtime.GC()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.closed) == 0
+	})
+	info := map[string]string{"stream": "info"}
+	if v, _ := series(t, reg, "fluentcore_delivered_entries_total", info); v != 3 {
+		t.Errorf("delivered{info} = %v after the release, want the closed core's 3", v)
+	}
+	if v, _ := series(t, reg, "fluentcore_dropped_entries_total", map[string]string{"stream": "info", "reason": "closed"}); v != 2 {
+		t.Errorf("dropped{info, closed} = %v after the release, want the closed core's 2", v)
+	}
+}
+
+// The hub is found through a wrapped Registerer too, each core wrapping the registry anew
+// with the same labels; a ConstLabels value "" is no label, as Prometheus reads it, so
+// {core: ""} shares the series of no ConstLabels rather than exporting their duplicates;
+// and the metric names stay claimed on the registry: another collector of one of them is
+// refused, as it would be by checked metrics.
+func TestMetricsHubOnAWrappedRegistererAndEmptyLabelValues(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	pod := prometheus.Labels{"pod": "p1"}
+	one := func() Stats { return Stats{Info: StreamStats{Entries: 1}} }
+	join := func(labels prometheus.Labels) (*metrics, *metricsMember) {
+		m, mem, err := joinMetrics(prometheus.WrapRegistererWith(pod, reg), labels)
+		if err != nil {
+			t.Fatalf("%v: %v", labels, err)
+		}
+		m.start(mem, one)
+		return m, mem
+	}
+	m1, mem1 := join(nil)
+	m2, mem2 := join(prometheus.Labels{"core": ""})
+	m3, mem3 := join(prometheus.Labels{"core": "b"})
+	if m1 != m2 || m1 == m3 {
+		t.Fatalf("groups: none %p, core=\"\" %p, core=b %p; want the first two one group", m1, m2, m3)
+	}
+	for labels, want := range map[*map[string]string]float64{
+		{"pod": "p1", "stream": "info"}:              2,
+		{"pod": "p1", "core": "b", "stream": "info"}: 1,
+	} {
+		if v, ok := series(t, reg, "fluentcore_entries_total", *labels); !ok || v != want {
+			t.Errorf("entries%v = %v (found %v), want %v", *labels, v, ok, want)
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg, "fluentcore_entries_total"); err != nil || n != 4 {
+		t.Errorf("%d entries series, %v; want 2 streams of 2 groups", n, err)
+	}
+	err := reg.Register(prometheus.NewCounter(prometheus.CounterOpts{Name: "fluentcore_entries_total", Help: "not ours"}))
+	if err == nil {
+		t.Error("another collector of fluentcore_entries_total was registered beside the metrics")
+	}
+	for _, left := range []struct {
+		m   *metrics
+		mem *metricsMember
+	}{{m1, mem1}, {m2, mem2}, {m3, mem3}} {
+		left.m.leave(left.mem)
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("%d series once every core left, %v", n, err)
 	}
 }

@@ -156,7 +156,22 @@ func resolve(cfg Config) (*settings, error) {
 	c := &s.conn
 
 	c.resolveSecrets(&cfg, &errs)
+	for _, f := range []struct {
+		name   string
+		secret Secret
+	}{{"SharedKey", cfg.SharedKey}, {"Password", cfg.Password}} {
+		if f.secret.Reveal() == redactedSecret { // set in code, or read from its file
+			err := fmt.Errorf("fluentcore: %s: %w", f.name, errRedactedSecret)
+			errs = append(errs, err)
+			c.addrErr = cmp.Or(c.addrErr, err)
+		}
+	}
 	c.resolveServers(cfg, &errs)
+	if cfg.Err.Acks == AcksDefault && onlyUnix(c.endpoints) {
+		// fluentd's in_unix never acks: on a unix socket the err stream asks for acks only
+		// when Err.Acks says so.
+		s.acks[errStream] = false
+	}
 	switch cfg.Compression {
 	case "":
 	case wire.Gzip:
@@ -179,11 +194,12 @@ func resolve(cfg Config) (*settings, error) {
 	batch := orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
 	b := &s.stream
 	b.batchBytes = batch
-	switch {
-	case cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit:
+	// Each checked on its own, so that every one that is wrong is named.
+	if cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit {
 		bad("MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
 		b.batchBytes = DefaultMaxBatchBytes
-	case cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch:
+	}
+	if cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch {
 		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
 	}
 	b.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
@@ -213,31 +229,39 @@ func resolve(cfg Config) (*settings, error) {
 		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
 	}
 
-	// Durations: a negative one, or one under MinInterval, is reported and means the default.
-	interval := func(name string, v, def time.Duration) time.Duration {
+	// Durations: a negative one, or one under MinInterval, is reported and means the
+	// default; one over its ceiling (most, a documented constant) is reported and means the
+	// ceiling.
+	interval := func(name string, v, def, most time.Duration) time.Duration {
 		switch {
 		case v < 0:
 			bad("%s is negative (%v)", name, v)
 		case v > 0 && v < MinInterval:
 			bad("%s %v is under the minimum of %v (MinInterval): a duration is written with its unit, such as 500ms", name, v, MinInterval)
+		case v > most:
+			bad("%s %v is over its maximum of %v", name, v, most)
+			return most
 		default:
 			return orDefault(v, def)
 		}
 		return def
 	}
-	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval)
+	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval, MaxInterval)
 	s.stream.flushInterval = s.flushInterval
-	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait)
-	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout)
-	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout)
-	c.dialTimeout = interval("DialTimeout", cfg.DialTimeout, DefaultDialTimeout)
-	c.handshakeTimeout = interval("HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout)
-	c.writeTimeout = interval("WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout)
-	c.ackTimeout = interval("AckTimeout", cfg.AckTimeout, DefaultAckTimeout)
-	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin)
-	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax), c.retryMin)
-	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter)
-	c.resolveInterval = interval("ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval)
+	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait, MaxErrMaxWait)
+	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout, MaxTimeout)
+	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout, MaxTimeout)
+	c.dialTimeout = interval("DialTimeout", cfg.DialTimeout, DefaultDialTimeout, MaxTimeout)
+	c.handshakeTimeout = interval("HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout, MaxTimeout)
+	c.writeTimeout = interval("WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout, MaxTimeout)
+	c.ackTimeout = interval("AckTimeout", cfg.AckTimeout, DefaultAckTimeout, MaxTimeout)
+	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin, MaxInterval)
+	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax, MaxInterval), c.retryMin)
+	if cfg.RetryMin > 0 && cfg.RetryMax > 0 && cfg.RetryMin > cfg.RetryMax {
+		bad("RetryMin %v is above RetryMax %v", cfg.RetryMin, cfg.RetryMax)
+	}
+	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter, MaxInterval)
+	c.resolveInterval = interval("ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval, MaxInterval)
 	c.resolver = cfg.Resolver
 	if c.resolver == nil {
 		c.resolver = net.DefaultResolver
@@ -251,9 +275,9 @@ func resolve(cfg Config) (*settings, error) {
 		}
 	}
 	dg, def := &s.degrade, DegradeConfig{}.withDefaults()
-	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold)
-	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval)
-	dg.DisconnectedAfter = interval("Degrade.DisconnectedAfter", cfg.Degrade.DisconnectedAfter, 0)
+	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold, MaxInterval)
+	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval, MaxInterval)
+	dg.DisconnectedAfter = interval("Degrade.DisconnectedAfter", cfg.Degrade.DisconnectedAfter, 0, MaxInterval)
 	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
 		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch)
 	}
@@ -291,11 +315,10 @@ func resolve(cfg Config) (*settings, error) {
 		s.registerer, s.constLabels = nil, nil
 	}
 
-	if cfg.Tag == "" {
-		cfg.Tag = DefaultTag
-	}
+	terrs := resolveStreamTags(&cfg)
+	errs = append(errs, terrs...)
 	s.tags = streamTags(&cfg)
-	var terrs []error
+	errs = append(errs, capStreamTags(&s.tags)...)
 	s.tagTemplate, s.maxTags, terrs = resolveTags(&cfg)
 	errs = append(errs, terrs...)
 	s.tagBase, s.tagFromName = cfg.Tag, cfg.TagFromName
@@ -305,6 +328,7 @@ func resolve(cfg Config) (*settings, error) {
 		ec.TimeKey = ""
 	}
 	b.enc = newEncoderConfig(ec)
+	b.enc.overflowKey, b.enc.overflowMax = appendStr(nil, TagOverflowKey), MaxTagBytes
 	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = b.enc, b.batchBytes, b.entryBytes
 	s.setClock(zapcore.DefaultClock)
 	return s, errors.Join(errs...)
@@ -408,6 +432,16 @@ func (f TLSFiles) apply(base *tls.Config) (*tls.Config, error) {
 	return tc, nil
 }
 
+// onlyUnix reports whether every endpoint is a unix socket (none is a network address).
+func onlyUnix(eps []dial.Endpoint) bool {
+	for _, ep := range eps {
+		if ep.Network != "unix" {
+			return false
+		}
+	}
+	return len(eps) > 0
+}
+
 // resolveServers parses Addr or Servers into endpoints. Every problem is added to errs; the
 // first is also addrErr, which every send then reports.
 func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
@@ -465,8 +499,8 @@ func checkConstLabels(labels prometheus.Labels) []error {
 	for _, name := range slices.Sorted(maps.Keys(labels)) {
 		bad := func(why string) { errs = append(errs, fmt.Errorf("fluentcore: ConstLabels %q: %s", name, why)) }
 		switch {
-		case name == labelStream || name == labelReason || name == labelServer || name == labelBucket:
-			bad("the metrics set this label themselves")
+		case slices.Contains(metricLabelNames[:], name):
+			bad(fmt.Sprintf("the metrics set this label themselves (%s are theirs)", strings.Join(metricLabelNames[:], ", ")))
 		case !model.LegacyValidation.IsValidLabelName(name):
 			bad("not a Prometheus label name (letters, digits and _, not starting with a digit)")
 		case strings.HasPrefix(name, "__"):

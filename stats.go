@@ -39,18 +39,6 @@ func backpressure(r dropReason) bool {
 // String returns the reason's label value.
 func (r dropReason) String() string { return dropReasonNames[r] }
 
-// The label names the metrics set themselves (metrics.go): the stream on every series, the
-// reason on the drops, the server on the servers' series, and client_golang's bucket bound
-// on the send-duration histogram. A constant label of the same name would make the series
-// unregistrable (the histogram's would panic), so resolve refuses them in ConstLabels.
-const (
-	labelStream = "stream"
-	labelReason = "reason"
-	labelServer = "server"
-	labelTag    = "tag"
-	labelBucket = "le"
-)
-
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
 // point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after
 // Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
@@ -65,7 +53,9 @@ type StreamStats struct {
 	// dropped before encoding.
 	Entries uint64
 	// Delivered counts entries the receiver has: acknowledged, on a stream that asks for acks
-	// (the err stream by default; see StreamConfig.Acks), else written to the connection.
+	// (the err stream by default; see StreamConfig.Acks), else written to the connection —
+	// into its socket buffers, which a receiver that stopped reading does not empty (see
+	// ServerStats.LastDelivery for what counts as the receiver taking them).
 	Delivered uint64
 	// Truncated counts err entries larger than MaxEntryBytes that were cut down to fit (their
 	// largest values shortened and marked); they are also counted where they went
@@ -85,6 +75,13 @@ type StreamStats struct {
 	// Replayed counts entries delivered from the durable spill (err only). They are not
 	// counted in Delivered again.
 	Replayed uint64
+	// Duplicated counts err entries the receiver acknowledged after they had gone to the
+	// spill: their frame waited for its ack while the connection was stuck for SpillAfter
+	// (or the err buffers were full), so they were spilled, and the ack came later. They are
+	// counted as Spilled, not Delivered, and are at the receiver twice over: once from the
+	// frame, once more if the durable spill replays them (or in ErrFallback's output).
+	// Outside the sum of Entries.
+	Duplicated uint64
 	// Dropped counts dropped entries by reason: degraded, sampled, queue_full, too_large,
 	// closed, encode_error, shutdown, spill_failed, spill_full. Every reason is present,
 	// zero or not.
@@ -193,8 +190,12 @@ type ServerStats struct {
 	Delivered uint64
 	// LastDelivery is when it last took a frame of the stream (written, or acknowledged
 	// with RequireAck; a frame of the spill's replay too), on the sink's clock; the zero
-	// time before the first. An idle stream's grows old too: it says a server is not
-	// taking entries only while some are pending.
+	// time before the first. Without acks, once a write has timed out (the receiver read
+	// nothing for WriteTimeout), the frames then written into new connections are counted
+	// in Delivered but move LastDelivery only once writes still succeed WriteTimeout after
+	// the last timeout: into a receiver that reads nothing, a write times out sooner, once
+	// the socket buffers are full. An idle stream's grows old too: it says a server is not taking
+	// entries only while some are pending.
 	LastDelivery time.Time
 }
 

@@ -134,11 +134,11 @@ type stream struct {
 	deliveredBytes                                 atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
 	waits                                          atomic.Uint64 // err writes that found no room and waited
 	waitsOut                                       atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
-	attemptSince                                   atomic.Int64  // unix nanos when the attempt under way began (post, a replayed frame), 0 if none: read on the err stream, which has one sender
 	busy                                           atomic.Int32  // senders holding a batch (deliver)
 	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
 	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
 	replayed                                       atomic.Uint64 // delivered from the durable spill
+	duplicated                                     atomic.Uint64 // acked after their batch was spilled (stuckSpill)
 	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
 	sendDuration                                   prometheus.Observer // this stream's histogram
 
@@ -383,6 +383,7 @@ func (s *stream) stats() StreamStats {
 		Delivered:     s.delivered.Load(),
 		Spilled:       s.spilled.Load(),
 		Replayed:      s.replayed.Load(),
+		Duplicated:    s.duplicated.Load(),
 		BufferedBytes: s.buffered(),
 		CapacityBytes: s.capacity(),
 		SentBatches:   s.sentBatches.Load(),

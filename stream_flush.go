@@ -14,13 +14,14 @@ import "time"
 // batches itself once it is idle again (sealAfterSend). Full batches, Sync, Close and a
 // DPanic/Panic/Fatal seal at any time. The err stream keeps sealing while failing with a
 // durable spill, and without one once sends have failed for SpillAfter: its sealed batches
-// go to the spill, which frees them, and an entry there survives a crash.
+// go to the spill, which frees them, and an entry there survives a crash; so it does while
+// its sender has been stuck in one attempt for SpillAfter (stuckPast), failing or not.
 func (s *stream) flushTick(now time.Time) {
 	if s.contended.Load() {
 		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
 	}
 	failing := s.failing()
-	if failing && s.policy.sealsWhileFailing(s.disconnectedFor(now)) {
+	if failing && s.policy.sealsWhileFailing(s.disconnectedFor(now)) || s.stuckPast(now) {
 		s.flush()
 		return
 	}
@@ -29,6 +30,17 @@ func (s *stream) flushTick(now time.Time) {
 		return
 	}
 	s.flush()
+}
+
+// stuckPast reports whether, at now, the err stream's sender has been stuck in one attempt
+// (stuckSince) for SpillAfter: its pending batches go to the spill (stuckSpill), and so do
+// those sealed while it lasts. Always false on the info stream.
+func (s *stream) stuckPast(now time.Time) bool {
+	if s.errSpill == nil {
+		return false
+	}
+	at := s.stuckSince()
+	return at != 0 && now.Sub(time.Unix(0, at)) >= s.errSpill.spillAfter
 }
 
 // sealAfterSend is the sender's side of flushTick: a flush the tick skipped while the sender

@@ -28,6 +28,8 @@ type sender struct {
 	// may come after the write (an ack), so both outlive one call to deliver.
 	failingSince time.Time
 	owed         bool
+	// stuckT is the timer of stuckSpill's deadline (nil until the first).
+	stuckT *time.Timer
 }
 
 // run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
@@ -57,6 +59,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 			continue
 		}
 		acks, dead, due := snd.fwd.ackEvents() // nil while no frame is in flight
+		_, stuck, _ := s.stuckSpill(snd)
 		select {
 		case b := <-s.queue:
 			snd.out = append(snd.out, b)
@@ -78,6 +81,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 			}
 		case done := <-evacuate:
 			s.evacuate(snd, done)
+		case <-stuck: // stuckSpill is due
 		case <-spillKick:
 		case <-ctx.Done():
 			return
@@ -137,7 +141,9 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 			}
 		}
 		if s.post(ctx, snd) {
-			snd.out = snd.out[:copy(snd.out, snd.out[1:])]
+			if len(snd.out) > 0 { // else post moved them to the spill (stuckSpill)
+				snd.out = snd.out[:copy(snd.out, snd.out[1:])]
+			}
 			continue
 		}
 		if ctx.Err() != nil {
@@ -178,7 +184,9 @@ func (snd *sender) recovered() {
 // the batch is then delivered; with them it is when the ack of its last frame comes
 // (acked). It reports false when the connection failed (the frames that were in flight on
 // it are back in snd.out, ahead of the batch, which appears there once) or ctx was
-// cancelled.
+// cancelled. On the err stream, while the connection is stuck (stuckSpill), it writes
+// nothing more: snd.out goes to the spill instead, with the batches of the frames in
+// flight, and it reports true with snd.out empty.
 func (s *stream) post(ctx context.Context, snd *sender) bool {
 	b := snd.out[0]
 	s.regroup(b)
@@ -192,9 +200,15 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 				return false
 			}
 			if !snd.fwd.full() {
+				if spilled, _, _ := s.stuckSpill(snd); spilled {
+					return true
+				}
 				break
 			}
-			fl, err := snd.fwd.awaitAck(ctx)
+			fl, err, spilled := s.awaitAck(ctx, snd)
+			if spilled {
+				return true
+			}
 			if !s.acked(snd, fl, err) {
 				return false
 			}
@@ -205,9 +219,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 			chunk = b.token(i)
 		}
 		start = s.clock.Now()
-		s.attemptSince.Store(start.UnixNano())
 		size, fresh, err := snd.fwd.post(ctx, s.tagOf(tag), entries, n, chunk, b)
-		s.attemptSince.Store(0)
 		if !s.countSend(snd, fresh, size, err) {
 			if ctx.Err() == nil {
 				snd.failed(start)
@@ -274,6 +286,8 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 		if b.allSent() {
 			s.finish(b)
 		}
+	} else if fl.spilled {
+		s.duplicated.Add(uint64(fl.n)) // in the spill too (stuckSpill): counted there
 	}
 	if fl.chunk != "" {
 		snd.recovered()
@@ -285,13 +299,62 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 // snd.out. It reports false if ctx was cancelled first.
 func (s *stream) settle(ctx context.Context, snd *sender) bool {
 	for snd.fwd.inFlight() > 0 {
-		fl, err := snd.fwd.awaitAck(ctx)
+		fl, err, _ := s.awaitAck(ctx, snd)
 		s.acked(snd, fl, err)
 		if ctx.Err() != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// awaitAck is snd.fwd.awaitAck with, on the err stream, the care of a stuck connection
+// while it waits: stuckSpill, which its own deadline and the entries written (which may
+// also owe a flush) have it look at again. It reports spilled when
+// the pending batches went to the spill, snd.out with them; once they have, it moves what
+// is sealed to the spill as it comes, until the frames in flight are acked or fail.
+func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, err error, spilled bool) {
+	if s.errSpill == nil {
+		fl, err = snd.fwd.awaitAck(ctx)
+		return fl, err, false
+	}
+	wake, _, _ := s.policy.signals()
+	for {
+		acks, dead, due := snd.fwd.ackEvents()
+		if dead == nil {
+			return flight{}, nil, false // nothing in flight
+		}
+		spilled, stuck, past := s.stuckSpill(snd)
+		if spilled {
+			return flight{}, nil, true
+		}
+		var queue chan *batch
+		if past {
+			queue = s.queue // snd.out is empty: stuckSpill would have moved it
+		}
+		select {
+		case tok := <-acks:
+			fl, err = snd.fwd.onAck(tok)
+		case <-dead:
+			fl, err = snd.fwd.onDead()
+		case <-due:
+			err = snd.fwd.onDue()
+		case <-stuck:
+		case b := <-queue:
+			s.spillSealed(b)
+		case <-wake:
+			if s.fewInFlight() {
+				s.flush()
+			} else {
+				s.flushOwed.Store(true) // see fewInFlight
+			}
+		case <-ctx.Done():
+			return flight{}, ctx.Err(), false
+		}
+		if err != nil || fl.chunk != "" {
+			return fl, err, false
+		}
+	}
 }
 
 // requeue puts the batches of the frames snd's connection lost (or still has in flight)

@@ -38,9 +38,7 @@ func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
 // (no frame may be in flight), and counts it.
 func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
 	start := s.clock.Now()
-	s.attemptSince.Store(start.UnixNano())
 	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
-	s.attemptSince.Store(0)
 	if !s.countSend(snd, fresh, size, err) {
 		return false
 	}
@@ -168,6 +166,53 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 			return false
 		}
 	}
+}
+
+// stuckSpill is the err sender's care of a connection stuck in one attempt: a write that
+// has not completed, or the oldest frame in flight not acked, with no frame taken since
+// (forwarder.stuckSince). Once that has lasted SpillAfter, the pending batches go to the
+// spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall spills
+// nothing here, as its frames may still be acked (the writers spill their own entries
+// once it has lasted ErrMaxWait and the buffers are full). Before that it returns the
+// channel that fires when they are due; past it, with nothing left to move, past, and the
+// frames in flight keep waiting for their acks (an ack that comes delivers a duplicate:
+// StreamStats.Duplicated). On the info stream, or while no attempt is under way, it does
+// nothing. Only the sender calls it.
+func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, past bool) {
+	if s.errSpill == nil {
+		return false, nil, false
+	}
+	at := snd.fwd.stuckSince()
+	if at == 0 {
+		return false, nil, false
+	}
+	if left := time.Unix(0, at).Add(s.errSpill.spillAfter).Sub(s.clock.Now()); left > 0 {
+		if snd.stuckT == nil {
+			snd.stuckT = time.NewTimer(left)
+		} else {
+			snd.stuckT.Reset(left) // since Go 1.23 a Reset timer never delivers a stale value
+		}
+		return false, snd.stuckT.C, false
+	}
+	if !snd.fwd.carriesBatches() && len(snd.out) == 0 && s.heldN.Load() == 0 && len(s.queue) == 0 {
+		return false, nil, true
+	}
+	s.spillStuck(snd)
+	return true, nil, true
+}
+
+// spillStuck moves to the spill, oldest first, the batches of snd's frames in flight (which
+// stay in flight without them: detach), snd.out, and the held and queued batches.
+func (s *stream) spillStuck(snd *sender) {
+	stuck := snd.fwd.detach(snd.spare[:0])
+	if n := len(stuck); n > 0 && len(snd.out) > 0 && stuck[n-1] == snd.out[0] {
+		stuck = stuck[:n-1] // some of its frames in flight, the others not written: spilled with snd.out
+	}
+	for _, b := range stuck {
+		s.spillSealed(b)
+	}
+	clear(stuck)
+	s.drainToSpill(snd)
 }
 
 // drainToSpill moves every batch snd holds unsent, and every queued one, to the spill,

@@ -75,7 +75,9 @@ const (
 // write appends one entry to the stream. Info entries that find no free batch are dropped
 // (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that. While
 // every connection fails, the wait lasts only until the sender has moved the queued batches
-// to the spill, and there is none while the sender is in an attempt to send.
+// to the spill. While the sender is stuck in one attempt (stuckSince), failing or not, no
+// wait goes past ErrMaxWait from the attempt's start: once it has lasted that long, an
+// entry that finds no room is spilled without waiting.
 //
 // An entry is the caller's ctx, ent and fields, and once it has been cut down to size
 // without a lock, cut, its bytes (which the write path then copies). They travel as
@@ -153,21 +155,30 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 				}
 				return
 			}
-			if s.failing() {
-				if at := s.attemptSince.Load(); at != 0 && s.clock.Now().Sub(time.Unix(0, at)) >= maxWait {
-					// The sender is stuck in an attempt that may last its whole timeout (a
-					// dial to a host that does not answer): it cannot make room before then,
-					// so the entry is lost (spilled) now rather than wait.
-					s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
-					return
+			if deadline.IsZero() {
+				now := s.clock.Now()
+				deadline = now.Add(maxWait)
+				if at := s.stuckSince(); at != 0 {
+					// The sender has been in one attempt since at (a dial, a write, an ack
+					// that does not come), which may last its whole timeout: it frees no
+					// batch before then. No caller waits past at + maxWait, so the waits of
+					// a stall add up to maxWait at most; after it the entry is lost (spilled)
+					// at once. The pending batches follow once the stall has lasted
+					// SpillAfter (stuckSpill).
+					if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
+						deadline = end
+					}
+					if !now.Before(deadline) {
+						s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
+						return
+					}
 				}
+				s.waits.Add(1)
+			}
+			if s.failing() {
 				// The sender packs the queued batches, or moves them to the spill, at once:
 				// the wait below ends as soon as that frees a batch, and order is kept.
 				s.policy.noRoom()
-			}
-			if deadline.IsZero() {
-				deadline = s.clock.Now().Add(maxWait)
-				s.waits.Add(1)
 			}
 			if !s.waitForBatch(sh, deadline) {
 				s.waitsOut.Add(1)
@@ -177,6 +188,22 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			sh.mu.Lock()
 		}
 	}
+}
+
+// stuckSince returns since when every connection of the stream has been stuck (unix nanos,
+// the stream's clock): in one attempt — a dial, a write, or the oldest frame waiting for
+// its ack — with no frame taken since (forwarder.stuckSince). 0 while a connection is in no
+// attempt. Safe for concurrent use.
+func (s *stream) stuckSince() int64 {
+	var since int64
+	for _, snd := range s.senders {
+		at := snd.fwd.stuckSince()
+		if at == 0 {
+			return 0
+		}
+		since = max(since, at)
+	}
+	return since
 }
 
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
@@ -437,14 +464,15 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 	return written, nil
 }
 
-// waitForBatch blocks (without any lock) until a batch is free or the deadline (on the
-// stream's clock) passes, and installs the batch in the shard. It reports false on timeout.
+// waitForBatch blocks (without any lock) until a batch is free or the deadline passes (on
+// the stream's clock, whose ticker ends the wait), and installs the batch in the shard. It
+// reports false on timeout.
 func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	d := deadline.Sub(s.clock.Now())
 	if d <= 0 {
 		return false
 	}
-	t := time.NewTimer(d)
+	t := s.clock.NewTicker(d) // the clock's: a test's clock decides when the wait ends
 	defer t.Stop()
 	select {
 	case b := <-s.free:

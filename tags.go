@@ -6,7 +6,10 @@ package fluentcore
 // past Config.MaxTags are counted and go under the stream's own tag (see tagTable.lookup).
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,12 +23,14 @@ import (
 // "audit" — "app.audit.info" and "app.audit.err" by default. The name wins over the zap name
 // (Config.TagFromName); a later Tag replaces an earlier one, and Tag("") takes it away: the
 // logger's entries go under their stream's tag again (or its zap name's). Bytes other than
-// ASCII letters, digits, '.', '_' and '-' become '_' in the tag. The name is resolved once,
-// in With; a core takes at most Config.MaxTags distinct names, and a logger with a name past
-// that sends under its stream's tag with the name in the record (TagOverflowKey), counted
-// in Stats (TagOverflow). The field is never written as a record field, by this core or by
-// any other (its type is zapcore.SkipType); in an entry's own fields (logger.Info("…",
-// fluentcore.Tag("x"))) it is ignored: only With sets a tag. Safe for concurrent use.
+// ASCII letters, digits, '.', '_' and '-' become '_' in the tag, and empty segments are left
+// out (".dot." is "dot"). The name is resolved once, in With; a core takes at most
+// Config.MaxTags distinct names, and a logger with a name past that — or a name whose tag
+// would pass MaxTagBytes, or of dots only — sends under its stream's tag with the name in
+// the record (TagOverflowKey), counted in Stats (TagOverflow). The field is never written
+// as a record field, by this core or by any other (its type is zapcore.SkipType); in an
+// entry's own fields (logger.Info("…", fluentcore.Tag("x"))) it is ignored: only With sets
+// a tag. Safe for concurrent use.
 func Tag(name string) zapcore.Field {
 	return zapcore.Field{Key: TagOverflowKey, Type: zapcore.SkipType, String: name, Interface: tagOption{}}
 }
@@ -34,11 +39,21 @@ func Tag(name string) zapcore.Field {
 type tagOption struct{}
 
 // TagOverflowKey is the record key that carries the tag name a logger asked for (by the Tag
-// option) when the core already has Config.MaxTags names: such entries go under their
-// stream's tag, with "fluentcore_tag": "<name>" in the record, and are counted in
-// StreamStats.TagOverflow. A zap name past the limit (Config.TagFromName) is in the record
-// already, under EncoderConfig.NameKey ("logger" by default), and counted the same way.
+// option, or its zap name with Config.TagFromName) when the core already has Config.MaxTags
+// names, or when the name is too long for a tag (MaxTagBytes): such entries go under their
+// stream's tag, with "fluentcore_tag": "<name>" in the record whatever the EncoderConfig
+// (its first MaxTagBytes bytes), and are counted in StreamStats.TagOverflow. The key is
+// the record's last, after every field: a user's field of the same key comes before it,
+// and a receiver that keeps the last of a repeated key (fluentd) keeps the name.
 const TagOverflowKey = "fluentcore_tag"
+
+// MaxTagBytes is the longest Forward tag a core sends, and so the longest tag label of
+// its metrics: Config.Tag and the streams' tags (Info.Tag and Err.Tag, or Tag+".info" and
+// Tag+".err"; a longer one is a Validate error, and New cuts it to this length), and every
+// tag TagTemplate makes for a logger tag name. A logger
+// tag name too long for its tag to fit goes the way of a name past MaxTags: under its
+// stream's tag, with the name in the record (TagOverflowKey), counted.
+const MaxTagBytes = 256
 
 // DefaultTagTemplate is Config.TagTemplate's default.
 const DefaultTagTemplate = "{tag}.{name}.{stream}"
@@ -67,7 +82,8 @@ type tagPart struct {
 }
 
 // parseTagTemplate parses a tag template: text with the placeholders {tag}, {name} and
-// {stream}; {name} is required, and nothing else may be in braces.
+// {stream}; {name} is required, and nothing else may be in braces. The tags it makes are
+// checked by resolveTags (checkTag), as every tag is.
 func parseTagTemplate(s string) (tagTemplate, error) {
 	var t tagTemplate
 	hasName := false
@@ -98,12 +114,78 @@ func parseTagTemplate(s string) (tagTemplate, error) {
 	if !hasName {
 		return tagTemplate{}, fmt.Errorf("TagTemplate %q: has no {name}: every logger tag would be the same", s)
 	}
-	for _, p := range t.parts {
-		if p.ph == 0 && strings.ContainsFunc(p.lit, func(r rune) bool { return !tagByteOK(r) }) {
-			return tagTemplate{}, fmt.Errorf("TagTemplate %q: %q is not a tag (ASCII letters, digits, '.', '_', '-')", s, p.lit)
+	return t, nil
+}
+
+// checkTag returns what keeps tag from being a Forward tag, nil if nothing: it is empty,
+// longer than MaxTagBytes, holds a byte other than ASCII letters, digits, '.', '_' and '-',
+// or has an empty segment (a leading, trailing or doubled '.'). Config.Tag, Info.Tag,
+// Err.Tag and the tags TagTemplate makes are all checked by it.
+func checkTag(tag string) error {
+	switch {
+	case tag == "":
+		return errors.New("is empty")
+	case len(tag) > MaxTagBytes:
+		return fmt.Errorf("is %d bytes long, over MaxTagBytes (%d)", len(tag), MaxTagBytes)
+	case strings.ContainsFunc(tag, func(r rune) bool { return !tagByteOK(r) }):
+		return errors.New("is not a tag: it may hold only ASCII letters, digits, '.', '_' and '-'")
+	case tag[0] == '.' || tag[len(tag)-1] == '.' || strings.Contains(tag, ".."):
+		return errors.New("has an empty segment (a leading, trailing or doubled '.')")
+	}
+	return nil
+}
+
+// tagName is name as it is written in a tag: every byte a tag should not hold made '_',
+// and its empty segments left out (".dot." is "dot", "a..b" is "a.b").
+func tagName(name string) string {
+	name = sanitizeTagName(name)
+	if !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".") && !strings.Contains(name, "..") {
+		return name
+	}
+	segs := strings.Split(name, ".")
+	return strings.Join(slices.DeleteFunc(segs, func(s string) bool { return s == "" }), ".")
+}
+
+// resolveStreamTags checks Config.Tag (DefaultTag when empty), Info.Tag and Err.Tag
+// (when set) with checkTag and returns an error for each that fails, which it replaces by
+// its tagName cut to MaxTagBytes (DefaultTag for a Tag left empty by that).
+func resolveStreamTags(cfg *Config) []error {
+	var errs []error
+	if cfg.Tag == "" {
+		cfg.Tag = DefaultTag
+	}
+	for _, f := range []struct {
+		name string
+		tag  *string
+	}{{"Tag", &cfg.Tag}, {"Info.Tag", &cfg.Info.Tag}, {"Err.Tag", &cfg.Err.Tag}} {
+		if *f.tag == "" {
+			continue
+		}
+		if err := checkTag(*f.tag); err != nil {
+			errs = append(errs, fmt.Errorf("fluentcore: %s %q %w", f.name, *f.tag, err))
+			fixed := tagName(*f.tag)
+			fixed = strings.TrimRight(fixed[:min(len(fixed), MaxTagBytes)], ".")
+			if fixed == "" && f.name == "Tag" {
+				fixed = DefaultTag
+			}
+			*f.tag = fixed
 		}
 	}
-	return t, nil
+	return errs
+}
+
+// capStreamTags checks the streams' tags, as streamTags made them, against MaxTagBytes
+// (Tag+".info" may pass it where Tag does not): an error for each that is longer, which
+// it cuts to MaxTagBytes.
+func capStreamTags(tags *[numStreams]string) []error {
+	var errs []error
+	for id := range numStreams {
+		if tag := tags[id]; len(tag) > MaxTagBytes {
+			errs = append(errs, fmt.Errorf("fluentcore: the %s stream's tag %q is %d bytes long, over MaxTagBytes (%d)", id, tag, len(tag), MaxTagBytes))
+			tags[id] = strings.TrimRight(tag[:MaxTagBytes], ".")
+		}
+	}
+	return errs
 }
 
 // expand returns the tag for base (Config.Tag), name and stream.
@@ -114,7 +196,7 @@ func (t tagTemplate) expand(base, name string, stream streamID) string {
 		case 't':
 			b.WriteString(base)
 		case 'n':
-			b.WriteString(sanitizeTagName(name))
+			b.WriteString(tagName(name))
 		case 's':
 			b.WriteString(stream.String())
 		default:
@@ -149,6 +231,9 @@ type tagTable struct {
 	base     string      // Config.Tag
 	template tagTemplate // Config.TagTemplate, parsed
 	max      int         // Config.MaxTags
+	// nameRoom is the longest name whose tags fit in MaxTagBytes: a longer one is past the
+	// cap, as a name past max is, without a lock.
+	nameRoom int
 	names    atomic.Pointer[map[string]tagRef]
 	full     atomic.Bool // max names are in names: a new one is past the cap
 	inUse    atomic.Bool // a name is in names: the streams' shards are shared with the tags
@@ -175,13 +260,25 @@ func newTagTable(base string, streamTags [numStreams]string, template tagTemplat
 	t := &tagTable{base: base, template: template, max: max, tags: make([][numStreams]string, max+1),
 		nameOf: make([]string, max+1), counts: make([]tagCounts, max+1)}
 	t.tags[0] = streamTags
+	names := 0
+	for _, p := range template.parts {
+		if p.ph == 'n' {
+			names++
+		}
+	}
+	names = cmp.Or(names, 1) // parseTagTemplate makes sure of one
+	t.nameRoom = MaxTagBytes
+	for id := range numStreams {
+		t.nameRoom = min(t.nameRoom, (MaxTagBytes-len(template.expand(base, "", id)))/names)
+	}
 	m := map[string]tagRef{}
 	t.names.Store(&m)
 	return t
 }
 
 // lookup returns the index of name ("" is the streams' own tag), adding it if the table has
-// room; a name past the cap gets index 0 and over.
+// room; a name past the cap gets index 0 and over, and so does a name too long for its tags
+// to fit in MaxTagBytes, or one that is only dots (no segment to send under).
 func (t *tagTable) lookup(name string) tagRef {
 	if name == "" {
 		return tagRef{}
@@ -189,7 +286,7 @@ func (t *tagTable) lookup(name string) tagRef {
 	if r, ok := (*t.names.Load())[name]; ok {
 		return r
 	}
-	if t.full.Load() {
+	if t.full.Load() || len(name) > t.nameRoom || strings.Trim(name, ".") == "" {
 		return tagRef{over: true}
 	}
 	t.mu.Lock()
@@ -250,7 +347,7 @@ func (t *tagTable) stats(id streamID) map[string]TagStats {
 }
 
 // resolveTags checks the tag settings of cfg: the template, parsed, and MaxTags (the
-// defaults in place of what is wrong, with the errors).
+// defaults in place of what is wrong, with the errors). cfg.Tag is resolveStreamTags'.
 func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 	var errs []error
 	tmpl := cfg.TagTemplate
@@ -258,6 +355,20 @@ func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 		tmpl = DefaultTagTemplate
 	}
 	t, err := parseTagTemplate(tmpl)
+	if err == nil {
+		// The tags it makes, for a one-byte name, are tags (its text's bytes, no empty
+		// segment, within MaxTagBytes with room for a name).
+		for id := range numStreams {
+			tag := t.expand(cfg.Tag, "x", id)
+			if terr := checkTag(tag); terr != nil {
+				err = fmt.Errorf("TagTemplate %q makes tags such as %q, which %w", tmpl, tag, terr)
+				if len(tag) > MaxTagBytes {
+					err = fmt.Errorf("TagTemplate %q with Tag %q would leave no room in MaxTagBytes (%d) for a logger tag name: every logger tag would go the overflow way", tmpl, cfg.Tag, MaxTagBytes)
+				}
+				break
+			}
+		}
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("fluentcore: %w", err))
 		t, _ = parseTagTemplate(DefaultTagTemplate)

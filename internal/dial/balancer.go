@@ -62,7 +62,7 @@ type health struct {
 	placed   bool   // weight and standby are set (NewBalancer)
 	conns    int    // the connections on it now, taken and not released
 	inactive bool   // a slot of a name that has no address now: never picked
-	target   string // the address dialed: "" for the endpoint's own (by name), else an IP's
+	target   string // the address dialed: "" for the endpoint's own, else one of its name's (an IP's; an SRV target's name)
 	gen      uint64 // changes each time target does: a connection to an older one moves
 }
 

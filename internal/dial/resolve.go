@@ -83,10 +83,12 @@ type names struct {
 }
 
 // Track has h follow the addresses of the names in eps (made by Expand, for the servers h
-// was made for): a name's first slot dials the name until a lookup gives it addresses, its
-// other slots are left out until then. Refresh looks the names up every period (and sooner
-// after a failure, at most every MinLookupGap), each lookup bounded by timeout; Close stops
-// the lookups. It does nothing when eps has no name. Call it once, before h is shared.
+// was made for), looked up through r: a name's first slot is the name itself until a
+// lookup gives it addresses (Dial then looks it up through r at each dial), its other slots
+// are left out until then; a name with one address has it in one slot, as a name with
+// several has each in one. Refresh looks the names up every period (and sooner after a
+// failure, at most every MinLookupGap), each lookup bounded by timeout; Close stops the
+// lookups. It does nothing when eps has no name. Call it once, before h is shared.
 func (h *Health) Track(eps []Endpoint, r Resolver, period, timeout time.Duration) {
 	h.place(eps)
 	hasName := false
@@ -181,9 +183,9 @@ func (h *Health) lookup() {
 						res[k] = srvTargets(recs, ep.Weight, ep.Standby)
 					}
 				}
-			} else if addrs, err := nm.r.LookupIPAddr(ctx, ep.host); err == nil && len(addrs) > 0 {
-				for _, t := range targets(addrs, ep.port) {
-					res[k] = append(res[k], target{addr: t, weight: ep.Weight, standby: ep.Standby})
+			} else if addrs, err := addresses(ctx, nm.r, ep.host, ep.port); err == nil {
+				for _, a := range addrs {
+					res[k] = append(res[k], target{addr: a, weight: ep.Weight, standby: ep.Standby})
 				}
 			}
 		}()
@@ -203,8 +205,8 @@ func (h *Health) lookup() {
 	nm.running = false
 }
 
-// target is one server of a name: the address to dial ("" for the name itself), its
-// weight and whether it is a standby.
+// target is one server of a name: the address to dial (an IP address and port; an SRV
+// target's host name and port), its weight and whether it is a standby.
 type target struct {
 	addr    string
 	weight  int
@@ -212,10 +214,11 @@ type target struct {
 }
 
 // srvTargets returns the servers of an SRV name's records (RFC 2782): each target at its
-// port, dialed by name; the records of the lowest priority are the regular servers, the
-// others standbys (and so are all of them if the srv:// server is); a target's weight is
-// its record's times the srv:// server's own (a record's weight 0, which RFC 2782 gives the
-// least share, counts as 1), so the records' ratios hold; a repeated target counts once.
+// port, its addresses looked up at each dial (Dial); the records of the lowest priority are
+// the regular servers, the others standbys (and so are all of them if the srv:// server
+// is); a target's weight is its record's times the srv:// server's own (a record's weight
+// 0, which RFC 2782 gives the least share, counts as 1), so the records' ratios hold; a
+// repeated target counts once.
 func srvTargets(recs []*net.SRV, weight int, standby bool) []target {
 	best := recs[0].Priority
 	for _, r := range recs {
@@ -235,10 +238,31 @@ func srvTargets(recs []*net.SRV, weight int, standby bool) []target {
 	return ts
 }
 
-// targets returns the addresses to dial for a name's IPs: those of IPv4 if it has any, else
-// those of IPv6 (a receiver listening on 0.0.0.0, fluentd's default, is not on the IPv6
-// ones of a dual-stack name), without repeats, sorted; a single one is dialed by name,
-// which lets the dialer fall back to the other family.
+// addresses returns the addresses to dial for host at port: host itself if it is an IP
+// address, else the addresses r (net.DefaultResolver if nil) gives for it — those of IPv4
+// if it has any, else those of IPv6 (a receiver listening on 0.0.0.0, fluentd's default, is
+// not on the IPv6 ones of a dual-stack name) —, without repeats, sorted. It is the one
+// place a name becomes addresses: a name's lookups (Track) and every dial (Dial) go through
+// it, so the transport is never given a name. A failed lookup returns r's error; one with
+// no address, an error that names the host. Safe for concurrent use if r is.
+func addresses(ctx context.Context, r Resolver, host, port string) ([]string, error) {
+	if isIP(host) {
+		return []string{net.JoinHostPort(host, port)}, nil
+	}
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	ips, err := r.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if addrs := targets(ips, port); len(addrs) > 0 {
+		return addrs, nil
+	}
+	return nil, &net.DNSError{Err: "no address", Name: host, IsNotFound: true}
+}
+
+// targets returns the addresses to dial for a name's IPs, as addresses says.
 func targets(addrs []net.IPAddr, port string) []string {
 	var v4, v6 []string
 	for _, a := range addrs {
@@ -253,18 +277,13 @@ func targets(addrs []net.IPAddr, port string) []string {
 		ts = v6
 	}
 	slices.Sort(ts)
-	ts = slices.Compact(ts)
-	if len(ts) == 1 {
-		return []string{""}
-	}
-	return ts
+	return slices.Compact(ts)
 }
 
-// assign gives a name's slots [first, first+n) the servers ts (an address "" alone: the
-// name itself): a slot keeps its address if ts still has it, with the weight and standby
-// flag ts now gives it; a slot whose address is gone is left out; and the new addresses
-// take the free slots, as up servers with no connection yet (addresses past the slots are
-// left out). It reports whether an address changed. The caller holds h.mu.
+// assign gives a name's slots [first, first+n) the servers ts: a slot keeps its address if
+// ts still has it, with the weight and standby flag ts now gives it; a slot whose address
+// is gone is left out; and the new addresses take the free slots, as up servers with no
+// connection yet (addresses past the slots are left out). It reports whether an address changed. The caller holds h.mu.
 func (h *Health) assign(first, n int, ts []target) bool {
 	slots := h.servers[first : first+n]
 	keep := map[string]target{}

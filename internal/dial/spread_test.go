@@ -129,7 +129,8 @@ func targetsOf(b *Balancer) []string {
 
 // A name with several addresses is that many servers; a lookup that drops one leaves its
 // slot (its connection moves), one that adds one fills a free slot; a failed lookup
-// changes nothing; a single address is dialed by name; IPv4 is preferred.
+// changes nothing; a single address is a server as each of several is, in the slot it
+// had; IPv4 is preferred.
 func TestNameAddressesAreFollowed(t *testing.T) {
 	servers := Expand(eps(Server{Addr: "fleet.test:24224"}, Server{Addr: "10.9.9.9:24224"}), 4)
 	if len(servers) != 5 || servers[0].Slots != 4 || servers[4].Slots != 1 || servers[4].First != 4 {
@@ -196,12 +197,22 @@ func TestNameAddressesAreFollowed(t *testing.T) {
 		t.Fatalf("after a failed lookup: %q, want %q kept", got, want)
 	}
 
-	// One address: dialed by name.
-	r.set("fleet.test", "10.0.0.7")
+	// Down to one address: it keeps its slot (its connections stay), the others leave.
+	stays := -1
+	for i := range 4 {
+		if tg, _ := b.Target(i); tg == "10.0.0.3:24224" {
+			stays = i
+		}
+	}
+	_, gen = b.Target(stays)
+	r.set("fleet.test", "10.0.0.3")
 	h.Refresh(t0.Add(61 * time.Second))
 	h.names.wg.Wait()
-	if got := targetsOf(b); !slices.Equal(got, []string{"", ""}) {
-		t.Fatalf("one address: %q, want the name dialed as configured", got)
+	if got := targetsOf(b); !slices.Equal(got, []string{"", "10.0.0.3:24224"}) {
+		t.Fatalf("one address: %q, want it and the IP server", got)
+	}
+	if b.Gone(stays, gen) || b.ShouldMove(stays, gen, t0.Add(61*time.Second)) {
+		t.Fatal("a connection to the address that stayed is told to move")
 	}
 	h.Close()
 	h.Refresh(t0.Add(time.Hour))
@@ -210,7 +221,7 @@ func TestNameAddressesAreFollowed(t *testing.T) {
 	}
 }
 
-func TestTargetsPreferIPv4AndDialOneByName(t *testing.T) {
+func TestTargetsPreferIPv4(t *testing.T) {
 	ip := func(s ...string) []net.IPAddr {
 		var out []net.IPAddr
 		for _, a := range s {
@@ -218,8 +229,8 @@ func TestTargetsPreferIPv4AndDialOneByName(t *testing.T) {
 		}
 		return out
 	}
-	if got := targets(ip("::1", "127.0.0.1"), "1"); !slices.Equal(got, []string{""}) {
-		t.Fatalf("localhost: %q, want the name", got)
+	if got := targets(ip("::1", "127.0.0.1"), "1"); !slices.Equal(got, []string{"127.0.0.1:1"}) {
+		t.Fatalf("localhost: %q, want its IPv4 address", got)
 	}
 	if got := targets(ip("fd00::2", "fd00::1"), "1"); !slices.Equal(got, []string{"[fd00::1]:1", "[fd00::2]:1"}) {
 		t.Fatalf("IPv6 only: %q", got)

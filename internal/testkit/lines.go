@@ -51,6 +51,22 @@ func (l *Lines) Len() int {
 	return l.b.Len()
 }
 
+// Cap returns the bytes of the buffer that holds what was written: the heap it takes. It is
+// safe for concurrent use.
+func (l *Lines) Cap() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Cap()
+}
+
+// Grow makes room for n more bytes at once, so that a test measuring the heap sees none of
+// the buffer's growth while they are written. It is safe for concurrent use.
+func (l *Lines) Grow(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Grow(n)
+}
+
 // String returns all that has been written, unfinished last line included. It is safe for
 // concurrent use.
 func (l *Lines) String() string {
