@@ -54,8 +54,8 @@ type run struct {
 // maxBatchTags is the most tags one batch holds, and so the most frames it is sent as.
 // runBytes is how many bytes of a batch's buffer make room for one run (at least 4 runs,
 // and as many as tags): two tags that take turns in one shard make a run of each entry,
-// and the batch is sealed once it holds its runs' worth. The runs' room is then about 1/85
-// of the buffer.
+// and the batch is sealed once it holds its runs' worth. The runs' room (12 bytes a run)
+// is then about 1/21 of the buffer, made once with it.
 const (
 	maxBatchTags = 32
 	runBytes     = 256
