@@ -120,6 +120,7 @@ func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 	var ev eventLog
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
 	cfg.RequireAck = true
+	cfg.Err.Acks = AcksOn         // a unix socket, where the err stream asks no acks unless told
 	cfg.SpillMaxBytes = 256 << 10 // 16 KiB segments: the outage fills several
 	core := New(cfg)
 	logger := zap.New(core)

@@ -155,17 +155,17 @@ func resolveStreamTags(cfg *Config) []error {
 		cfg.Tag = DefaultTag
 	}
 	for _, f := range []struct {
-		name string
-		tag  *string
+		field string
+		tag   *string
 	}{{"Tag", &cfg.Tag}, {"Info.Tag", &cfg.Info.Tag}, {"Err.Tag", &cfg.Err.Tag}} {
 		if *f.tag == "" {
 			continue
 		}
 		if err := checkTag(*f.tag); err != nil {
-			errs = append(errs, fmt.Errorf("fluentcore: %s %q %w", f.name, *f.tag, err))
+			errs = append(errs, fmt.Errorf("fluentcore: %s %q %w", f.field, *f.tag, err))
 			fixed := tagName(*f.tag)
 			fixed = strings.TrimRight(fixed[:min(len(fixed), MaxTagBytes)], ".")
-			if fixed == "" && f.name == "Tag" {
+			if fixed == "" && f.field == "Tag" {
 				fixed = DefaultTag
 			}
 			*f.tag = fixed
