@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"sync"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,7 +119,9 @@ func TestMetricsServed(t *testing.T) {
 	ln.Close()
 	done := make(chan error, 1)
 	var out bytes.Buffer
-	go func() { done <- run(context.Background(), []string{"-d", "1500ms", "-workers", "2", "-metrics", addr}, &out) }()
+	go func() {
+		done <- run(context.Background(), []string{"-d", "1500ms", "-workers", "2", "-metrics", addr}, &out)
+	}()
 	var body []byte
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/metrics")
