@@ -210,3 +210,31 @@ func TestCommittedTablesAreCurrent(t *testing.T) {
 		}
 	}
 }
+
+// bench/README.md and docs/benchmarks.md, hand-written parts included, carry no history:
+// that stays in git log.
+func TestBenchDocsCarryNoHistory(t *testing.T) {
+	for _, path := range []string{committedReadme, committedTop} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found := historyIn(string(b)); len(found) > 0 {
+			t.Errorf("%s names %q", path, found)
+		}
+	}
+}
+
+// bench/README.md is the method, how to reproduce, the results and short design notes: at
+// most this many lines, generated tables included.
+const readmeMaxLines = 300
+
+func TestBenchReadmeIsShort(t *testing.T) {
+	b, err := os.ReadFile(committedReadme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n > readmeMaxLines {
+		t.Errorf("%s has %d lines, more than %d: make the notes shorter, the history is in git log", committedReadme, n, readmeMaxLines)
+	}
+}
