@@ -136,7 +136,7 @@ func (r *adaptiveRule) shedAt(at int64, clock zapcore.Clock) (enters bool) {
 // Then callers logging flat out, each through a Check that costs almost nothing once it
 // sheds, would keep the sender off the CPU, and a yield after each shed gives the sender
 // its turn. With a CPU to spare the yield would only cost the caller, so it is left out
-// then (bench/README.md, "Figures that used to stand in doc comments").
+// then (bench/README.md, "Figures behind the doc comments").
 func (r *adaptiveRule) yields() bool { return r.crowded.Load() }
 
 // wake makes the shedder count keys at once: a sealed batch found the fill at kickAt, with

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/fluentcore/fluentcore"
 )
 
 // The documentation's code cannot rot: every ```go block of README.md and docs/*.md is
@@ -502,5 +504,54 @@ func TestMarkdownBlocks(t *testing.T) {
 	src := snippetSource(docBlock{file: "d.md", line: 10, lang: "go", code: "import \"go.uber.org/zap/exp/zapslog\"\n\nh := zapslog.NewHandler(core)\n_ = h\n"}, "/abs/d.md")
 	if !strings.Contains(src, "//line /abs/d.md:11\n\nh := zapslog") || strings.Count(src, `"go.uber.org/zap/exp/zapslog"`) != 1 {
 		t.Errorf("fragment with an import:\n%s", src)
+	}
+}
+
+// README.md and docs/ are for users: what the library does and promises, not the project's
+// history. No page names an issue, a commit or a date, or speaks of how things were before;
+// that is what git log is for.
+func TestUserDocsCarryNoHistory(t *testing.T) {
+	history := []struct {
+		what string
+		re   *regexp.Regexp
+	}{
+		{"an issue number", regexp.MustCompile(`(?i)\bissues? #?\d+`)},
+		// A hex word of 7 to 40 characters with both a digit and a letter: a commit hash.
+		{"a commit hash", regexp.MustCompile(`\b(?:[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b`)},
+		{"a date", regexp.MustCompile(`\b20\d\d-[01]\d-[0-3]\d\b`)},
+		{"history", regexp.MustCompile(`(?i)\bas before\b|\bbefore (?:its|the) fix\b|\bearlier runs\b`)},
+	}
+	for _, page := range docPages(t) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(text), "\n") {
+			for _, h := range history {
+				for _, m := range h.re.FindAllString(line, -1) {
+					if h.what == "a commit hash" && (len(m) < 7 || len(m) > 40) {
+						continue
+					}
+					t.Errorf("%s:%d: %s (%q): history belongs in git log, not in a user page", page, i+1, h.what, m)
+				}
+			}
+		}
+	}
+}
+
+// Every variable ConfigFromEnv reads is documented where users look it up.
+func TestEveryEnvVariableIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := fluentcore.EnvNames()
+	if len(names) < 10 {
+		t.Fatalf("only %d variables found: %v", len(names), names)
+	}
+	for _, name := range names {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).Match(doc) {
+			t.Errorf("%s is read by ConfigFromEnv but not named in docs/configuration.md", name)
+		}
 	}
 }

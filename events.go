@@ -26,10 +26,10 @@ const (
 var eventKindNames = [...]string{"degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt", "spill_failed"}
 
 // String returns "degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt"
-// or "spill_failed" ("degraded" for an unknown value).
+// or "spill_failed", and "unknown" for a value that is none of these.
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventKindNames) {
-		return eventKindNames[0]
+		return "unknown"
 	}
 	return eventKindNames[k]
 }

@@ -16,6 +16,7 @@ var (
 	NormJSON      = normJSON
 	DiffValues    = diff
 	IdentityHolds = identityHolds
+	EnvNames      = envNames
 )
 
 // identityHolds checks entries = delivered + spilled + dropped for both streams.

@@ -57,12 +57,12 @@ full)
 	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	# The degrade scenarios are timed by the clock (about 2 minutes a round): DEGRADE_COUNT rounds.
 	gotest -bench '^BenchmarkDegrade$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . -bench.degrade-series results/degrade-series.csv | tee /dev/stderr | keep >>"$raw"
-	# The degrade rule (issue 25): the default against DegradeOff, about 2 minutes a round.
+	# The degrade rule: the default against DegradeOff, about 2 minutes a round.
 	gotest -bench '^BenchmarkDegradeRule$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . | tee /dev/stderr | keep >>"$raw"
-	# Scale-out and acks (issue 16): timed by the clock too, sixteen shapes of about 4 s a round.
+	# Scale-out and acks: timed by the clock too, sixteen shapes of about 4 s a round.
 	gotest -bench '^BenchmarkScaleOut$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkMaxInflight$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
-	# Logger tags (issue 28): a flood on one tag, and 10,000 names past MaxTags; 5 s each.
+	# Logger tags: a flood on one tag, and 10,000 names past MaxTags; 5 s each.
 	gotest -bench '^BenchmarkTag(Flood|Cardinality)$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 

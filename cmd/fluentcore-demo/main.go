@@ -7,9 +7,13 @@
 // (demo.orders.info, demo.orders.err), the cache handler by its logger's name with
 // TagFromName (demo.cache.info); the summary counts each tag.
 //
+// With -d 0 it runs until interrupted (Ctrl-C, SIGTERM), so that its -metrics endpoint can
+// be scraped for as long as one likes; it then closes the core and prints its table.
+//
 //	go run ./cmd/fluentcore-demo                       # embedded receiver, 5s of load
 //	go run ./cmd/fluentcore-demo -stall 2s             # receiver pauses: watch info degrade, err survive
-//	go run ./cmd/fluentcore-demo -fluent tcp://127.0.0.1:24224 -metrics :9100
+//	go run ./cmd/fluentcore-demo -fluent tcp://127.0.0.1:24224 -metrics :9100 -d 0
+//	go run github.com/fluentcore/fluentcore/cmd/fluentcore-demo@latest   # outside a clone
 package main
 
 import (
@@ -23,10 +27,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -38,7 +44,9 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fluentcore-demo:", err)
 		os.Exit(1)
 	}
@@ -57,12 +65,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func run(args []string, w io.Writer) error {
+// run runs the demo until its duration has passed or ctx is done (an interrupt), whichever
+// comes first; a duration of 0 waits for ctx alone.
+func run(ctx context.Context, args []string, w io.Writer) error {
 	out := &lockedWriter{w: w}
 	fs := flag.NewFlagSet("fluentcore-demo", flag.ContinueOnError)
 	fluent := fs.String("fluent", "", "Forward receiver address (tcp://host:port, tls://host:port, unix:///path); default: an embedded receiver")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address, e.g. :9100")
-	duration := fs.Duration("d", 5*time.Second, "how long to drive load")
+	duration := fs.Duration("d", 5*time.Second, "how long to drive load; 0 runs until interrupted (Ctrl-C)")
 	workers := fs.Int("workers", 8, "concurrent HTTP clients")
 	stall := fs.Duration("stall", 0, "pause the embedded receiver for this long, a third of the way in")
 	down := fs.Duration("down", 0, "take the embedded receiver down (connections closed, port refused) for this long, a third of the way in")
@@ -72,6 +82,9 @@ func run(args []string, w io.Writer) error {
 		return nil // asked for, not a failure
 	} else if err != nil {
 		return err
+	}
+	if *duration < 0 {
+		return fmt.Errorf("-d %v: want a positive duration, or 0 to run until interrupted", *duration)
 	}
 
 	// The metrics port first, before anything starts: a demo run for its metrics that
@@ -173,11 +186,24 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(out, "fluentcore-demo: metrics on http://%s/metrics\n", metricsLn.Addr())
 	}
 
-	fmt.Fprintf(out, "fluentcore-demo: service on http://%s, logging to %s, %d workers for %v\n",
-		ln.Addr(), addr, *workers, *duration)
+	howLong := duration.String()
+	if *duration == 0 {
+		howLong = "until interrupted (Ctrl-C)"
+	}
+	fmt.Fprintf(out, "fluentcore-demo: service on http://%s, logging to %s, %d workers for %s\n",
+		ln.Addr(), addr, *workers, howLong)
 
-	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	cancel := context.CancelFunc(func() {})
+	if *duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+	}
 	defer cancel()
+	// A fault starts a third of the way in; two seconds in when the demo runs until
+	// interrupted.
+	faultAt := *duration / 3
+	if *duration == 0 {
+		faultAt = 2 * time.Second
+	}
 	var wg sync.WaitGroup
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
 	base := "http://" + ln.Addr().String()
@@ -206,7 +232,7 @@ func run(args []string, w io.Writer) error {
 	fault := func(d time.Duration, what string, begin func(), end func() error, after string) {
 		go func() {
 			select {
-			case <-time.After(*duration / 3):
+			case <-time.After(faultAt):
 			case <-ctx.Done():
 				return
 			}
@@ -312,7 +338,7 @@ func run(args []string, w io.Writer) error {
 	_ = tw.Flush()
 	delivered := st.Info.Delivered + st.Err.Delivered
 	fmt.Fprintf(out, "\n%d requests served in %v, each logging one entry: %d logged, %d delivered",
-		served.Load(), duration.Round(time.Millisecond), st.Info.Entries+st.Err.Entries, delivered)
+		served.Load(), time.Since(started).Round(time.Millisecond), st.Info.Entries+st.Err.Entries, delivered)
 	if recv != nil {
 		if err := recv.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= int64(delivered) }, 5*time.Second); err != nil {
 			return err

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // stalled, and its final table adds up.
 func TestDemoRunsAndPrintsItsTable(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"-d", "2s", "-workers", "4", "-stall", "600ms"}, &out); err != nil {
+	if err := run(context.Background(), []string{"-d", "2s", "-workers", "4", "-stall", "600ms"}, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	rows := regexp.MustCompile(`(?m)^\s*(info|err)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindAllStringSubmatch(out.String(), -1)
@@ -75,13 +77,13 @@ func atoi(s string) int {
 // A flag it does not know is still an error.
 func TestHelpSucceeds(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"-h"}, &out); err != nil {
+	if err := run(context.Background(), []string{"-h"}, &out); err != nil {
 		t.Fatalf("run -h: %v", err)
 	}
 	if !bytes.Contains(out.Bytes(), []byte("-fluent")) {
 		t.Errorf("run -h printed no usage:\n%s", out.String())
 	}
-	if err := run([]string{"-no-such-flag"}, &out); err == nil {
+	if err := run(context.Background(), []string{"-no-such-flag"}, &out); err == nil {
 		t.Error("run -no-such-flag: no error")
 	}
 }
@@ -95,7 +97,7 @@ func TestMetricsPortTakenIsAnError(t *testing.T) {
 	}
 	defer ln.Close()
 	var out bytes.Buffer
-	err = run([]string{"-d", "1s", "-metrics", ln.Addr().String()}, &out)
+	err = run(context.Background(), []string{"-d", "1s", "-metrics", ln.Addr().String()}, &out)
 	if err == nil {
 		t.Fatalf("run -metrics %s (taken): no error\n%s", ln.Addr(), out.String())
 	}
@@ -117,7 +119,9 @@ func TestMetricsServed(t *testing.T) {
 	ln.Close()
 	done := make(chan error, 1)
 	var out bytes.Buffer
-	go func() { done <- run([]string{"-d", "1500ms", "-workers", "2", "-metrics", addr}, &out) }()
+	go func() {
+		done <- run(context.Background(), []string{"-d", "1500ms", "-workers", "2", "-metrics", addr}, &out)
+	}()
 	var body []byte
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/metrics")
@@ -144,7 +148,7 @@ func TestSpillFlagShowsSpillAndReplay(t *testing.T) {
 		t.Skip("a 4 s demo run")
 	}
 	var out bytes.Buffer
-	if err := run([]string{"-d", "4s", "-workers", "4", "-down", "2s", "-spill", t.TempDir()}, &out); err != nil {
+	if err := run(context.Background(), []string{"-d", "4s", "-workers", "4", "-down", "2s", "-spill", t.TempDir()}, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	m := regexp.MustCompile(`(?m)^\s*err\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindStringSubmatch(out.String())
@@ -153,5 +157,71 @@ func TestSpillFlagShowsSpillAndReplay(t *testing.T) {
 	}
 	if spilled, replayed := atoi(m[4]), atoi(m[5]); spilled == 0 || replayed == 0 {
 		t.Errorf("err spilled %d, replayed %d; want both, the outage outlasting SpillAfter:\n%s", spilled, replayed, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the demo writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// -d 0 runs until interrupted: the demo keeps serving (and logging) past its default
+// duration, and an interrupt (its context done) closes the core and prints a table that adds
+// up.
+func TestRunsUntilInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-d", "0", "-workers", "2"}, &out) }()
+	// Wait for more progress lines than the default 5 s run prints, so the run is known not
+	// to have ended by itself.
+	progress := regexp.MustCompile(`(?m)^\s+(\d+)s\s+\d+`)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(progress.FindAllString(out.String(), -1)) < 6 {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended by itself (%v):\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 6 progress lines in 30 s:\n%s", out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "until interrupted") {
+		t.Errorf("the first line does not say the demo runs until interrupted:\n%s", out.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return within 30 s of the interrupt")
+	}
+	if !regexp.MustCompile(`\d+ requests served in \S+, each logging one entry: (\d+) logged`).MatchString(out.String()) {
+		t.Errorf("no closing line after the interrupt:\n%s", out.String())
+	}
+}
+
+// A negative duration is a mistake, said as one.
+func TestNegativeDurationIsAnError(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-d", "-1s"}, &out); err == nil || !strings.Contains(err.Error(), "-d") {
+		t.Errorf("run -d -1s: %v, want an error naming -d", err)
 	}
 }

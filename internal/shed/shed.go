@@ -757,7 +757,7 @@ func slotOf(level int8, tag uint16, msg string) uint32 {
 // Hash hashes a message at a level: eight bytes of the message at a time, multiplied and
 // folded, then mixed once more (splitmix64's finisher). It is on the caller's path, for
 // this package and for DegradeSample, so it reads words, not bytes (bench/README.md,
-// "Figures that used to stand in doc comments", compares it with FNV-1a). Safe for
+// "Figures behind the doc comments", compares it with FNV-1a). Safe for
 // concurrent use; it never fails.
 func Hash(level int8, msg string) uint64 {
 	const m = 0x9E3779B97F4A7C15

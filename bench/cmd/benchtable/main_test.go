@@ -2,15 +2,20 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 const sampleRaw = `goversion: go1.26.8
 ncpu: 2
+date: 2026-11-25T16:23Z
+count: 5
+commit: af56ed5
 loadavg-start: 1.00 1.00 1.00
 goos: linux
 goarch: amd64
@@ -47,12 +52,10 @@ func TestRunGeneratesTablesAndChart(t *testing.T) {
 	for _, want := range []string{
 		"intro\n", "end\n",
 		"Test CPU, 2 cores",
-		"load average before 1.00 1.00 1.00, after 2.00 2.00 2.00",
+		"go1.26.8; `-count 5`.",
 		// median 400 ns, 0.5 × zap's 800 ns
 		"| `fluentcore` | 400 ns | 0.50× | 0 | 2.00 k/s | 0 | 0 |",
 		"| `fluent-logger-async` | 4.00 µs | 5.00× | 38 | 500 /s | 0 | 10.0% |",
-		"| AddingFields single: ≤ 0.6 × zap→Discard ns/op, all delivered, 0 lost | 0.50× (400 ns vs 800 ns); lost 0, dropped 0 | **met** |",
-		"10.0× fewer (400 ns vs 4.00 µs)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("README lacks %q:\n%s", want, got)
@@ -61,9 +64,21 @@ func TestRunGeneratesTablesAndChart(t *testing.T) {
 	if strings.Contains(got, "old") || strings.Contains(got, "fluent#write") {
 		t.Errorf("README kept the old section or a diagnostic line:\n%s", got)
 	}
+	// The run's details stay in the raw file: a reader of the tables needs the machine.
+	for _, raw := range []string{"2026-11-25", "16:23", "af56ed5", "1.00 1.00 1.00", "2.00 2.00 2.00"} {
+		if strings.Contains(got, raw) {
+			t.Errorf("README shows the run detail %q:\n%s", raw, got)
+		}
+	}
 	b, _ = os.ReadFile(top)
-	if !strings.Contains(string(b), "AddingFields, single") {
-		t.Errorf("top README lacks the summary:\n%s", b)
+	for _, want := range []string{
+		"AddingFields, single",
+		"| AddingFields single: ≤ 0.6 × zap→Discard ns/op, all delivered, 0 lost | 0.50× (400 ns vs 800 ns); lost 0, dropped 0 | **met** |",
+		"10.0× fewer (400 ns vs 4.00 µs)",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b)
+		}
 	}
 	b, _ = os.ReadFile(chart)
 	if _, err := png.Decode(bytes.NewReader(b)); err != nil {
@@ -110,5 +125,116 @@ BenchmarkMaxInflight/acks=off-2 	1	1 ns/op	100000 delivered/s	0.7 of-R
 		if !strings.Contains(got, want) {
 			t.Errorf("targets lack %q:\n%s", want, got)
 		}
+	}
+}
+
+// The committed results, bench/README.md and docs/benchmarks.md, from this directory.
+const (
+	committedResults = "../../results"
+	committedReadme  = "../../README.md"
+	committedTop     = "../../../docs/benchmarks.md"
+)
+
+// history matches what a user page must not carry: an issue number, a date, a load average;
+// hexRE a word that may be a commit hash, which is one if it has a digit and a letter.
+var (
+	history = regexp.MustCompile(`(?i)\bissues? #?\d+|\b\d{4}-\d{2}-\d{2}\b|load ?av`)
+	hexRE   = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+)
+
+// historyIn returns what history and hexRE find in text, each with its line number.
+func historyIn(text string) []string {
+	var found []string
+	for i, line := range strings.Split(text, "\n") {
+		ms := history.FindAllString(line, -1)
+		for _, m := range hexRE.FindAllString(line, -1) {
+			if strings.ContainsAny(m, "0123456789") && strings.ContainsAny(m, "abcdef") {
+				ms = append(ms, m)
+			}
+		}
+		for _, m := range ms {
+			found = append(found, fmt.Sprintf("%s (line %d)", m, i+1))
+		}
+	}
+	return found
+}
+
+// generate runs the generator over the committed results into copies of the committed
+// documents and returns the copies' text.
+func generate(t *testing.T) (readme, top string) {
+	t.Helper()
+	dir := t.TempDir()
+	r, tp := filepath.Join(dir, "README.md"), filepath.Join(dir, "benchmarks.md")
+	for src, dst := range map[string]string{committedReadme: r, committedTop: tp} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run(committedResults, r, tp, ""); err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := os.ReadFile(r)
+	tb, _ := os.ReadFile(tp)
+	return string(rb), string(tb)
+}
+
+// The tables are written for users: every target named by what it measures, the machine by
+// what a reader needs, and no issue number, commit, date or load average of the run.
+func TestGeneratedTablesCarryNoHistory(t *testing.T) {
+	readme, top := generate(t)
+	for name, text := range map[string]string{"bench/README.md": readme, "docs/benchmarks.md": top} {
+		if i := strings.Index(text, "<!-- benchtable:"); i >= 0 {
+			text = text[i:] // the generated section, last in both files
+		}
+		if found := historyIn(text); len(found) > 0 {
+			t.Errorf("%s as generated names %q", name, found)
+		}
+	}
+}
+
+// The committed tables are the generator's output from the committed results: nothing in
+// them is typed by hand.
+func TestCommittedTablesAreCurrent(t *testing.T) {
+	readme, top := generate(t)
+	for got, path := range map[string]string{readme: committedReadme, top: committedTop} {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != string(want) {
+			t.Errorf("%s differs from what cmd/benchtable generates from %s: run it (see run.sh) and commit", path, committedResults)
+		}
+	}
+}
+
+// bench/README.md and docs/benchmarks.md, hand-written parts included, carry no history:
+// that stays in git log.
+func TestBenchDocsCarryNoHistory(t *testing.T) {
+	for _, path := range []string{committedReadme, committedTop} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found := historyIn(string(b)); len(found) > 0 {
+			t.Errorf("%s names %q", path, found)
+		}
+	}
+}
+
+// bench/README.md is the method, how to reproduce, the results and short design notes: at
+// most this many lines, generated tables included.
+const readmeMaxLines = 300
+
+func TestBenchReadmeIsShort(t *testing.T) {
+	b, err := os.ReadFile(committedReadme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n > readmeMaxLines {
+		t.Errorf("%s has %d lines, more than %d: make the notes shorter, the history is in git log", committedReadme, n, readmeMaxLines)
 	}
 }

@@ -1,4 +1,4 @@
-// Command degradeplot draws the burst scenario of BenchmarkDegrade (issue 15): info entries
+// Command degradeplot draws the burst scenario of BenchmarkDegrade: info entries
 // offered, delivered and shed per second, in 100 ms buckets, with the capacity measured in
 // the same run, from the CSV the benchmark writes with -bench.degrade-series. make bench
 // runs it:
