@@ -22,8 +22,8 @@ func TestWritesAfterClose(t *testing.T) {
 	logger.Info("late")
 	logger.Error("late error")
 	st := core.Stats()
-	if st.Info.Dropped["closed"] != 1 || st.Err.Spilled != 1 || fb.Count() != 1 {
-		t.Fatalf("info closed=%d err spilled=%d fallback lines=%d", st.Info.Dropped["closed"], st.Err.Spilled, fb.Count())
+	if st.Info.Dropped["closed"] != 1 || st.Err.Spilled != 1 || fb.Records() != 1 {
+		t.Fatalf("info closed=%d err spilled=%d fallback lines=%d", st.Info.Dropped["closed"], st.Err.Spilled, fb.Records())
 	}
 	identityHolds(t, st)
 }

@@ -173,8 +173,8 @@ func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = core.Stats().Err
-	if st.Delivered != 10 || st.Spilled != n || st.Replayed != n || fb.Count() != 0 {
-		t.Fatalf("delivered %d spilled %d replayed %d fallback lines %d", st.Delivered, st.Spilled, st.Replayed, fb.Count())
+	if st.Delivered != 10 || st.Spilled != n || st.Replayed != n || fb.Records() != 0 {
+		t.Fatalf("delivered %d spilled %d replayed %d fallback lines %d", st.Delivered, st.Spilled, st.Replayed, fb.Records())
 	}
 	if len(ev.of(EventSpillCorrupt))+len(ev.of(EventSpillFull))+len(ev.of(EventSpillFailed)) != 0 {
 		t.Fatalf("unexpected events %v", ev.events)
@@ -220,8 +220,8 @@ func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := core.Stats().Err
-	if st.Spilled != goroutines*perG || st.DroppedTotal() != 0 || fb.Count() != 0 {
-		t.Fatalf("spilled %d of %d, dropped %v, fallback lines %d", st.Spilled, goroutines*perG, st.Dropped, fb.Count())
+	if st.Spilled != goroutines*perG || st.DroppedTotal() != 0 || fb.Records() != 0 {
+		t.Fatalf("spilled %d of %d, dropped %v, fallback lines %d", st.Spilled, goroutines*perG, st.Dropped, fb.Records())
 	}
 
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr(addr))
@@ -267,8 +267,8 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 	if full == 0 || st.Spilled+full != n || st.DroppedTotal() != full {
 		t.Fatalf("spilled %d, dropped %v, of %d", st.Spilled, st.Dropped, n)
 	}
-	if uint64(fb.Count()) != full {
-		t.Fatalf("%d entries refused by the full spill, %d reported in ErrFallback", full, fb.Count())
+	if uint64(fb.Records()) != full {
+		t.Fatalf("%d entries refused by the full spill, %d reported in ErrFallback", full, fb.Records())
 	}
 	if st.SpillBytes > cfg.SpillMaxBytes || st.SpillBytes != filesSize(t, segmentFiles(t, dir)) {
 		t.Fatalf("SpillBytes %d (limit %d)", st.SpillBytes, cfg.SpillMaxBytes)
@@ -430,8 +430,8 @@ func TestSpillDirConflictsAreReported(t *testing.T) {
 	if evs := ev2.of(EventSpillDisabled); len(evs) != 1 || !strings.Contains(evs[0].Err.Error(), strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second core's events %v", ev2.events)
 	}
-	if st := second.Stats().Err; st.Spilled != 1 || fb.Count() != 1 {
-		t.Fatalf("second core: spilled %d, fallback lines %d", st.Spilled, fb.Count())
+	if st := second.Stats().Err; st.Spilled != 1 || fb.Records() != 1 {
+		t.Fatalf("second core: spilled %d, fallback lines %d", st.Spilled, fb.Records())
 	}
 	if err := first.Close(); err != nil {
 		t.Fatalf("first core: %v", err)
@@ -657,8 +657,8 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := core.Stats().Err
-	if int(st.Spilled) != fb.Count() || st.DroppedTotal() != 0 {
-		t.Errorf("spilled %d, fallback lines %d, dropped %v", st.Spilled, fb.Count(), st.Dropped)
+	if int(st.Spilled) != fb.Records() || st.DroppedTotal() != 0 {
+		t.Errorf("spilled %d, fallback lines %d, dropped %v", st.Spilled, fb.Records(), st.Dropped)
 	}
 }
 
@@ -698,8 +698,8 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := core.Stats()
-	if int(st.Err.Spilled) != fb.Count() || st.Err.DroppedTotal() != 0 {
-		t.Fatalf("spilled %d, fallback lines %d, dropped %v", st.Err.Spilled, fb.Count(), st.Err.Dropped)
+	if int(st.Err.Spilled) != fb.Records() || st.Err.DroppedTotal() != 0 {
+		t.Fatalf("spilled %d, fallback lines %d, dropped %v", st.Err.Spilled, fb.Records(), st.Err.Dropped)
 	}
 	identityHolds(t, st)
 }

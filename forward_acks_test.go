@@ -92,7 +92,7 @@ func TestUnixSocketThatNeverAcksGetsEachErrEntryOnceByDefault(t *testing.T) {
 	if dup := checkAll(t, n, r); dup != 0 {
 		t.Errorf("%d err entries arrived twice", dup)
 	}
-	if lines := fallback.Count(); lines != 0 {
+	if lines := fallback.Records(); lines != 0 {
 		t.Errorf("%d lines in ErrFallback, want none: every entry was delivered", lines)
 	}
 	if st := core.Stats().Err; st.Delivered != n || st.Spilled != 0 {

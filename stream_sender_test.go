@@ -96,8 +96,8 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 			t.Fatalf("entry %d arrived %d times", i, seen[i])
 		}
 	}
-	if st := core.Stats().Err; fb.Count() != 0 || st.Spilled != 0 || st.Delivered != n {
-		t.Fatalf("fallback %d lines, stats %+v", fb.Count(), st)
+	if st := core.Stats().Err; fb.Records() != 0 || st.Spilled != 0 || st.Delivered != n {
+		t.Fatalf("fallback %d lines, stats %+v", fb.Records(), st)
 	}
 }
 

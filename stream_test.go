@@ -88,8 +88,8 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 	if st.Info.Entries+st.Err.Entries != 16*10_000 {
 		t.Fatalf("entries counted %d, logged %d", st.Info.Entries+st.Err.Entries, 16*10_000)
 	}
-	if int(st.Err.Spilled) != spilled.Count() {
-		t.Fatalf("spilled %d, fallback got %d lines", st.Err.Spilled, spilled.Count())
+	if int(st.Err.Spilled) != spilled.Records() {
+		t.Fatalf("spilled %d, fallback got %d lines", st.Err.Spilled, spilled.Records())
 	}
 	if err := r.WaitFor(func(s forwardtest.Stats) bool {
 		return s.Entries >= int64(st.Info.Delivered+st.Err.Delivered)

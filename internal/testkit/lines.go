@@ -31,6 +31,19 @@ func (l *Lines) Count() int {
 	return l.n
 }
 
+// Records returns how many complete lines are err records: Count less the lines of the
+// core's own reports (logger "fluentcore", such as the one Close writes when it could not
+// deliver everything). It is safe for concurrent use.
+func (l *Lines) Records() int {
+	n := 0
+	for _, line := range l.Lines() {
+		if !strings.Contains(line, `"logger":"fluentcore"`) {
+			n++
+		}
+	}
+	return n
+}
+
 // Lines returns the complete lines written so far, in order, without their '\n'; an
 // unfinished last line is left out. It is safe for concurrent use.
 func (l *Lines) Lines() []string {
