@@ -22,7 +22,8 @@ import (
 //
 // The two streams share all of that; what differs is a policy value per stream: the info
 // stream's (infoPolicy, degrade.go) drops what it cannot carry and counts it, the err
-// stream's (errPolicy, err_spill.go) waits, truncates and spills instead.
+// stream's (errPolicy, err_spill.go) waits, truncates and spills instead, through the
+// spill the err stream holds (stream.errSpill).
 
 // sink is the two streams, their senders and the clock that flushes them and drives the
 // degrade state machine. It implements entrySink.
@@ -94,9 +95,8 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 }
 
 // admit is small enough to be inlined into Check: while the info stream's policy is not
-// consulted, an entry costs one atomic load. The entry goes by pointer: copying a
-// zapcore.Entry (about 150 bytes) on each call was a measurable part of admission
-// (BenchmarkAdmit).
+// consulted, an entry costs one atomic load. The entry goes by pointer: admission never
+// copies a zapcore.Entry (about 150 bytes), on the path of every logging call.
 func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	return !k.info.degrade.checking.Load() || k.consult(ent, tag, tagged)
 }

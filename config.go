@@ -87,8 +87,8 @@ type StreamConfig struct {
 	// most MaxSpread (8) in all, so that several servers take the stream at once, by weight,
 	// with no setting (bench/README.md, "Several servers"); with one server, one connection,
 	// which keeps each goroutine's entries in order as fluentd's out_forward does with its
-	// default of one flush thread (against a receiver that is not slow per connection, more
-	// connections to it delivered no more than one). The count is fixed by New: a name
+	// default of one flush thread (more connections to one server help only against a
+	// receiver that is slow per connection). The count is fixed by New: a name
 	// that gains addresses later gets no more connections (set Connections for a tier that
 	// grows). Against a receiver that is slow per connection, N connections deliver up to
 	// N times as much: set it to the receiver's workers (bench/README.md, "Scale-out and
@@ -209,7 +209,7 @@ type Config struct {
 	// makes may have no empty segment and must leave room for a name in MaxTagBytes (else
 	// a Validate error, and the default is used). Entries of a logger without a tag name keep their
 	// stream's tag (Info.Tag, Err.Tag), so a Config that sets no Tag option and no
-	// TagFromName sends exactly as before. Default DefaultTagTemplate
+	// TagFromName sends every entry under those two tags. Default DefaultTagTemplate
 	// ("{tag}.{name}.{stream}": logger "audit" of Tag "shop" sends under "shop.audit.info"
 	// and "shop.audit.err"). See docs/tags.md.
 	TagTemplate string `json:"tag_template,omitempty" yaml:"tag_template,omitempty"`
@@ -337,10 +337,10 @@ type Config struct {
 	// When the connection fails or an ack is overdue, every frame not acked on it is sent
 	// again, oldest first (the at-least-once promise: some may arrive twice). An ack that
 	// matches no frame in flight ends the connection with an error and the same resend.
-	// Default DefaultMaxInflight (32), the smallest window measured that delivered as much
-	// with acks as without them under a logging flood (bench/README.md, "Scale-out and
-	// acks"): the window has to cover the time an ack takes to reach a client whose cores
-	// are busy logging, not only the receiver's round trip. At most MaxInflightLimit; a
+	// Default DefaultMaxInflight (32): the window has to cover the time an ack takes to
+	// reach a client whose cores are busy logging, not only the receiver's round trip, for
+	// a stream with acks to deliver as much as one without under a logging flood
+	// (bench/README.md, "Scale-out and acks", has the figures). At most MaxInflightLimit; a
 	// stream's connections together keep at most all its batches but one per shard in
 	// flight, so that that many stay for the writers to fill and the senders to take next:
 	// (BufferBytes/MaxBatchBytes − shards) / Connections each, at least 1, where shards

@@ -42,9 +42,9 @@ const adaptiveHold = time.Second
 // the policy delivers less than no policy at all.
 const adaptiveFull = 1 - 1.0/64
 
-// adaptiveStep is the shedder's step while it counts keys: at the delivery rates of the
-// benchmarks (1–2 M entries/s) an 8 MiB buffer fills in tens of milliseconds, so the budget
-// must follow within a few.
+// adaptiveStep is the shedder's step while it counts keys: a small fraction of the time a
+// flood at full delivery rate takes to fill the default buffer, so that the budget follows
+// the fill within a few milliseconds (bench/README.md, "Figures behind the doc comments").
 const adaptiveStep = 5 * time.Millisecond
 
 func newAdaptiveRule(cfg DegradeConfig) *adaptiveRule {

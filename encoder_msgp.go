@@ -338,7 +338,7 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 	e.appendEntryHead(ent)
 	if e.weigh != nil {
 		// The level and message, not the entry: handing its pointer to a function value
-		// would move every entry to the heap (TestLoggingCallAllocatesNothing).
+		// would move every entry to the heap, and a logging call allocates nothing.
 		e.weighed = e.weigh(ent.Level, e.tag, ent.Message)
 		if e.room(len(e.weightKey) + 5) {
 			e.buf = append(e.buf, e.weightKey...)

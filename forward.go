@@ -179,9 +179,9 @@ func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int,
 	// frame written into a closed connection is counted delivered and lost. The parts are
 	// then written one by one, not in one writev: if the close comes in between, the
 	// header's write draws the reset that fails the payload's (at once on a local
-	// connection), so the frame is retried. The fault suite's receiver-down rows check both
-	// without acks. Nothing here allocates: an allocating sender is made to assist the
-	// garbage collector, and under a logging flood that stalls delivery.
+	// connection), so the frame is retried. Nothing here allocates: an allocating sender
+	// is made to assist the garbage collector, and under a logging flood that stalls
+	// delivery.
 	werr := c.peer.Closed()
 	for _, part := range [...][]byte{hdr, payload, opt} {
 		if werr != nil {

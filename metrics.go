@@ -439,10 +439,10 @@ func (s *StreamStats) server(addr string) *ServerStats {
 
 // sendDurationBuckets are the bounds of fluentcore_send_duration_seconds: 10 µs to about 42 s
 // by factors of 4 (12 bounds, and +Inf). The lowest resolves an err frame acked on a
-// local connection (tens of µs: a 100 µs floor read every one as "under 100 µs"); the
-// highest is past AckTimeout's default (30 s) and WriteTimeout's (10 s), so that an
-// attempt that ran into either lands in a bucket of its own, not in +Inf; factors of 4 keep
-// the series as few as before (a stall in progress is send_in_progress_seconds').
+// local connection (tens of µs, which a 100 µs floor would read all as "under 100 µs");
+// the highest is past AckTimeout's default (30 s) and WriteTimeout's (10 s), so that an
+// attempt that ran into either lands in a bucket of its own, not in +Inf; factors of 4
+// span that in 12 bounds (a stall in progress is send_in_progress_seconds').
 var sendDurationBuckets = prometheus.ExponentialBuckets(0.00001, 4, 12)
 
 // newMetrics returns a collector with no core, under constLabels, and its send-duration

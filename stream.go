@@ -20,11 +20,11 @@ import (
 )
 
 // streamPolicy is what makes a stream the info stream or the err stream. The stream asks it
-// at each point where the two differ, and never which one it has: the info stream's
-// (infoPolicy, degrade.go) drops what it cannot carry, counted by reason; the err stream's
-// (errPolicy, err_spill.go) waits, cuts and spills instead, and has its sender seal every
-// entry at once. A policy is told what happened and answers; it never reaches back into the
-// stream.
+// at each point where the two differ: the info stream's (infoPolicy, degrade.go) drops what
+// it cannot carry, counted by reason; the err stream's (errPolicy, err_spill.go) waits, cuts
+// and spills instead, and has its sender seal every entry at once. A policy is told what
+// happened and answers; it never reaches back into the stream. The err stream also holds
+// its policy as errSpill, for the spill and replay paths the policy opens.
 type streamPolicy interface {
 	// written is told of each entry put in a batch, and freed of the entries of each batch
 	// that leaves the buffer (delivered, spilled or dropped).
@@ -213,10 +213,10 @@ const tagShards = 16
 
 // mayTake reports whether a writer of tag may take a free batch: always, but while the
 // core has logger tags, a tag that holds two batches or more takes none of the last few,
-// kept for the tags that hold one (a batch each, from nb/8 to nb/4 of them). Else a
-// flooding tag, whose shard takes every batch the sender frees, left rare tags that filled
-// their batches (at the same moment, at the same rate) none, and their entries were
-// dropped until the sender freed enough (BenchmarkTagFlood).
+// kept for the tags that hold one (a batch each, from nb/8 to nb/4 of them). So a flooding
+// tag, whose shard would take every batch the sender frees, leaves those batches to the
+// rare tags that fill theirs at the same moment: a rare tag is not left without a batch
+// while the sender frees them one by one.
 //
 // An entry the policy keeps whole passes too, while it reserves: it is no flood, and the
 // last batches are kept for such entries whatever their tag (see takeFor).
@@ -315,9 +315,10 @@ func reserveOf(nbatches int) int {
 
 // reservedBytes is the room of the batches held in reserve now, which a flood the policy
 // thins cannot take; the shedder's margin is this. Not the logger tags' floor (mayTake),
-// though a flooding tag cannot take it either: as margin it made the step's budget so low
-// that the other tags' entries were thinned (BenchmarkTagFlood: a quarter of them shed,
-// against none). The flood's entries past the floor are dropped as queue_full instead.
+// though a flooding tag cannot take it either: the floor is kept from one tag for the
+// others, and counted as margin it would lower the step's budget for every tag, thinning
+// the other tags' entries too. The flood's entries past the floor are dropped as
+// queue_full instead.
 func (s *stream) reservedBytes() int64 {
 	if s.reserve == 0 || !s.policy.reserves() {
 		return 0

@@ -156,17 +156,15 @@ type streamUsage struct {
 //
 // The degrade policy's allowance is the room less the entries it admitted that are not
 // taken in yet, so room and taken must agree while writers go on: an entry counted as
-// taken must be out of the room, and one not counted yet still in it. So each shard's
-// open batch and its entry count are read together under the shard's lock (its writers
-// count and append under it), and the free list after every shard. Read the other way,
-// the free list first and the counts after the room, a reader that waited for a shard's
-// lock counted a batch taken meanwhile into a shard not read yet, and the entries written
-// meanwhile, as room twice, and the allowance let a flood into the margin kept for the
-// keys kept whole. A batch taken from the free list into a shard read before is neither
-// in that shard as read nor on the free list any more: each shard counts the batches it
-// takes, and those taken after its read are counted as free (their entries are not taken
-// yet, as far as the read goes). Uncounted, their room went missing while their entries
-// counted against it, and the allowance came out short by a batch and more.
+// taken is out of the room, and one not counted yet is still in it. Hence the order of the
+// reads: each shard's open batch and its entry count together, under the shard's lock (its
+// writers count and append under it), and the free list after every shard. With the free
+// list read first, a batch taken meanwhile into a shard not read yet would count as room
+// twice, with the entries written into it, and the allowance would let a flood into the
+// margin kept for the keys kept whole. A batch taken from the free list into a shard read
+// before is in neither place as read: each shard counts the batches it takes, and those
+// taken after its read count as free (their entries are not taken yet, as far as the read
+// goes), so that their room is not missing while their entries count against it.
 // The takes are summed again before the free list is read, so that a batch taken after
 // that is counted nowhere rather than twice; a batch that goes from a shard back to the
 // free list during the read (an empty reserve given back) is not counted as free. What is

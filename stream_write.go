@@ -82,7 +82,7 @@ const (
 // An entry is the caller's ctx, ent and fields, and once it has been cut down to size
 // without a lock, cut, its bytes (which the write path then copies). They travel as
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
-// apart, and the entry must not move to the heap (TestLoggingCallAllocatesNothing).
+// apart, and the entry must not move to the heap: a logging call allocates nothing.
 func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
 	s.writeIn(s.lockShard(tag.idx), ctx, tag, ent, fields)
 }
@@ -106,7 +106,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			// what is buffered, not how it is split into batches, decides when the stream is
 			// full (the degrade policy's room counts on it). A logger tag's entries are only
 			// ever in its home shard: no other shard holds a batch they may go into, and
-			// trying every shard's lock at each drop slowed every tag's writers.
+			// trying every shard's lock at each drop would slow every tag's writers.
 			status, enc = s.writeElsewhere(i, tag.idx, ctx, ent, fields, cut)
 		}
 		switch status {
@@ -147,10 +147,10 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			if maxWait <= 0 {
 				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
 				if tag.idx != 0 {
-					// A logger tag's writers have one shard and no other batch to spill into
-					// (writeElsewhere): flat out, they dropped in a loop that kept the sender,
-					// which frees batches, from a CPU for up to a second (BenchmarkTags
-					// delivered a tenth). Never a wait on I/O.
+					// A logger tag's writers have one shard and no other batch to go to
+					// (writeElsewhere): one that drops for want of a batch yields the
+					// processor, so that writers dropping flat out leave the sender, which
+					// frees batches, a CPU. Never a wait on I/O.
 					runtime.Gosched()
 				}
 				return
@@ -220,13 +220,13 @@ func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext
 // lockShard locks a shard for a writer and returns its index. While the stream is calm,
 // shard 0: a writer that is alone (the usual case at a modest rate) always writes there,
 // and the entries of one goroutine keep their order in the stream, since batches are
-// sealed in order and one shard's batch is in order. (Random shards, even uncontended,
-// interleaved the entries of consecutive calls by a batch.) A flush or a scrape holding
+// sealed in order and one shard's batch is in order (a random shard, even uncontended,
+// would interleave consecutive calls' entries by a batch). A flush or a scrape holding
 // shard 0 (lockForSink) is waited for, for the same reason. The first writer to find
 // shard 0 taken by another writer marks the stream contended, and until the next flush
-// tick writers pick a shard at random, as many goroutines logging at once need: trying
-// shard 0 first under contention starved the sender (the AddingFields parallel benchmark
-// delivered half as much). The order of concurrent calls is not defined anyway, though a
+// tick writers pick a shard at random, as many goroutines logging at once need: writers
+// that all tried shard 0 first would queue on its lock and keep the sender from a CPU.
+// The order of concurrent calls is not defined anyway, though a
 // goroutine that moves shards may see its entries reordered within a flush. The entries of
 // a logger tag (tag, not 0) always go to the tag's own shard (homeShard), so they keep
 // their order whatever the contention, and tags rarely share a batch's runs; the stream's

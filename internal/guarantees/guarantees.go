@@ -1,5 +1,5 @@
 // Package guarantees keeps the "Guarantees" table of docs/guarantees.md in step with the
-// fault suite (TestFaults in the root package), which generates it: Splice puts a generated
+// fault suite (faults_test.go in the root package), which generates it: Splice puts a generated
 // table between the document's markers, Extract and Rows read it back so a test can compare.
 // It is a development tool of this repository, not part of fluentcore's API.
 package guarantees

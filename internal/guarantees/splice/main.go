@@ -1,4 +1,4 @@
-// Command splice puts the table TestFaults generated into docs/guarantees.md between the
+// Command splice puts the table the fault suite generated into docs/guarantees.md between the
 // guarantees markers: `make guarantees` runs the suite, then this.
 //
 //	go run ./internal/guarantees/splice -table build/guarantees.md -doc docs/guarantees.md
