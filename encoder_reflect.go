@@ -116,18 +116,11 @@ func (e *msgpEncoder) appendCustomReflected(obj any, depth int) error {
 }
 
 // reflectValue appends v, whose plan is p, inside depth maps and arrays (and, within the
-// value, pointers).
+// value, pointers). The common scalars are written here, the others by reflectScalar; maps
+// go to reflectMapValue, and the values whose own method writes them to reflectMethod.
 func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth int) error {
-	if p.Addr != nil {
-		// The addr plan always calls a method; errors name v's type, as encoding/json's do.
-		switch {
-		case v.CanAddr():
-			return e.reflectMethod(p.Addr, v.Addr(), depth, p.Type)
-		case p.Box:
-			c := reflect.New(p.Type)
-			c.Elem().Set(v)
-			return e.reflectMethod(p.Addr, c, depth, p.Type)
-		}
+	if p.Addr != nil && (v.CanAddr() || p.Box) {
+		return e.reflectAddressed(p, v, depth)
 	}
 	switch p.Op {
 	case reflectplan.OpBool:
@@ -145,15 +138,6 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			return errNoRoom
 		}
 		e.buf = msgp.AppendUint64(e.buf, v.Uint())
-	case reflectplan.OpFloat32:
-		f := v.Float()
-		if f-f != 0 {
-			return nonFiniteError(f, 32)
-		}
-		if !e.room(scalarRoom) {
-			return errNoRoom
-		}
-		e.buf = msgp.AppendFloat32(e.buf, float32(f))
 	case reflectplan.OpFloat64:
 		f := v.Float()
 		if f-f != 0 {
@@ -172,23 +156,8 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			return errNoRoom
 		}
 		e.buf = appendStr(e.buf, s)
-	case reflectplan.OpNumber:
-		s, err := numberLiteral(v.String())
-		if err != nil {
-			return err
-		}
-		if !e.room(len(s) + 5) {
-			return errNoRoom
-		}
-		e.buf = appendJSONNumber(e.buf, s)
-	case reflectplan.OpBytes:
-		if v.IsNil() {
-			return e.putNil()
-		}
-		if !e.room(e.binRoom(v.Len())) {
-			return errNoRoom
-		}
-		e.putBin(v.Bytes())
+	case reflectplan.OpFloat32, reflectplan.OpNumber, reflectplan.OpBytes, reflectplan.OpTime, reflectplan.OpDuration:
+		return e.reflectScalar(p.Op, v)
 	case reflectplan.OpSlice:
 		if v.IsNil() {
 			return e.putNil()
@@ -197,24 +166,7 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 	case reflectplan.OpArray:
 		return e.reflectArray(p, v, depth)
 	case reflectplan.OpMap:
-		if v.IsNil() {
-			return e.putNil()
-		}
-		if depth++; depth > maxDepth {
-			return errTooDeep
-		}
-		if !e.room(5 + 2*v.Len()) {
-			return errNoRoom
-		}
-		switch {
-		case p.AnyMap:
-			m, _ := reflect.TypeAssert[map[string]any](v)
-			return e.reflectAnyMap(m, depth)
-		case p.StrMap:
-			m, _ := reflect.TypeAssert[map[string]string](v)
-			return e.reflectStrMap(m)
-		}
-		return e.reflectMap(p, v, depth)
+		return e.reflectMapValue(p, v, depth)
 	case reflectplan.OpPtr:
 		if v.IsNil() {
 			return e.putNil()
@@ -234,6 +186,55 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			return errTooDeep
 		}
 		return e.reflectStruct(p, v, depth)
+	default:
+		return e.reflectMethod(p, v, depth, p.Type)
+	}
+	return nil
+}
+
+// reflectAddressed writes v through the plan of its address, p.Addr, whose op always calls
+// a method (one with a pointer receiver): on v itself when it is addressable, else on a copy
+// (p.Box). Errors name v's type, as encoding/json's do.
+func (e *msgpEncoder) reflectAddressed(p *reflectplan.Plan, v reflect.Value, depth int) error {
+	if v.CanAddr() {
+		return e.reflectMethod(p.Addr, v.Addr(), depth, p.Type)
+	}
+	c := reflect.New(p.Type)
+	c.Elem().Set(v)
+	return e.reflectMethod(p.Addr, c, depth, p.Type)
+}
+
+// reflectScalar appends v, a float32, json.Number, []byte, time.Time or time.Duration (the
+// scalars reflectValue does not write itself), if it fits the budget. NaN and infinities,
+// and a json.Number that is no number literal, are encoding/json's errors.
+func (e *msgpEncoder) reflectScalar(op reflectplan.Op, v reflect.Value) error {
+	switch op {
+	case reflectplan.OpFloat32:
+		f := v.Float()
+		if f-f != 0 {
+			return nonFiniteError(f, 32)
+		}
+		if !e.room(scalarRoom) {
+			return errNoRoom
+		}
+		e.buf = msgp.AppendFloat32(e.buf, float32(f))
+	case reflectplan.OpNumber:
+		s, err := numberLiteral(v.String())
+		if err != nil {
+			return err
+		}
+		if !e.room(len(s) + 5) {
+			return errNoRoom
+		}
+		e.buf = appendJSONNumber(e.buf, s)
+	case reflectplan.OpBytes:
+		if v.IsNil() {
+			return e.putNil()
+		}
+		if !e.room(e.binRoom(v.Len())) {
+			return errNoRoom
+		}
+		e.putBin(v.Bytes())
 	case reflectplan.OpTime:
 		if !e.room(scalarRoom) {
 			return errNoRoom
@@ -245,10 +246,32 @@ func (e *msgpEncoder) reflectValue(p *reflectplan.Plan, v reflect.Value, depth i
 			return errNoRoom
 		}
 		e.appendDuration(time.Duration(v.Int()))
-	default:
-		return e.reflectMethod(p, v, depth, p.Type)
 	}
 	return nil
+}
+
+// reflectMapValue appends the map v, whose plan is p, inside depth maps and arrays: nil as
+// msgpack nil, map[string]any and map[string]string by their fast paths, any other map by
+// reflectMap. A map whose smallest encoding (two bytes a pair) cannot fit is not walked.
+func (e *msgpEncoder) reflectMapValue(p *reflectplan.Plan, v reflect.Value, depth int) error {
+	if v.IsNil() {
+		return e.putNil()
+	}
+	if depth++; depth > maxDepth {
+		return errTooDeep
+	}
+	if !e.room(5 + 2*v.Len()) {
+		return errNoRoom
+	}
+	switch {
+	case p.AnyMap:
+		m, _ := reflect.TypeAssert[map[string]any](v)
+		return e.reflectAnyMap(m, depth)
+	case p.StrMap:
+		m, _ := reflect.TypeAssert[map[string]string](v)
+		return e.reflectStrMap(m)
+	}
+	return e.reflectMap(p, v, depth)
 }
 
 // putNil appends msgpack nil if it fits the budget.

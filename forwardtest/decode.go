@@ -170,113 +170,162 @@ type frameOptions struct {
 }
 
 // decodeFrame decodes one complete request. In full mode the entries are appended to
-// c.batch. Every error it returns is a protocol violation.
+// c.batch. Every error it returns is a protocol violation; res then has the tag and the
+// mode as far as they were read.
 func (c *conn) decodeFrame(b []byte) (res frameResult, err error) {
-	if msgp.IsNil(b) {
-		return res, errors.New("nil request: fluentd ignores it but fluent-bit closes the connection")
-	}
-	if t := msgp.NextType(b); t != msgp.ArrayType {
-		return res, fmt.Errorf("request is msgpack %s, not array (fluent-bit closes the connection)", typeName(b))
-	}
-	size, b, err := msgp.ReadArrayHeaderBytes(b)
+	size, second, third, err := c.decodeHead(&res, b)
 	if err != nil {
-		return res, malformed(err)
+		return res, err
 	}
-	if size < 2 || size > 4 {
-		return res, fmt.Errorf("request array has %d elements, want 2 to 4", size)
-	}
-	tag, second, err := msgp.ReadStringZC(b)
+	res.mode = entriesMode(second)
+	optRaw, err := optionsElem(res.mode, size, third)
 	if err != nil {
-		return res, fmt.Errorf("tag is msgpack %s, not str (fluent-bit closes the connection)", typeName(b))
-	}
-	res.tagZC = tag // valid until the next frame is read: counted by tag under the lock
-	if !c.countOnly {
-		res.tag = string(tag)
-	}
-	third, err := msgp.Skip(second)
-	if err != nil {
-		return res, malformed(err)
-	}
-	var optRaw []byte
-	switch msgp.NextType(second) {
-	case msgp.StrType, msgp.BinType:
-		res.mode = PackedForward
-	case msgp.ArrayType:
-		res.mode = Forward
-	default:
-		res.mode = Message
-	}
-	if res.mode == Message {
-		if size != 3 && size != 4 {
-			return res, fmt.Errorf("message mode request has %d elements, want 3 or 4", size)
-		}
-		if size == 4 {
-			if optRaw, err = msgp.Skip(third); err != nil {
-				return res, malformed(err)
-			}
-		}
-	} else {
-		if size != 2 && size != 3 {
-			return res, fmt.Errorf("%v request has %d elements, want 2 or 3", res.mode, size)
-		}
-		if size == 3 {
-			optRaw = third
-		}
+		return res, err
 	}
 	opts, err := parseOptions(optRaw)
 	if err != nil {
 		return res, err
 	}
 	res.chunk, res.hasChunk = opts.chunk, opts.hasChunk
-
 	switch res.mode {
 	case Message:
-		t, rest, err := decodeTime(second, false)
-		if err != nil {
-			return res, err
-		}
-		if _, err := c.record(res, t, rest); err != nil {
-			return res, err
-		}
-		res.n = 1
+		err = c.decodeMessage(&res, second)
 	case Forward:
-		n, b, err := msgp.ReadArrayHeaderBytes(second)
-		if err != nil {
-			return res, malformed(err)
+		err = c.decodeForward(&res, second)
+	default:
+		err = c.decodePacked(&res, second, opts.gzip)
+	}
+	return res, err
+}
+
+// decodeHead checks that b is a request array of 2 to 4 elements led by a str tag, which
+// it records in res, and returns the array's size, its second element onwards and its
+// third element onwards.
+func (c *conn) decodeHead(res *frameResult, b []byte) (size uint32, second, third []byte, err error) {
+	if msgp.IsNil(b) {
+		return 0, nil, nil, errors.New("nil request: fluentd ignores it but fluent-bit closes the connection")
+	}
+	if t := msgp.NextType(b); t != msgp.ArrayType {
+		return 0, nil, nil, fmt.Errorf("request is msgpack %s, not array (fluent-bit closes the connection)", typeName(b))
+	}
+	size, b, err = msgp.ReadArrayHeaderBytes(b)
+	if err != nil {
+		return 0, nil, nil, malformed(err)
+	}
+	if size < 2 || size > 4 {
+		return 0, nil, nil, fmt.Errorf("request array has %d elements, want 2 to 4", size)
+	}
+	tag, second, err := msgp.ReadStringZC(b)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("tag is msgpack %s, not str (fluent-bit closes the connection)", typeName(b))
+	}
+	res.tagZC = tag // valid until the next frame is read: counted by tag under the lock
+	if !c.countOnly {
+		res.tag = string(tag)
+	}
+	if third, err = msgp.Skip(second); err != nil {
+		return 0, nil, nil, malformed(err)
+	}
+	return size, second, third, nil
+}
+
+// entriesMode is the request's mode, told by its second element: a str or bin of packed
+// entries, an array of entries, or else the time of a single entry.
+func entriesMode(second []byte) Mode {
+	switch msgp.NextType(second) {
+	case msgp.StrType, msgp.BinType:
+		return PackedForward
+	case msgp.ArrayType:
+		return Forward
+	}
+	return Message
+}
+
+// optionsElem checks that a request of the mode has a size its mode allows, and returns its
+// option element (nil when it has none), found in third, the request from its third
+// element on.
+func optionsElem(mode Mode, size uint32, third []byte) ([]byte, error) {
+	if mode == Message {
+		if size != 3 && size != 4 {
+			return nil, fmt.Errorf("message mode request has %d elements, want 3 or 4", size)
 		}
-		for i := range int(n) {
-			if b, err = c.decodeEntry(res, b); err != nil {
-				return res, fmt.Errorf("entry %d: %w", i, err)
+		if size == 4 {
+			opt, err := msgp.Skip(third)
+			if err != nil {
+				return nil, malformed(err)
 			}
+			return opt, nil
 		}
-		res.n = int(n)
-	case PackedForward:
-		var payload []byte
-		if msgp.NextType(second) == msgp.BinType {
-			payload, _, err = msgp.ReadBytesZC(second)
-		} else {
-			if opts.gzip {
-				return res, errors.New(`CompressedPackedForward entries are a str; they must be bin`)
-			}
-			payload, _, err = msgp.ReadStringZC(second)
-		}
-		if err != nil {
-			return res, malformed(err)
-		}
-		if opts.gzip {
-			res.mode = CompressedPackedForward
-			if payload, err = c.gunzip(payload); err != nil {
-				return res, err
-			}
-		}
-		for len(payload) > 0 {
-			if payload, err = c.decodeEntry(res, payload); err != nil {
-				return res, fmt.Errorf("packed entry %d: %w", res.n, err)
-			}
-			res.n++
+		return nil, nil
+	}
+	if size != 2 && size != 3 {
+		return nil, fmt.Errorf("%v request has %d elements, want 2 or 3", mode, size)
+	}
+	if size == 3 {
+		return third, nil
+	}
+	return nil, nil
+}
+
+// decodeMessage decodes a Message mode request's one entry, second being its time and
+// record.
+func (c *conn) decodeMessage(res *frameResult, second []byte) error {
+	t, rest, err := decodeTime(second, false)
+	if err != nil {
+		return err
+	}
+	if _, err := c.record(*res, t, rest); err != nil {
+		return err
+	}
+	res.n = 1
+	return nil
+}
+
+// decodeForward decodes a Forward mode request's entries, second being their array.
+func (c *conn) decodeForward(res *frameResult, second []byte) error {
+	n, b, err := msgp.ReadArrayHeaderBytes(second)
+	if err != nil {
+		return malformed(err)
+	}
+	for i := range int(n) {
+		if b, err = c.decodeEntry(*res, b); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
 		}
 	}
-	return res, nil
+	res.n = int(n)
+	return nil
+}
+
+// decodePacked decodes a PackedForward request's entries, second being the bin (or str)
+// that holds them; gzip says they are compressed (CompressedPackedForward), which needs a
+// bin.
+func (c *conn) decodePacked(res *frameResult, second []byte, gzip bool) error {
+	var payload []byte
+	var err error
+	if msgp.NextType(second) == msgp.BinType {
+		payload, _, err = msgp.ReadBytesZC(second)
+	} else {
+		if gzip {
+			return errors.New(`CompressedPackedForward entries are a str; they must be bin`)
+		}
+		payload, _, err = msgp.ReadStringZC(second)
+	}
+	if err != nil {
+		return malformed(err)
+	}
+	if gzip {
+		res.mode = CompressedPackedForward
+		if payload, err = c.gunzip(payload); err != nil {
+			return err
+		}
+	}
+	for len(payload) > 0 {
+		if payload, err = c.decodeEntry(*res, payload); err != nil {
+			return fmt.Errorf("packed entry %d: %w", res.n, err)
+		}
+		res.n++
+	}
+	return nil
 }
 
 func parseOptions(b []byte) (o frameOptions, err error) {

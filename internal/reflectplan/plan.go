@@ -358,6 +358,14 @@ func validTagName(s string) bool {
 // embedded structs, the shallowest name wins, a tagged name beats an untagged one at the
 // same depth, and two equals cancel each other out.
 func structFields(t reflect.Type) []structField {
+	return dominantFields(candidateFields(t))
+}
+
+// candidateFields lists every field that may be written under its name: t's own, then
+// those of its embedded structs, depth by depth (breadth first), each struct type walked
+// once. A field of a struct type embedded twice at one depth is listed twice, so that its
+// name cancels out in dominantFields.
+func candidateFields(t reflect.Type) []structField {
 	type queued struct {
 		typ   reflect.Type
 		index []int
@@ -376,71 +384,96 @@ func structFields(t reflect.Type) []structField {
 			}
 			visited[q.typ] = true
 			for i := 0; i < q.typ.NumField(); i++ {
-				sf := q.typ.Field(i)
-				if sf.Anonymous {
-					et := sf.Type
-					if et.Kind() == reflect.Pointer {
-						et = et.Elem()
-					}
-					if !sf.IsExported() && et.Kind() != reflect.Struct {
-						continue
-					}
-				} else if !sf.IsExported() {
-					continue
-				}
-				tag := fieldTag(sf)
-				if tag == "-" {
-					continue
-				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if !validTagName(name) {
-					name = ""
-				}
-				index := append(slices.Clip(q.index), i)
-				ft := sf.Type
-				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
-					ft = ft.Elem()
-				}
-				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
-					f := structField{
-						name:     name,
-						tagged:   name != "",
-						index:    index,
-						typ:      sf.Type,
-						omitNil:  tagHas(opts, "omitempty"),
-						omitZero: tagHas(opts, "omitzero"),
-					}
-					if f.name == "" {
-						f.name = sf.Name
-					}
-					if tagHas(opts, "string") {
-						switch ft.Kind() {
-						case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-							reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-							reflect.Float32, reflect.Float64, reflect.String:
-							f.quoted = true
-						}
-					}
-					if f.omitZero {
-						f.isZero = zeroFunc(sf.Type)
-					}
+				f, embedded, ok := fieldCandidate(q.typ.Field(i), q.index, i)
+				switch {
+				case !ok:
+				case embedded == nil:
 					fields = append(fields, f)
 					if count[q.typ] > 1 {
 						// The same struct embedded twice at this depth: a duplicate makes the
-						// name cancel out below.
+						// name cancel out in dominantFields.
 						fields = append(fields, f)
 					}
-					continue
-				}
-				nextCount[ft]++
-				if nextCount[ft] == 1 {
-					next = append(next, queued{typ: ft, index: index})
+				default:
+					nextCount[embedded]++
+					if nextCount[embedded] == 1 {
+						next = append(next, queued{typ: embedded, index: f.index})
+					}
 				}
 			}
 		}
 		count = nextCount
 	}
+	return fields
+}
 
+// fieldCandidate is what field i, sf, of the struct reached through parent contributes:
+// a candidate field named by its tag or its Go name; or, for an untagged embedded struct
+// (or pointer to one), that struct, whose fields are walked at the next depth (embedded,
+// with f.index its path); or nothing (ok false), for an unexported field that is no
+// embedded struct, or one tagged "-".
+func fieldCandidate(sf reflect.StructField, parent []int, i int) (f structField, embedded reflect.Type, ok bool) {
+	if sf.Anonymous {
+		et := sf.Type
+		if et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+		if !sf.IsExported() && et.Kind() != reflect.Struct {
+			return f, nil, false
+		}
+	} else if !sf.IsExported() {
+		return f, nil, false
+	}
+	tag := fieldTag(sf)
+	if tag == "-" {
+		return f, nil, false
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	if !validTagName(name) {
+		name = ""
+	}
+	index := append(slices.Clip(parent), i)
+	ft := sf.Type
+	if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+		return structField{index: index}, ft, true
+	}
+	f = structField{
+		name:     name,
+		tagged:   name != "",
+		index:    index,
+		typ:      sf.Type,
+		omitNil:  tagHas(opts, "omitempty"),
+		omitZero: tagHas(opts, "omitzero"),
+		quoted:   tagHas(opts, "string") && quotable(ft.Kind()),
+	}
+	if f.name == "" {
+		f.name = sf.Name
+	}
+	if f.omitZero {
+		f.isZero = zeroFunc(sf.Type)
+	}
+	return f, nil, true
+}
+
+// quotable reports whether the ",string" option applies to a field of kind k (or pointer
+// to k): booleans, numbers and strings, as in encoding/json.
+func quotable(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	}
+	return false
+}
+
+// dominantFields keeps, of the candidates sharing a name, the one that dominates: the
+// shallowest, then the tagged one; none when the first two tie. The fields kept are in
+// index order, encoding/json's order.
+func dominantFields(fields []structField) []structField {
 	slices.SortFunc(fields, func(a, b structField) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
 			return c
