@@ -26,7 +26,9 @@ func TestHeapStaysWithinBudgetWhileReceiverStalls(t *testing.T) {
 	core := New(fastRetry(Config{
 		Addr: r.Addr(), MaxBatchBytes: 64 << 10,
 		Info: StreamConfig{BufferBytes: budget / 2}, Err: StreamConfig{BufferBytes: budget / 2},
-		WriteTimeout: 100 * time.Millisecond, ErrMaxWait: time.Millisecond, ErrFallback: io.Discard,
+		// A write that times out opens a new connection, whose socket buffers take another
+		// few MiB: a timeout longer than the flood keeps it on one, so that it must drop.
+		WriteTimeout: time.Minute, ErrMaxWait: time.Millisecond, ErrFallback: io.Discard,
 		RetryMax: 20 * time.Millisecond,
 	}))
 	logger := zap.New(core)
