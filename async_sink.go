@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,21 +51,16 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		}
 		s.onEvent.emit(now, kind, nil)
 	})
-	info := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, k.info, newForwarders(s.connFor(infoStream), s.infoConnections)...)
+	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
+	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		rule := k.info.degrade.rule
 		info.weighWith(appendStr(nil, s.degrade.WeightKey), rule.weight, rule.unweigh)
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
-	errs := newStream(errStream, s.tags[errStream], s.errBufferBytes, s.stream, k.err, newForwarder(s.connFor(errStream)))
+	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
 	errs.errSpill = k.err
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
-	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
-	for _, st := range k.streams {
-		st.tags = k.tags
-		st.tagBatches = make([]atomic.Int32, s.maxTags+1)
-		st.sendDuration = sendDuration.WithLabelValues(st.id.String())
-	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel

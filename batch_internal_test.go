@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,10 +163,8 @@ func TestBatchWithoutRunsIsOneFrame(t *testing.T) {
 func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
 	// A policy that keeps no entry whole: the floor alone decides.
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, reservingPolicy{newInfoPolicy(s.degrade, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.close()
-	st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
-	st.tagBatches = make([]atomic.Int32, 65)
 	flood := st.tags.lookup("flood")
 	rare := flood
 	for i := 0; rare == flood || st.homeShard(rare.idx) != st.homeShard(flood.idx); i++ {

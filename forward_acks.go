@@ -27,7 +27,7 @@ type flight struct {
 
 // ackWindow is a connection's frames in flight, with RequireAck: the frames written on the
 // connection whose acks have not come back, oldest first (at most maxInflight), and the
-// timer of the oldest one's ack deadline (nil until the first frame). lost holds the
+// ticker of the oldest one's ack deadline (nil until the first frame). lost holds the
 // batches of frames in flight on a connection that ended, until the sender takes them
 // back (takeUnacked). Only the sender that owns the forwarder uses it; other goroutines
 // read only loadInFlight.
@@ -36,7 +36,7 @@ type ackWindow struct {
 	lost        []*batch
 	lostSince   time.Time // when the oldest frame in lost was written
 	maxInflight int
-	ackT        *time.Timer
+	ackT        *time.Ticker // the settings' clock's (armAckTimer)
 	inflight    atomic.Int32 // len(flights), for other goroutines
 	oldestAt    atomic.Int64 // unix nanos when flights[0] was written, 0 if none: for other goroutines
 }
@@ -124,14 +124,17 @@ func (f *forwarder) full() bool {
 	return len(f.flights) >= f.maxInflight || (len(f.flights) > 0 && !f.conn.keepalive)
 }
 
-// armAckTimer sets the ack timer to the oldest frame in flight's deadline.
+// armAckTimer sets the ack ticker to tick at the oldest frame in flight's deadline. The
+// ticker is the settings' clock's (connSettings.clock), made at the first frame and Reset
+// after, so that the clock decides when a deadline has passed; onDue reads the time on it
+// at each tick. A deadline already past ticks at once.
 func (f *forwarder) armAckTimer(now time.Time) {
-	d := f.flights[0].at.Add(f.s.ackTimeout).Sub(now)
+	d := max(f.flights[0].at.Add(f.s.ackTimeout).Sub(now), time.Nanosecond) // a ticker's period is positive
 	if f.ackT == nil {
-		f.ackT = time.NewTimer(d)
+		f.ackT = f.s.clock.NewTicker(d)
 		return
 	}
-	f.ackT.Reset(d) // since Go 1.23 a Reset timer never delivers a stale value
+	f.ackT.Reset(d) // since Go 1.23 a Reset ticker never delivers a stale value
 }
 
 // ackEvents returns what the next event of the frames in flight comes on: an ack, the end
@@ -213,12 +216,12 @@ func (f *forwarder) onDead() (flight, error) {
 	return flight{}, f.lose(fmt.Errorf("fluentcore: connection to %s lost while waiting for ack: %w", f.s.endpoints[c.server].Addr, c.err), true)
 }
 
-// onDue handles the ack timer: the oldest frame's ack is overdue, which ends the
+// onDue handles a tick of the ack ticker: the oldest frame's ack is overdue, which ends the
 // connection (nil if it is not due yet).
 func (f *forwarder) onDue() error {
 	now := f.s.clock.Now()
 	if now.Before(f.flights[0].at.Add(f.s.ackTimeout)) {
-		f.armAckTimer(now) // not expected: the timer follows the oldest frame
+		f.armAckTimer(now) // a clock's ticker may tick early; it follows the oldest frame
 		return nil
 	}
 	ep := &f.s.endpoints[f.conn.server]

@@ -79,14 +79,14 @@ var (
 type stream struct {
 	id     streamID
 	tag    string    // the stream's own tag, of its entries without a logger tag
-	tags   *tagTable // the logger tags' (nil in tests that build a stream alone)
+	tags   *tagTable // the logger tags', shared with the other stream
 	shards []shard
 	// randShards is how many shards, the first ones, writers of the stream's own tag use
 	// while the core has no logger tag; once it has one, tagShard: the shards from tagShard
 	// on are the logger tags' (homeShard), at least half of them.
 	randShards, tagShard int
 	// tagBatches counts the batches each tag holds (open, queued, in flight), and
-	// lightTags the tags that hold one; nil in tests that build a stream alone. While the
+	// lightTags the tags that hold one, by tag index (0 to tags.max). While the
 	// core has logger tags, a tag that holds two or more takes none of the last free
 	// batches: one per light tag, from nb/8 to nb/4 (mayTake).
 	tagBatches []atomic.Int32
@@ -151,7 +151,10 @@ type stream struct {
 	recent recentWindow
 }
 
-func newStream(id streamID, tag string, budget int, s streamSettings, policy streamPolicy, fwds ...*forwarder) *stream {
+// newStream makes stream id with budget bytes of batches, sending on fwds: its entries
+// without a logger tag go under its own tag in tags (index 0), and its send times to
+// sendDuration.
+func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, sendDuration prometheus.Observer, fwds ...*forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	// Up to tagShards more shards for the logger tags, while open batches stay at most half
@@ -163,7 +166,9 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 	tagShard := min(rshards, nshards-nshards/2)
 	st := &stream{
 		id:         id,
-		tag:        tag,
+		tag:        tags.tagOf(0, id),
+		tags:       tags,
+		tagBatches: make([]atomic.Int32, tags.max+1),
 		policy:     policy,
 		shards:     make([]shard, nshards),
 		randShards: rshards,
@@ -182,6 +187,7 @@ func newStream(id streamID, tag string, budget int, s streamSettings, policy str
 		progress:   make(chan struct{}),
 		clock:      s.clock,
 
+		sendDuration:  sendDuration,
 		all:           make([]*batch, 0, nb),
 		flushInterval: s.flushInterval,
 	}
@@ -227,13 +233,13 @@ func (s *stream) mayTake(ent *zapcore.Entry, tag uint16) bool {
 // atTagFloor reports whether tag holds two batches or more while the free ones are down to
 // tagFloor: it may take no more, except for entries the policy keeps whole.
 func (s *stream) atTagFloor(tag uint16) bool {
-	return s.tagBatches != nil && s.tags.inUse.Load() && s.tagBatches[tag].Load() >= 2 && len(s.free) <= s.tagFloor()
+	return s.tags.inUse.Load() && s.tagBatches[tag].Load() >= 2 && len(s.free) <= s.tagFloor()
 }
 
 // tagFloor is how many of the free batches a tag that holds two or more may not take
 // (mayTake), while the core has logger tags; 0 otherwise.
 func (s *stream) tagFloor() int {
-	if s.tagBatches == nil || !s.tags.inUse.Load() {
+	if !s.tags.inUse.Load() {
 		return 0
 	}
 	return max(s.nbatchesR[0], min(int(s.lightTags.Load()), s.nbatchesR[1]))
@@ -258,14 +264,12 @@ func (s *stream) claim(b *batch, tag uint16) {
 	}
 	s.unclaim(b)
 	b.tag, b.claimed = tag, true
-	if s.tagBatches != nil {
-		s.tagHeld(tag, 1)
-	}
+	s.tagHeld(tag, 1)
 }
 
 // unclaim takes b out of its tag's batches: it is finished, or merged into another.
 func (s *stream) unclaim(b *batch) {
-	if b.claimed && s.tagBatches != nil {
+	if b.claimed {
 		s.tagHeld(b.tag, -1)
 	}
 	b.claimed = false
@@ -274,7 +278,7 @@ func (s *stream) unclaim(b *batch) {
 // ownShards is how many shards writers of the stream's own tag pick from under contention:
 // randShards, or while the core has logger tags, those before tagShard.
 func (s *stream) ownShards() int {
-	if s.tags != nil && s.tags.inUse.Load() {
+	if s.tags.inUse.Load() {
 		return s.tagShard
 	}
 	return s.randShards
@@ -282,7 +286,7 @@ func (s *stream) ownShards() int {
 
 // tagOf returns the Forward tag of a batch with tag index idx.
 func (s *stream) tagOf(idx uint16) string {
-	if idx == 0 || s.tags == nil {
+	if idx == 0 {
 		return s.tag
 	}
 	return s.tags.tagOf(idx, s.id)
@@ -433,9 +437,7 @@ func (s *stream) stats() StreamStats {
 	// A closed stream drops nothing for backpressure any more, and its clock, which moves
 	// the window, has stopped: it reads false rather than its last second for ever.
 	st.Dropping = !s.closed.Load() && cur.minus(s.recent.before(now, dropWindow)).pressed > 0
-	if s.tags != nil {
-		st.Tags = s.tags.stats(s.id)
-	}
+	st.Tags = s.tags.stats(s.id)
 	st.AdmitRatio = 1
 	s.policy.report(&st)
 	if st.Capacity > 0 && s.stalled(now, &st) {
@@ -549,7 +551,7 @@ func (s *stream) countDrop(r dropReason, tag tagRef) {
 
 // tagCounts returns the counters of logger tag idx, nil for the stream's own tag.
 func (s *stream) tagCounts(idx uint16) *tagCounts {
-	if idx == 0 || s.tags == nil {
+	if idx == 0 {
 		return nil
 	}
 	return &s.tags.counts[idx]

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,7 +173,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 // usage tests.
 func usageStream(t *testing.T) *stream {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 	t.Cleanup(st.senders[0].fwd.close)
 	if len(st.shards) < 3 {
 		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
@@ -207,7 +206,7 @@ func readUsageWhile(t *testing.T, st *stream, move func()) streamUsage {
 // the chain carries the highest sequence number.
 func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 	defer st.senders[0].fwd.close()
 	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
 	var sizes []int
@@ -276,7 +275,7 @@ func offset(sizes []int, k int) int {
 // finished its positions would then also finish that one's. Sync waits for all of them.
 func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, newInfoPolicy(s.degrade, nil), newForwarders(s.connFor(infoStream), 2)...)
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarders(s.connFor(infoStream), 2)...)
 	defer st.senders[0].fwd.close()
 	defer st.senders[1].fwd.close()
 	for range 4 {
@@ -318,7 +317,7 @@ func (reservingPolicy) keepsWhole(_ zapcore.Level, _ uint16, msg string) bool { 
 func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 	for _, n := range []int{1, 0} {
 		s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: reserveFrom * 4 << 10}})
-		st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, reservingPolicy{newInfoPolicy(s.degrade, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
+		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
 		queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 		log := func(msg string) {
 			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
@@ -368,10 +367,8 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 // is dropped (too large) goes back to the free list rather than hold the reserve.
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
-	st := newStream(infoStream, s.tags[infoStream], s.infoBufferBytes, s.stream, reservingPolicy{newInfoPolicy(s.degrade, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.close()
-	st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
-	st.tagBatches = make([]atomic.Int32, 65)
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 	log := func(msg string, pad int) {

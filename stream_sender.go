@@ -118,8 +118,9 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 				return s.spillFailed(ctx, snd)
 			}
 			// The next attempt comes no later than the spill is due: if it fails too, the
-			// batches go to the spill then, not after a long backoff step.
-			t := time.NewTimer(min(nextWait(snd.bo), within))
+			// batches go to the spill then, not after a long backoff step. The wait is on
+			// the stream's clock, whose ticker ends it.
+			t := s.clock.NewTicker(max(min(nextWait(snd.bo), within), time.Nanosecond))
 			for waiting := true; waiting; {
 				select {
 				case <-t.C:
@@ -139,6 +140,7 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 					return false
 				}
 			}
+			t.Stop()
 		}
 		if s.post(ctx, snd) {
 			if len(snd.out) > 0 { // else post moved them to the spill (stuckSpill)
@@ -390,7 +392,5 @@ func (s *stream) countSend(snd *sender, fresh bool, size int, err error) bool {
 // observeSend records how long a frame took from its write (or the attempt that wrote it)
 // to its delivery.
 func (s *stream) observeSend(start time.Time) {
-	if s.sendDuration != nil { // nil only in tests that build a stream alone
-		s.sendDuration.Observe(s.clock.Now().Sub(start).Seconds())
-	}
+	s.sendDuration.Observe(s.clock.Now().Sub(start).Seconds())
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/testkit"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -38,9 +37,8 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	}()
 	s := settingsFor(Config{Addr: ln.Addr().String()})
 	// A stream whose sender is this test: deliver is what run calls for the batches it takes.
-	st := newStream(infoStream, s.tags[infoStream], 1<<20, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, 1<<20, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 	defer st.senders[0].fwd.close()
-	st.sendDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
 	frame := func() {
 		b := <-st.free

@@ -90,13 +90,7 @@ func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fiel
 // writeIn is write into shard i, which lockShard picked and locked for the writer.
 func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
 	sh := &s.shards[i]
-	sh.entries.Add(1)
-	if tag.over {
-		sh.tagOverflow.Add(1)
-	}
-	if c := s.tagCounts(tag.idx); c != nil {
-		c.entries[s.id].Add(1)
-	}
+	s.countEntry(sh, tag)
 	var cut []byte
 	var deadline time.Time
 	for {
@@ -114,31 +108,12 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			s.policy.written()
 			return
 		case overBudget:
-			// No lock is held, and enc, which gave its shard up, is this writer's alone.
-			if !s.policy.cutsOversized() {
-				enc.discard(ent)
-				s.lost(ent, tag.idx)
-				sh.dropped[dropTooLarge].Add(1)
-				s.droppedTag(tag.idx, 1)
-				sh.mu.Lock()
-				s.giveBackEmptyReserve(sh)
-				sh.mu.Unlock()
-				return
-			}
-			var fits bool
-			if cut, fits = enc.cutShort(ctx, ent, fields, s.entryCap); cut == nil {
-				sh.dropped[dropEncodeError].Add(1)
-				s.droppedTag(tag.idx, 1)
-				return
-			}
-			if !fits {
-				// Its head alone is too large: it is lost (spilled) as far as cut.
-				s.lose(sh, dropTooLarge, tag.idx, ctx, ent, fields, cut)
+			var again bool
+			if cut, again = s.cutOversized(sh, tag.idx, enc, ctx, ent, fields); !again {
 				return
 			}
 			i = s.lockShard(tag.idx)
 			sh = &s.shards[i]
-			continue
 		case streamClosed:
 			s.lose(sh, dropClosed, tag.idx, ctx, ent, fields, cut)
 			return
@@ -155,39 +130,94 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 				}
 				return
 			}
-			if deadline.IsZero() {
-				now := s.clock.Now()
-				deadline = now.Add(maxWait)
-				if at := s.stuckSince(); at != 0 {
-					// The sender has been in one attempt since at (a dial, a write, an ack
-					// that does not come), which may last its whole timeout: it frees no
-					// batch before then. No caller waits past at + maxWait, so the waits of
-					// a stall add up to maxWait at most; after it the entry is lost (spilled)
-					// at once. The pending batches follow once the stall has lasted
-					// SpillAfter (stuckSpill).
-					if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
-						deadline = end
-					}
-					if !now.Before(deadline) {
-						s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
-						return
-					}
-				}
-				s.waits.Add(1)
-			}
-			if s.failing() {
-				// The sender packs the queued batches, or moves them to the spill, at once:
-				// the wait below ends as soon as that frees a batch, and order is kept.
-				s.policy.noRoom()
-			}
-			if !s.waitForBatch(sh, deadline) {
-				s.waitsOut.Add(1)
-				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
+			var again bool
+			if deadline, again = s.waitForRoom(sh, tag.idx, ctx, ent, fields, cut, maxWait, deadline); !again {
 				return
 			}
 			sh.mu.Lock()
 		}
 	}
+}
+
+// countEntry counts an entry in: in its shard, as past MaxTags if its logger's tag is, and
+// in its logger tag's counts.
+func (s *stream) countEntry(sh *shard, tag tagRef) {
+	sh.entries.Add(1)
+	if tag.over {
+		sh.tagOverflow.Add(1)
+	}
+	if c := s.tagCounts(tag.idx); c != nil {
+		c.entries[s.id].Add(1)
+	}
+}
+
+// cutOversized decides what becomes of an entry that passed its budget (overBudget): with
+// no lock held, and enc, which gave its shard up, this writer's alone. A stream that does
+// not cut oversized entries drops it as too large; otherwise it is cut down to size, and
+// cutOversized returns the cut and true for the caller to write it, unless it cannot be
+// encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
+func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
+	if !s.policy.cutsOversized() {
+		enc.discard(ent)
+		s.lost(ent, tag)
+		sh.dropped[dropTooLarge].Add(1)
+		s.droppedTag(tag, 1)
+		sh.mu.Lock()
+		s.giveBackEmptyReserve(sh)
+		sh.mu.Unlock()
+		return nil, false
+	}
+	cut, fits := enc.cutShort(ctx, ent, fields, s.entryCap)
+	if cut == nil {
+		sh.dropped[dropEncodeError].Add(1)
+		s.droppedTag(tag, 1)
+		return nil, false
+	}
+	if !fits {
+		// Its head alone is too large: it is lost (spilled) as far as cut.
+		s.lose(sh, dropTooLarge, tag, ctx, ent, fields, cut)
+		return nil, false
+	}
+	return cut, true
+}
+
+// waitForRoom decides how long an entry that found no free batch waits for one, for a
+// stream whose policy waits up to maxWait (roomWait), and waits (no lock held). deadline is
+// the entry's, zero at its first wait: the end of every later wait. It returns the deadline
+// and true once a batch is in the shard, for the caller to write again; false once the
+// entry is lost (spilled) because the deadline passed.
+func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, maxWait time.Duration, deadline time.Time) (time.Time, bool) {
+	if deadline.IsZero() {
+		now := s.clock.Now()
+		deadline = now.Add(maxWait)
+		if at := s.stuckSince(); at != 0 {
+			// The sender has been in one attempt since at (a dial, a write, an ack
+			// that does not come), which may last its whole timeout: it frees no
+			// batch before then. No caller waits past at + maxWait, so the waits of
+			// a stall add up to maxWait at most; after it the entry is lost (spilled)
+			// at once. The pending batches follow once the stall has lasted
+			// SpillAfter (stuckSpill).
+			if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
+				deadline = end
+			}
+			if !now.Before(deadline) {
+				s.lose(sh, dropQueueFull, tag, ctx, ent, fields, cut)
+				return deadline, false
+			}
+		}
+		s.waits.Add(1)
+	}
+	if s.failing() {
+		// The sender packs the queued batches, or moves them to the spill, at once:
+		// the wait below ends as soon as that frees a batch, and order is kept.
+		s.policy.noRoom()
+	}
+	if !s.waitForBatch(sh, deadline) {
+		s.waitsOut.Add(1)
+		s.lose(sh, dropQueueFull, tag, ctx, ent, fields, cut)
+		return deadline, false
+	}
+	return deadline, true
 }
 
 // stuckSince returns since when every connection of the stream has been stuck (unix nanos,

@@ -2,7 +2,6 @@ package fluentcore
 
 import (
 	"runtime"
-	"sync/atomic"
 	"testing"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
@@ -45,8 +44,7 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 		runtime.GOMAXPROCS(procs)
 		for _, budget := range []int{8 << 20, 4 << 20, 1 << 20, 512 << 10} {
 			s, _ := resolve(Config{Info: StreamConfig{BufferBytes: budget}})
-			st := newStream(infoStream, "app.info", budget, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-			st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
+			st := newTestStream(s, budget, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 			nb, n := st.nbatches, len(st.shards)
 			if st.randShards != min(2*procs, nb/2) || n > max(st.randShards, nb/2) {
 				t.Errorf("procs %d budget %d: %d shards, %d own, for %d batches", procs, budget, n, st.randShards, nb)
@@ -88,9 +86,7 @@ func TestTagSettingsFromTheEnvironment(t *testing.T) {
 // one: a flood cannot take the batch a rare tag needs next.
 func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	s, _ := resolve(Config{})
-	st := newStream(infoStream, "app.info", 8<<20, s.stream, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-	st.tags = newTagTable("app", s.tags, s.tagTemplate, 64)
-	st.tagBatches = make([]atomic.Int32, 65)
+	st := newTestStream(s, 8<<20, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 	flood, rare := st.tags.lookup("flood").idx, st.tags.lookup("rare").idx
 	take := func(tag uint16) *batch {
 		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
