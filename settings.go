@@ -122,62 +122,93 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 }
 
 // resolve applies the defaults and checks cfg. It is the one place that does either:
-// Validate returns its error, New uses its settings. A value the error reports is replaced
-// by its default, except the address, whose error every send reports, the degrade
-// watermarks and policy, which are kept as given, and ConstLabels, which leave the metrics
-// unregistered (without them, cores told apart by them would share their series).
+// Validate returns its error, New uses its settings, and the parts that each resolve one
+// concern (checkAcks to resolveEncoder below) are called from here alone, in the order their
+// problems are listed in the error. A value the error reports is replaced by its default,
+// except the address, whose error every send reports, the degrade watermarks and policy,
+// which are kept as given, and ConstLabels, which leave the metrics unregistered (without
+// them, cores told apart by them would share their series).
 func resolve(cfg Config) (*settings, error) {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("fluentcore: "+format, args...)) }
 	s := &settings{
 		level:   cfg.Level,
 		split:   newLevelSplit(cfg.ErrLevel),
-		degrade: cfg.Degrade.withDefaults(),
 		onEvent: cfg.OnEvent,
 		spill: spillSettings{
 			errFallback: cmp.Or[io.Writer](cfg.ErrFallback, os.Stderr),
-			dir:         cfg.SpillDir,
 			onEvent:     cfg.OnEvent,
 		},
 	}
 	if s.level == nil {
 		s.level = zapcore.InfoLevel
 	}
-	s.acks[infoStream] = cfg.Info.Acks == AcksOn || (cfg.Info.Acks == AcksDefault && cfg.RequireAck)
-	s.acks[errStream] = cfg.Err.Acks != AcksOff
+	checkAcks(cfg.Info.Acks, cfg.Err.Acks, &errs)
+	s.conn.resolveConnection(cfg, &errs)
+	s.acks = resolveAcks(cfg.Info.Acks, cfg.Err.Acks, cfg.RequireAck, s.conn.endpoints)
+	batch := s.resolveSizes(cfg, &errs)
+	s.resolveDurations(cfg, &errs)
+	s.conn.resolveResolver(cfg.Resolver, &errs)
+	s.degrade = resolveDegrade(cfg.Degrade, &errs)
+	s.spill.resolveSpill(cfg.SpillDir, cfg.SpillMaxBytes, batch, s.stream.batchBytes, &errs)
+	checkDegrade(cfg.Degrade, s.degrade, &errs)
+	s.registerer, s.constLabels = resolveMetrics(cfg.Registerer, cfg.NoMetrics, cfg.ConstLabels, &errs)
+	s.resolveTagSettings(cfg, &errs)
+	s.stream.enc = resolveEncoder(cfg.EncoderConfig)
+	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = s.stream.enc, s.stream.batchBytes, s.stream.entryBytes
+	s.setClock(zapcore.DefaultClock)
+	return s, errors.Join(errs...)
+}
+
+// badf adds a problem to errs, prefixed as every error of the package is.
+func badf(errs *[]error, format string, args ...any) {
+	*errs = append(*errs, fmt.Errorf("fluentcore: "+format, args...))
+}
+
+// checkAcks reports an Acks value of either stream that is none of the three.
+func checkAcks(info, err Acks, errs *[]error) {
 	for _, a := range []struct {
 		name string
 		v    Acks
-	}{{"Info.Acks", cfg.Info.Acks}, {"Err.Acks", cfg.Err.Acks}} {
+	}{{"Info.Acks", info}, {"Err.Acks", err}} {
 		if a.v < AcksDefault || a.v > AcksOff {
-			bad("unknown %s %d", a.name, a.v)
+			badf(errs, "unknown %s %d", a.name, a.v)
 		}
 	}
-	c := &s.conn
+}
 
-	c.resolveSecrets(&cfg, &errs)
+// resolveAcks returns whether each stream asks for acks: the info stream with AcksOn, and
+// by default when requireAck; the err stream unless AcksOff, and by default not when every
+// endpoint is a unix socket (fluentd's in_unix never acks: there the err stream asks for
+// acks only when Err.Acks says so).
+func resolveAcks(info, err Acks, requireAck bool, endpoints []dial.Endpoint) [numStreams]bool {
+	var acks [numStreams]bool
+	acks[infoStream] = info == AcksOn || (info == AcksDefault && requireAck)
+	acks[errStream] = err != AcksOff && !(err == AcksDefault && onlyUnix(endpoints))
+	return acks
+}
+
+// resolveConnection sets where and how a forwarder connects: the secrets and TLS files
+// read, the servers parsed, the compression, and the handshake's credentials. A problem
+// with the secrets or the servers also becomes addrErr (resolveSecrets, resolveServers).
+func (c *connSettings) resolveConnection(cfg Config, errs *[]error) {
+	c.resolveSecrets(&cfg, errs)
 	for _, f := range []struct {
 		name   string
 		secret Secret
 	}{{"SharedKey", cfg.SharedKey}, {"Password", cfg.Password}} {
 		if f.secret.Reveal() == redactedSecret { // set in code, or read from its file
 			err := fmt.Errorf("fluentcore: %s: %w", f.name, errRedactedSecret)
-			errs = append(errs, err)
+			*errs = append(*errs, err)
 			c.addrErr = cmp.Or(c.addrErr, err)
 		}
 	}
-	c.resolveServers(cfg, &errs)
-	if cfg.Err.Acks == AcksDefault && onlyUnix(c.endpoints) {
-		// fluentd's in_unix never acks: on a unix socket the err stream asks for acks only
-		// when Err.Acks says so.
-		s.acks[errStream] = false
-	}
+	c.resolveServers(cfg, errs)
 	switch cfg.Compression {
 	case "":
 	case wire.Gzip:
 		c.compression = wire.Gzip
 	default:
-		bad("Compression %q: want \"\" or \"gzip\"", cfg.Compression)
+		badf(errs, "Compression %q: want \"\" or \"gzip\"", cfg.Compression)
 	}
 	if !cfg.SharedKey.IsZero() {
 		c.creds = &wire.Credentials{SharedKey: cfg.SharedKey.Reveal(), SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password.Reveal()}
@@ -185,153 +216,203 @@ func resolve(cfg Config) (*settings, error) {
 			c.creds.SelfHostname = defaultHostname()
 		}
 	} else if cfg.Username != "" || !cfg.Password.IsZero() {
-		bad("Username and Password need a SharedKey")
+		badf(errs, "Username and Password need a SharedKey")
 	}
+}
 
-	// Sizes: the batch first, since the others are bounded by it. They are checked against
-	// the batch size as configured and sized with the one in use (the default, if the
-	// configured one is out of range).
-	batch := orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
-	b := &s.stream
+// resolveSizes sets the sizes: a stream's batches and entries, the streams' buffer budgets,
+// the info stream's connections, the frames in flight per connection. The batch comes first,
+// since the others are bounded by it: they are checked against the batch size as configured
+// and sized with the one in use (the default, if the configured one is out of range). Each
+// is checked on its own, so that every one that is wrong is named. It returns the batch
+// size as configured (its default when unset), the bound the other checks report.
+func (s *settings) resolveSizes(cfg Config, errs *[]error) (batch int) {
+	batch = orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	b, c := &s.stream, &s.conn
 	b.batchBytes = batch
-	// Each checked on its own, so that every one that is wrong is named.
 	if cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit {
-		bad("MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
+		badf(errs, "MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
 		b.batchBytes = DefaultMaxBatchBytes
 	}
 	if cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch {
-		bad("MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
+		badf(errs, "MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
 	}
 	b.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
 	budget := func(name string, v, def int) int {
 		if v < 0 || (v > 0 && v < 2*batch) {
-			bad("%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*batch)
+			badf(errs, "%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*batch)
 		}
 		return max(orDefault(v, def), 2*b.batchBytes)
 	}
 	s.infoBufferBytes = budget("Info.BufferBytes", cfg.Info.BufferBytes, DefaultInfoBufferBytes)
 	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
-	s.spill.maxBytes = max(orDefault(cfg.SpillMaxBytes, DefaultSpillMaxBytes), 2*int64(b.batchBytes))
 	// Each sender holds a batch while it sends: half the batches stay for the writers.
 	// 0 stays 0, one connection per server, which newForwarders counts.
 	most := max(min(MaxConnections, s.infoBufferBytes/b.batchBytes/2), 1)
 	s.infoConnections, c.spreadMost = max(cfg.Info.Connections, 0), min(most, MaxSpread)
 	if cfg.Info.Connections < 0 || s.infoConnections > most {
-		bad("Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
+		badf(errs, "Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
 		s.infoConnections = min(s.infoConnections, most)
 	}
 	c.maxInflight = orDefault(cfg.MaxInflight, DefaultMaxInflight)
 	if cfg.MaxInflight < 0 || cfg.MaxInflight > MaxInflightLimit {
-		bad("MaxInflight %d is outside [0, %d]", cfg.MaxInflight, MaxInflightLimit)
+		badf(errs, "MaxInflight %d is outside [0, %d]", cfg.MaxInflight, MaxInflightLimit)
 		c.maxInflight = min(max(c.maxInflight, DefaultMaxInflight), MaxInflightLimit)
 	}
 	if cfg.Err.Connections < 0 || cfg.Err.Connections > 1 {
-		bad("Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
+		badf(errs, "Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
 	}
+	return batch
+}
 
-	// Durations: a negative one, or one under MinInterval, is reported and means the
-	// default; one over its ceiling (most, a documented constant) is reported and means the
-	// ceiling.
-	interval := func(name string, v, def, most time.Duration) time.Duration {
-		switch {
-		case v < 0:
-			bad("%s is negative (%v)", name, v)
-		case v > 0 && v < MinInterval:
-			bad("%s %v is under the minimum of %v (MinInterval): a duration is written with its unit, such as 500ms", name, v, MinInterval)
-		case v > most:
-			bad("%s %v is over its maximum of %v", name, v, most)
-			return most
-		default:
-			return orDefault(v, def)
-		}
-		return def
-	}
-	s.flushInterval = interval("FlushInterval", cfg.FlushInterval, DefaultFlushInterval, MaxInterval)
+// resolveDurations sets every duration but the degrade policy's: the sink's flush, Sync
+// and Close waits, the spill's waits, and a connection's timeouts, retry schedule and
+// lookup interval.
+func (s *settings) resolveDurations(cfg Config, errs *[]error) {
+	c := &s.conn
+	s.flushInterval = durationSetting(errs, "FlushInterval", cfg.FlushInterval, DefaultFlushInterval, MaxInterval)
 	s.stream.flushInterval = s.flushInterval
-	s.spill.maxWait = interval("ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait, MaxErrMaxWait)
-	s.syncTimeout = interval("SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout, MaxTimeout)
-	s.closeTimeout = interval("CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout, MaxTimeout)
-	c.dialTimeout = interval("DialTimeout", cfg.DialTimeout, DefaultDialTimeout, MaxTimeout)
-	c.handshakeTimeout = interval("HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout, MaxTimeout)
-	c.writeTimeout = interval("WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout, MaxTimeout)
-	c.ackTimeout = interval("AckTimeout", cfg.AckTimeout, DefaultAckTimeout, MaxTimeout)
-	c.retryMin = interval("RetryMin", cfg.RetryMin, DefaultRetryMin, MaxInterval)
-	c.retryMax = max(interval("RetryMax", cfg.RetryMax, DefaultRetryMax, MaxInterval), c.retryMin)
+	s.spill.maxWait = durationSetting(errs, "ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait, MaxErrMaxWait)
+	s.syncTimeout = durationSetting(errs, "SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout, MaxTimeout)
+	s.closeTimeout = durationSetting(errs, "CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout, MaxTimeout)
+	c.dialTimeout = durationSetting(errs, "DialTimeout", cfg.DialTimeout, DefaultDialTimeout, MaxTimeout)
+	c.handshakeTimeout = durationSetting(errs, "HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout, MaxTimeout)
+	c.writeTimeout = durationSetting(errs, "WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout, MaxTimeout)
+	c.ackTimeout = durationSetting(errs, "AckTimeout", cfg.AckTimeout, DefaultAckTimeout, MaxTimeout)
+	c.retryMin = durationSetting(errs, "RetryMin", cfg.RetryMin, DefaultRetryMin, MaxInterval)
+	c.retryMax = max(durationSetting(errs, "RetryMax", cfg.RetryMax, DefaultRetryMax, MaxInterval), c.retryMin)
 	if cfg.RetryMin > 0 && cfg.RetryMax > 0 && cfg.RetryMin > cfg.RetryMax {
-		bad("RetryMin %v is above RetryMax %v", cfg.RetryMin, cfg.RetryMax)
+		badf(errs, "RetryMin %v is above RetryMax %v", cfg.RetryMin, cfg.RetryMax)
 	}
-	s.spill.after = interval("SpillAfter", cfg.SpillAfter, DefaultSpillAfter, MaxInterval)
-	c.resolveInterval = interval("ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval, MaxInterval)
-	c.resolver = cfg.Resolver
+	s.spill.after = durationSetting(errs, "SpillAfter", cfg.SpillAfter, DefaultSpillAfter, MaxInterval)
+	c.resolveInterval = durationSetting(errs, "ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval, MaxInterval)
+}
+
+// durationSetting returns the duration that v, the value of the setting name, stands for:
+// v, or def when v is 0. A negative v, or one under MinInterval, is reported and means def;
+// one over most (its ceiling, a documented constant) is reported and means most.
+func durationSetting(errs *[]error, name string, v, def, most time.Duration) time.Duration {
+	switch {
+	case v < 0:
+		badf(errs, "%s is negative (%v)", name, v)
+	case v > 0 && v < MinInterval:
+		badf(errs, "%s %v is under the minimum of %v (MinInterval): a duration is written with its unit, such as 500ms", name, v, MinInterval)
+	case v > most:
+		badf(errs, "%s %v is over its maximum of %v", name, v, most)
+		return most
+	default:
+		return orDefault(v, def)
+	}
+	return def
+}
+
+// resolveResolver sets what the servers' names are looked up with: r, else
+// net.DefaultResolver. An srv:// server needs one with LookupSRV; without it, the
+// server has no address, which is reported.
+func (c *connSettings) resolveResolver(r Resolver, errs *[]error) {
+	c.resolver = r
 	if c.resolver == nil {
 		c.resolver = net.DefaultResolver
 	}
 	if _, ok := c.resolver.(dial.SRVResolver); !ok {
 		for _, ep := range c.endpoints {
 			if strings.HasPrefix(ep.Addr, "srv://") {
-				bad("server %s: Resolver has no LookupSRV, so an srv:// server has no address", ep.Addr)
+				badf(errs, "server %s: Resolver has no LookupSRV, so an srv:// server has no address", ep.Addr)
 				break
 			}
 		}
 	}
-	dg, def := &s.degrade, DegradeConfig{}.withDefaults()
-	dg.Hold = interval("Degrade.Hold", cfg.Degrade.Hold, def.Hold, MaxInterval)
-	dg.SampleInterval = interval("Degrade.SampleInterval", cfg.Degrade.SampleInterval, def.SampleInterval, MaxInterval)
-	dg.DisconnectedAfter = interval("Degrade.DisconnectedAfter", cfg.Degrade.DisconnectedAfter, 0, MaxInterval)
-	if cfg.SpillMaxBytes < 0 || (cfg.SpillMaxBytes > 0 && cfg.SpillMaxBytes < 2*int64(batch)) {
-		bad("SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", cfg.SpillMaxBytes, 2*batch)
-	}
+}
 
-	if cfg.SpillDir != "" {
-		// A missing directory is fine: New creates it.
-		if fi, err := os.Stat(cfg.SpillDir); err == nil && !fi.IsDir() {
-			bad("SpillDir %s is not a directory", cfg.SpillDir)
+// resolveDegrade returns the degrade policy's settings, every field set, and reports its
+// durations (checkDegrade reports the rest).
+func resolveDegrade(cfg DegradeConfig, errs *[]error) DegradeConfig {
+	dg, def := cfg.withDefaults(), DegradeConfig{}.withDefaults()
+	dg.Hold = durationSetting(errs, "Degrade.Hold", cfg.Hold, def.Hold, MaxInterval)
+	dg.SampleInterval = durationSetting(errs, "Degrade.SampleInterval", cfg.SampleInterval, def.SampleInterval, MaxInterval)
+	dg.DisconnectedAfter = durationSetting(errs, "Degrade.DisconnectedAfter", cfg.DisconnectedAfter, 0, MaxInterval)
+	return dg
+}
+
+// checkDegrade reports the degrade policy's values that are wrong: a negative one in cfg,
+// watermarks of dg (cfg resolved) out of order, an unknown policy.
+func checkDegrade(cfg, dg DegradeConfig, errs *[]error) {
+	if cfg.SampleFirst < 0 || cfg.SampleThereafter < 0 || cfg.HighWatermark < 0 || cfg.LowWatermark < 0 {
+		badf(errs, "Degrade has a negative value (0 means the default): %+v", cfg)
+	}
+	if dg.HighWatermark > 1 || dg.LowWatermark >= dg.HighWatermark {
+		badf(errs, "Degrade watermarks need 0 < low (%v) < high (%v) <= 1", dg.LowWatermark, dg.HighWatermark)
+	}
+	if p := dg.Policy; p < DegradeAdaptive || p > DegradeOff {
+		badf(errs, "unknown Degrade.Policy %d", p)
+	}
+}
+
+// resolveSpill sets where the err stream spills and how much: dir, reported when it is there
+// but is not a directory or cannot be looked at (a missing one is fine: New creates it), and
+// maxBytes, at least two batches of batchBytes (the size in use), reported when under two of
+// batch (the size as configured).
+func (sp *spillSettings) resolveSpill(dir string, maxBytes int64, batch, batchBytes int, errs *[]error) {
+	sp.dir = dir
+	sp.maxBytes = max(orDefault(maxBytes, DefaultSpillMaxBytes), 2*int64(batchBytes))
+	if maxBytes < 0 || (maxBytes > 0 && maxBytes < 2*int64(batch)) {
+		badf(errs, "SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", maxBytes, 2*batch)
+	}
+	if dir != "" {
+		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+			badf(errs, "SpillDir %s is not a directory", dir)
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			bad("SpillDir: %w", err)
+			badf(errs, "SpillDir: %w", err)
 		}
 	}
-	if dg := cfg.Degrade; dg.SampleFirst < 0 || dg.SampleThereafter < 0 || dg.HighWatermark < 0 || dg.LowWatermark < 0 {
-		bad("Degrade has a negative value (0 means the default): %+v", dg)
-	}
-	if dg := s.degrade; dg.HighWatermark > 1 || dg.LowWatermark >= dg.HighWatermark {
-		bad("Degrade watermarks need 0 < low (%v) < high (%v) <= 1", dg.LowWatermark, dg.HighWatermark)
-	}
-	if p := s.degrade.Policy; p < DegradeAdaptive || p > DegradeOff {
-		bad("unknown Degrade.Policy %d", p)
-	}
+}
 
-	s.registerer, s.constLabels = cfg.Registerer, maps.Clone(cfg.ConstLabels)
-	if s.registerer == nil { // not cmp.Or: a Registerer need not be comparable
-		s.registerer = prometheus.DefaultRegisterer
+// resolveMetrics returns where and under what labels the core's metrics are registered:
+// reg, else prometheus.DefaultRegisterer, and a copy of labels. The registerer is nil with
+// noMetrics (and reg set with it is reported); both are nil when a label is refused
+// (checkConstLabels).
+func resolveMetrics(reg prometheus.Registerer, noMetrics bool, labels prometheus.Labels, errs *[]error) (prometheus.Registerer, prometheus.Labels) {
+	r, l := reg, maps.Clone(labels)
+	if r == nil { // not cmp.Or: a Registerer need not be comparable
+		r = prometheus.DefaultRegisterer
 	}
-	if cfg.NoMetrics {
-		if cfg.Registerer != nil {
-			bad("set Registerer or NoMetrics, not both")
+	if noMetrics {
+		if reg != nil {
+			badf(errs, "set Registerer or NoMetrics, not both")
 		}
-		s.registerer = nil
+		r = nil
 	}
-	if lerrs := checkConstLabels(cfg.ConstLabels); lerrs != nil {
-		errs = append(errs, lerrs...)
-		s.registerer, s.constLabels = nil, nil
+	if lerrs := checkConstLabels(labels); lerrs != nil {
+		*errs = append(*errs, lerrs...)
+		return nil, nil
 	}
+	return r, l
+}
 
-	terrs := resolveStreamTags(&cfg)
-	errs = append(errs, terrs...)
+// resolveTagSettings sets the tags: each stream's (Tag, Info.Tag, Err.Tag, each within
+// MaxTagBytes), and the loggers' (TagTemplate parsed, MaxTags, TagFromName, and Tag as
+// the template's {tag}).
+func (s *settings) resolveTagSettings(cfg Config, errs *[]error) {
+	*errs = append(*errs, resolveStreamTags(&cfg)...) // sets cfg.Tag's default
 	s.tags = streamTags(&cfg)
-	errs = append(errs, capStreamTags(&s.tags)...)
+	*errs = append(*errs, capStreamTags(&s.tags)...)
+	var terrs []error
 	s.tagTemplate, s.maxTags, terrs = resolveTags(&cfg)
-	errs = append(errs, terrs...)
+	*errs = append(*errs, terrs...)
 	s.tagBase, s.tagFromName = cfg.Tag, cfg.TagFromName
-	ec := cfg.EncoderConfig
-	if isZeroEncoderConfig(ec) {
-		ec = zap.NewProductionEncoderConfig()
-		ec.TimeKey = ""
+}
+
+// resolveEncoder returns how entries are encoded: with zc, or when zc is all unset with
+// zap's production settings without a time key (the record's time is the entry's); a tag
+// past MaxTagBytes is written under TagOverflowKey.
+func resolveEncoder(zc zapcore.EncoderConfig) *encoderConfig {
+	if isZeroEncoderConfig(zc) {
+		zc = zap.NewProductionEncoderConfig()
+		zc.TimeKey = ""
 	}
-	b.enc = newEncoderConfig(ec)
-	b.enc.overflowKey, b.enc.overflowMax = appendStr(nil, TagOverflowKey), MaxTagBytes
-	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = b.enc, b.batchBytes, b.entryBytes
-	s.setClock(zapcore.DefaultClock)
-	return s, errors.Join(errs...)
+	enc := newEncoderConfig(zc)
+	enc.overflowKey, enc.overflowMax = appendStr(nil, TagOverflowKey), MaxTagBytes
+	return enc
 }
 
 // connFor returns the settings of stream id's connections: the shared ones, with the
