@@ -73,8 +73,9 @@ type StreamConfig struct {
 	// partly filled batches are not sealed but filled, and the ones sealed before are packed
 	// together, so info entries are dropped (queue_full) only once at least 90% of it is
 	// buffered (a batch is sealed at 15/16 full), and err entries are spilled then or once
-	// sends have failed for SpillAfter, whichever comes first. Default 8 MiB for info,
-	// 4 MiB for err; at least 2 × MaxBatchBytes.
+	// sends have failed for SpillAfter, whichever comes first. Each batch also keeps, made
+	// with it, the index of its logger tags' runs: 12 bytes for every 256 of buffer. Default
+	// 8 MiB for info, 4 MiB for err; at least 2 × MaxBatchBytes.
 	BufferBytes int `json:"buffer_bytes,omitempty" yaml:"buffer_bytes,omitempty"`
 	// Connections is how many connections the stream sends on at once, each with its own
 	// sender taking sealed batches as they come: a receiver that serves each connection on
