@@ -133,7 +133,7 @@ func (p *pipe) run(d time.Duration, loads ...load) {
 		if p.steps++; p.lag > 1 && p.steps%p.lag != 0 {
 			continue
 		}
-		if p.s.left.Load() <= p.s.reserve.Load() {
+		if p.s.allowance.Load() <= p.s.margin.Load() {
 			p.spent++
 		}
 		p.s.Step(Observation{Now: p.now, Fill: p.buffered / p.size, Room: 0.9*p.size - p.buffered, Margin: 0.1 * p.size, Written: p.taken, Delivered: p.delivered, Connected: p.connected})
@@ -534,7 +534,7 @@ func TestWakeCarriesNoStaleAllowance(t *testing.T) {
 }
 
 // Warn is kept whole under an Info flood, also when the steps lag: a Warn key offering more
-// than a rare key (2 k/s), which the fair share keeps whole, goes on into the reserve when
+// than a rare key (2 k/s), which the fair share keeps whole, goes on into the margin when
 // the flood has spent the allowance.
 func TestWarnKeptWholeUnderAnInfoFlood(t *testing.T) {
 	for _, lag := range []int{1, 10} {
@@ -654,6 +654,27 @@ func (p *pipe) offer(level int8, msg string, n int) int {
 func (p *pipe) stepBy(fill, room float64, written, delivered uint64) {
 	p.now = p.now.Add(step)
 	p.s.Step(Observation{Now: p.now, Fill: fill, Room: room, Margin: 0.1 * p.size, Written: p.taken + written, Delivered: p.delivered + delivered, Connected: true})
+}
+
+// stepHeld is stepBy (with nothing delivered) for a step held off the CPU while it counts
+// the keys: Step's parts in Step's order, with at(slot) called in gather between its two
+// reads of each slot (after countShed, before countOffers), while Keep's callers go on.
+func (p *pipe) stepHeld(fill, room float64, written uint64, at func(slot int)) {
+	p.now = p.now.Add(step)
+	s := p.s
+	v, counting := s.observe(Observation{Now: p.now, Fill: fill, Room: room, Margin: 0.1 * p.size, Written: p.taken + written, Delivered: p.delivered, Connected: true})
+	if !counting {
+		panic("stepHeld: the shedder is not counting keys")
+	}
+	s.keys = s.keys[:0]
+	var offered, shed uint64
+	for i := range s.slots {
+		shed += s.countShed(i)
+		at(i)
+		offered += s.countOffers(i)
+	}
+	s.setAllowance(v, offered, int64(offered)-int64(shed))
+	s.setRatios(v, offered)
 }
 
 // A step in which the sender took nothing (a socket that takes whole batches at once) with
@@ -838,13 +859,12 @@ func TestAStepHeldBetweenItsReadsCountsPendingRight(t *testing.T) {
 	}
 	hot := int(slotOf(0, 0, "hot"))
 	shed := 0
-	p.s.betweenReads = func(slot int) {
+	// None of the 10,000 taken in yet: the room is as it was.
+	p.stepHeld(0.8, 10_000, written, func(slot int) {
 		if slot == hot {
 			shed = 2_000 - p.offer(0, "hot", 2_000)
 		}
-	}
-	p.stepBy(0.8, 10_000, written, 0) // none of the 10,000 taken in yet: the room is as it was
-	p.s.betweenReads = nil
+	})
 	if shed != 2_000 {
 		t.Fatalf("%d of the 2000 offered during the step were shed; the test needs all", shed)
 	}
@@ -889,13 +909,11 @@ func TestAStepHeldAfterItsCountsKeepsWhatWasLetThrough(t *testing.T) {
 		t.Fatal("the flood's key is in the last slot; the test needs a later one")
 	}
 	late := 0
-	p.s.betweenReads = func(slot int) {
+	p.stepHeld(0.8, 10_000, written, func(slot int) {
 		if slot == Slots-1 { // the flood's key is counted already
 			late = p.offer(0, "hot", 6_000)
 		}
-	}
-	p.stepBy(0.8, 10_000, written, 0)
-	p.s.betweenReads = nil
+	})
 	if late != 6_000 {
 		t.Fatalf("the flood kept %d of 6000 during the step, with room for 10000", late)
 	}
@@ -920,8 +938,8 @@ func TestAKeyKeptWholePassesItsRecentCountPastASpentAllowance(t *testing.T) {
 	p.run(time.Second, load{"hot", 0, 1_500_000}, load{"warn", 1, 4_000})
 	kept := p.offer(1, "warn", 20) + p.offer(0, "hot", 100)
 	p.stepBy(1, -0.1*p.size, uint64(kept), 0) // past Full by the margin: no allowance at all
-	if p.s.left.Load() != 0 {
-		t.Fatalf("allowance %d past the margin", p.s.left.Load())
+	if p.s.allowance.Load() != 0 {
+		t.Fatalf("allowance %d past the margin", p.s.allowance.Load())
 	}
 	if w := p.offer(1, "warn", 30); w != 20 {
 		t.Errorf("a Warn of 20 entries a step kept %d of 30 with the allowance spent; want 20", w)

@@ -1,0 +1,70 @@
+package shed
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Slots is the size of the key table. Keys that hash alike share a slot, and are then
+// thinned as one key.
+const Slots = 4096
+
+// one is a keep ratio of 1 in the table's fixed point.
+const one = 1 << 16
+
+// slot is one key's line in the table. Keep writes offered, level, shed, unweighed and
+// lease; Step writes offeredAtStep, ratio, flood and recent, and clears lease.
+type slot struct {
+	offered       atomic.Uint64 // entries offered, ever: the systematic sampler's phase
+	offeredAtStep atomic.Uint64 // offered as the last step read it: offered - offeredAtStep is the step's count so far
+	ratio         atomic.Uint32 // keep ratio, one = keep all
+	level         atomic.Int32  // the level of the key last offered here
+	unweighed     atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
+	shed          atomic.Uint64 // entries shed, ever; incremented only after offered, for the same entry
+	lease         atomic.Int64  // allowance the key has taken and not used yet (take); cleared each step
+	flood         atomic.Bool   // the key is a flood (markFlood): kept out of the margin
+	recent        atomic.Uint64 // entries offered in a step lately (countOffers, firstFew)
+}
+
+// key is an offered key as a step counts it.
+type key struct {
+	slot  int
+	level int32
+	count uint64        // entries offered since the last step
+	span  time.Duration // since the slot was last offered anything, at most quietAfter
+}
+
+// slotOf hashes a key (the level, the tag and the message) to its slot. Tag 0 adds nothing
+// to the hash: a stream without tags keys by level and message alone.
+func slotOf(level int8, tag uint16, msg string) uint32 {
+	h := Hash(level, msg)
+	if tag != 0 {
+		h ^= (uint64(tag) * 0x9E3779B97F4A7C15) >> 7
+	}
+	return uint32(h % Slots)
+}
+
+// Hash hashes a message at a level: eight bytes of the message at a time, multiplied and
+// folded, then mixed once more (splitmix64's finisher). It is on the caller's path, for
+// this package and for DegradeSample, so it reads words, not bytes (bench/README.md,
+// "Figures behind the doc comments", compares it with FNV-1a). Safe for
+// concurrent use; it never fails.
+func Hash(level int8, msg string) uint64 {
+	const m = 0x9E3779B97F4A7C15
+	h := (uint64(uint8(level)) + 1) * m
+	for len(msg) >= 8 {
+		// The compiler makes this one 8-byte load.
+		w := uint64(msg[0]) | uint64(msg[1])<<8 | uint64(msg[2])<<16 | uint64(msg[3])<<24 |
+			uint64(msg[4])<<32 | uint64(msg[5])<<40 | uint64(msg[6])<<48 | uint64(msg[7])<<56
+		h = (h ^ w) * m
+		h ^= h >> 32
+		msg = msg[8:]
+	}
+	for i := 0; i < len(msg); i++ {
+		h = (h ^ uint64(msg[i])) * m
+	}
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 32
+	return h
+}
