@@ -85,7 +85,7 @@ func outageCases() []faultCase {
 			return runOutageRow(t, c, r)
 		}})
 	}
-	return append(cases, faultCase{name: "receiver unreachable 2 min, err 500/s, info 50 k/s, no SpillDir", alone: true, run: runLongOutage})
+	return append(cases, faultCase{name: "receiver unreachable 2 min, err 500/s, info 50 k/s, no SpillDir", alone: true, last: true, run: runLongOutage})
 }
 
 // outageLog paces err and info entries at their rates from one goroutine, as a service's

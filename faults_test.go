@@ -373,6 +373,10 @@ type faultCase struct {
 	// process of its own (runAlone), at the same time as the other rows, so that its heap,
 	// goroutines and timing are its own; and not with -short.
 	alone bool
+	// last, with alone, starts the row's process only once every other alone row's process
+	// has exited: the row compares a service's rate during the fault with its rate before,
+	// which another row's process busy on the same cores would skew.
+	last bool
 	// tags, if not 0, has the workload's goroutines log through that many logger tags
 	// (faultTag); every entry must arrive under its goroutine's tag.
 	tags int
@@ -1261,6 +1265,7 @@ func TestFaults(t *testing.T) {
 			checkGuaranteesTable(t, rows)
 		}
 	})
+	var others []*aloneRow // the alone rows' processes started so far
 	for i := range cases {
 		c := &cases[i]
 		t.Run(c.name, func(t *testing.T) {
@@ -1268,7 +1273,16 @@ func TestFaults(t *testing.T) {
 				if testing.Short() {
 					t.Skip("a real-time row: not with -short")
 				}
+				if c.last {
+					t.Parallel() // the others are started: wait for them off the sequential rows
+					for _, o := range others {
+						<-o.exited
+					}
+					rows[i] = startAlone(t, i).wait(t)
+					return
+				}
 				child := startAlone(t, i)
+				others = append(others, child)
 				t.Parallel()
 				rows[i] = child.wait(t)
 				return
@@ -1333,13 +1347,15 @@ const (
 type aloneRow struct {
 	cmd       *exec.Cmd
 	out, line string // the child's output and the file of its table line
+	exited    chan struct{}
+	err       error // the child's exit, once exited is closed
 }
 
 // startAlone starts row i in a test process of its own (the same binary, -race and all),
 // with this process's flags that the row reads.
 func startAlone(t *testing.T, i int) *aloneRow {
 	dir := t.TempDir()
-	r := &aloneRow{out: dir + "/output", line: dir + "/row"}
+	r := &aloneRow{out: dir + "/output", line: dir + "/row", exited: make(chan struct{})}
 	out, err := os.Create(r.out)
 	if err != nil {
 		t.Fatal(err)
@@ -1351,10 +1367,16 @@ func startAlone(t *testing.T, i int) *aloneRow {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		r.err = r.cmd.Wait()
+		close(r.exited)
+	}()
 	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
+		select {
+		case <-r.exited:
+		default:
 			_ = r.cmd.Process.Kill()
-			_ = r.cmd.Wait()
+			<-r.exited
 		}
 	})
 	return r
@@ -1363,7 +1385,8 @@ func startAlone(t *testing.T, i int) *aloneRow {
 // wait waits for the child and returns its table line; the row fails with the child's
 // output if the child failed.
 func (r *aloneRow) wait(t *testing.T) string {
-	err := r.cmd.Wait()
+	<-r.exited
+	err := r.err
 	out, _ := os.ReadFile(r.out)
 	line, _ := os.ReadFile(r.line)
 	if err != nil || len(line) == 0 {
