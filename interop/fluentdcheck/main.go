@@ -85,7 +85,7 @@ func main() {
 		}
 		wg.Wait()
 	case "stall":
-		// 30 s of Info at 2 k/s and Error at 50/s, from 4 goroutines; the receiver is
+		// 30 s of 2,000 Info and 50 Error entries a second, from 4 goroutines; the receiver is
 		// stopped (SIGSTOP) from 5 s to 25 s by the caller's script.
 		var wg sync.WaitGroup
 		var slowest atomic.Int64
