@@ -150,7 +150,7 @@ func (b *batch) added(tag uint16, start int) {
 // extend adds n entries of tag, from the end of b's runs to end, to b's runs (not to
 // b.n): to its last run if that is tag's and not sent, else as a new run.
 func (b *batch) extend(tag uint16, end, n int) {
-	if k := len(b.runs) - 1; k >= 0 && b.runs[k].tag == tag && !(b.grouped && b.sent[k]) {
+	if k := len(b.runs) - 1; k >= 0 && b.runs[k].tag == tag && (!b.grouped || !b.sent[k]) {
 		b.runs[k].end, b.runs[k].n = uint32(end), b.runs[k].n+uint32(n)
 		if b.grouped {
 			b.toks[k] = "" // other entries: another token

@@ -78,8 +78,9 @@ type metricsClaim struct {
 
 // metricsClaimDescs are the claim's descriptors: each metric name and its help, no label.
 var metricsClaimDescs = sync.OnceValue(func() []*prometheus.Desc {
-	var ds []*prometheus.Desc
-	for _, n := range newMetrics(nil).names {
+	names := newMetrics(nil).names
+	ds := make([]*prometheus.Desc, 0, len(names))
+	for _, n := range names {
 		ds = append(ds, prometheus.NewDesc(n.name, n.help, nil, nil))
 	}
 	return ds

@@ -183,7 +183,7 @@ func checkAcks(info, err Acks, errs *[]error) {
 func resolveAcks(info, err Acks, requireAck bool, endpoints []dial.Endpoint) [numStreams]bool {
 	var acks [numStreams]bool
 	acks[infoStream] = info == AcksOn || (info == AcksDefault && requireAck)
-	acks[errStream] = err != AcksOff && !(err == AcksDefault && onlyUnix(endpoints))
+	acks[errStream] = err != AcksOff && (err != AcksDefault || !onlyUnix(endpoints))
 	return acks
 }
 
@@ -431,11 +431,11 @@ func (s *settings) setClock(clock zapcore.Clock) {
 // resolveSecrets reads SharedKeyFile, PasswordFile and TLSFiles into cfg. A problem is
 // added to errs and becomes addrErr: a core that cannot present its credentials must not
 // send without them.
-func (s *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
+func (c *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 	fail := func(err error) {
 		*errs = append(*errs, err)
-		if s.addrErr == nil {
-			s.addrErr = err
+		if c.addrErr == nil {
+			c.addrErr = err
 		}
 	}
 	for _, f := range []struct {
@@ -525,14 +525,14 @@ func onlyUnix(eps []dial.Endpoint) bool {
 
 // resolveServers parses Addr or Servers into endpoints. Every problem is added to errs; the
 // first is also addrErr, which every send then reports.
-func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
+func (c *connSettings) resolveServers(cfg Config, errs *[]error) {
 	servers := cfg.Servers
 	both := len(servers) > 0 && cfg.Addr != ""
 	if len(servers) == 0 {
 		servers = []Server{{Addr: cmp.Or(cfg.Addr, DefaultAddr)}}
 	} else if both {
-		s.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
-		*errs = append(*errs, s.addrErr)
+		c.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
+		*errs = append(*errs, c.addrErr)
 	}
 	tlsSet := cfg.TLS != nil || cfg.TLSFiles != (TLSFiles{})
 	anyTLS := false
@@ -543,15 +543,15 @@ func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 		if tlsSet && err == nil && ep.TLS == nil && ep.Network != "unix" {
 			plain = append(plain, srv.Addr)
 		}
-		if err != nil && s.addrErr == nil {
-			s.addrErr = err
+		if err != nil && c.addrErr == nil {
+			c.addrErr = err
 		}
 		if err != nil && !both { // with both set, that one error says it
 			*errs = append(*errs, err)
 		}
-		s.endpoints = append(s.endpoints, ep)
+		c.endpoints = append(c.endpoints, ep)
 	}
-	s.endpoints = dial.Expand(s.endpoints, MaxNameAddresses)
+	c.endpoints = dial.Expand(c.endpoints, MaxNameAddresses)
 	var err error
 	switch {
 	case len(plain) > 0:
@@ -563,8 +563,8 @@ func (s *connSettings) resolveServers(cfg Config, errs *[]error) {
 	}
 	if err != nil {
 		*errs = append(*errs, err)
-		if s.addrErr == nil {
-			s.addrErr = err
+		if c.addrErr == nil {
+			c.addrErr = err
 		}
 	}
 }
@@ -610,7 +610,7 @@ func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {
 
 // newBackoff returns the retry schedule of one sender or server: exponential with jitter
 // from RetryMin to RetryMax, never giving up, reset after each delivered batch.
-func (s *connSettings) newBackoff() backoff.BackOff { return dial.NewBackOff(s.retryMin, s.retryMax) }
+func (c *connSettings) newBackoff() backoff.BackOff { return dial.NewBackOff(c.retryMin, c.retryMax) }
 
 // eventFunc is Config.OnEvent; nil when unset.
 type eventFunc func(Event)

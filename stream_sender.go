@@ -207,7 +207,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 				}
 				break
 			}
-			fl, err, spilled := s.awaitAck(ctx, snd)
+			fl, spilled, err := s.awaitAck(ctx, snd)
 			if spilled {
 				return true
 			}
@@ -301,7 +301,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 // snd.out. It reports false if ctx was cancelled first.
 func (s *stream) settle(ctx context.Context, snd *sender) bool {
 	for snd.fwd.inFlight() > 0 {
-		fl, err, _ := s.awaitAck(ctx, snd)
+		fl, _, err := s.awaitAck(ctx, snd)
 		s.acked(snd, fl, err)
 		if ctx.Err() != nil {
 			return false
@@ -315,20 +315,20 @@ func (s *stream) settle(ctx context.Context, snd *sender) bool {
 // also owe a flush) have it look at again. It reports spilled when
 // the pending batches went to the spill, snd.out with them; once they have, it moves what
 // is sealed to the spill as it comes, until the frames in flight are acked or fail.
-func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, err error, spilled bool) {
+func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled bool, err error) {
 	if s.errSpill == nil {
 		fl, err = snd.fwd.awaitAck(ctx)
-		return fl, err, false
+		return fl, false, err
 	}
 	wake, _, _ := s.policy.signals()
 	for {
 		acks, dead, due := snd.fwd.ackEvents()
 		if dead == nil {
-			return flight{}, nil, false // nothing in flight
+			return flight{}, false, nil // nothing in flight
 		}
 		spilled, stuck, past := s.stuckSpill(snd)
 		if spilled {
-			return flight{}, nil, true
+			return flight{}, true, nil
 		}
 		var queue chan *batch
 		if past {
@@ -351,10 +351,10 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, err erro
 				s.flushOwed.Store(true) // see fewInFlight
 			}
 		case <-ctx.Done():
-			return flight{}, ctx.Err(), false
+			return flight{}, false, ctx.Err()
 		}
 		if err != nil || fl.chunk != "" {
-			return fl, err, false
+			return fl, false, err
 		}
 	}
 }
