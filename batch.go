@@ -339,3 +339,17 @@ func (t *ackToken) forEntries(entries []byte) string {
 	}
 	return t.id
 }
+
+// appendBatch appends src's entries and runs to b, which has room for both (len(b.buf) +
+// len(src.buf) <= cap(b.buf) and b.takesRuns(src)); each of src's runs extends b's last
+// run when it is of the same tag and not sent.
+func (b *batch) appendBatch(src *batch) {
+	b.ensureRuns(len(b.buf))
+	src.ensureRuns(len(src.buf))
+	off := len(b.buf)
+	b.buf = append(b.buf, src.buf...)
+	for _, r := range src.runs {
+		b.extend(r.tag, off+int(r.end), int(r.n))
+	}
+	b.n += src.n
+}

@@ -141,14 +141,8 @@ func TestBatchWithoutRunsIsOneFrame(t *testing.T) {
 	if !dst.takesRuns(src) {
 		t.Fatal("no room for one run")
 	}
-	dst.ensureRuns(len(dst.buf))
-	src.ensureRuns(len(src.buf))
 	off := len(dst.buf)
-	dst.buf = append(dst.buf, src.buf...)
-	for _, r := range src.runs {
-		dst.extend(r.tag, off+int(r.end), int(r.n))
-	}
-	dst.n += src.n
+	dst.appendBatch(src)
 	dst.group()
 	if got, want := fmt.Sprint(framesOf(t, dst)), "[2 [2/0 2/1 2/2] 4 [4/0]]"; got != want {
 		t.Errorf("frames %s, want %s", got, want)

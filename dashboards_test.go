@@ -627,10 +627,6 @@ func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 // delivery" maps the gauge's 0 to the text, and shows the others as dates (the panel's
 // query is in ms, for Grafana's dateTimeFromNow).
 func TestLastDeliveryPanelShowsNever(t *testing.T) {
-	raw, err := os.ReadFile("dashboards/grafana.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dash struct {
 		Panels []struct {
 			Title       string
@@ -645,9 +641,7 @@ func TestLastDeliveryPanelShowsNever(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		t.Fatal(err)
-	}
+	readDashboard(t, &dash)
 	for _, p := range dash.Panels {
 		if p.Title != "Last delivery" {
 			continue
@@ -730,19 +724,13 @@ func TestAlertThresholdsFollowTheDefaults(t *testing.T) {
 // places: the err panel of the range shows that count beside spilled, so that spilled is not
 // read as missing at the receiver.
 func TestErrRangePanelCountsDuplicates(t *testing.T) {
-	raw, err := os.ReadFile("dashboards/grafana.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dash struct {
 		Panels []struct {
 			Title   string
 			Targets []struct{ Expr string }
 		}
 	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		t.Fatal(err)
-	}
+	readDashboard(t, &dash)
 	for _, p := range dash.Panels {
 		if !strings.HasPrefix(p.Title, "Err in the range") {
 			continue
@@ -755,4 +743,16 @@ func TestErrRangePanelCountsDuplicates(t *testing.T) {
 		t.Fatalf("%q has no target over fluentcore_duplicated_entries_total: %+v", p.Title, p.Targets)
 	}
 	t.Fatal(`no panel "Err in the range"`)
+}
+
+// readDashboard decodes the shipped Grafana dashboard into dash.
+func readDashboard(t *testing.T, dash any) {
+	t.Helper()
+	raw, err := os.ReadFile("dashboards/grafana.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, dash); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -292,14 +292,7 @@ take:
 			continue
 		}
 		if len(dst.buf)+len(src.buf) <= cap(dst.buf) && dst.takesRuns(src) { // all of it fits
-			dst.ensureRuns(len(dst.buf))
-			src.ensureRuns(len(src.buf))
-			off := len(dst.buf)
-			dst.buf = append(dst.buf, src.buf...)
-			for _, r := range src.runs {
-				dst.extend(r.tag, off+int(r.end), int(r.n))
-			}
-			dst.n += src.n
+			dst.appendBatch(src)
 			dst.last = src.last // dst's delivery now finishes src's entries too
 			dst.openedBy(src)
 			s.unclaim(src)
