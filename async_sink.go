@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -288,8 +289,8 @@ func (k *sink) close(timeout time.Duration) error {
 		k.wg.Wait()
 		var left [numStreams]int // entries abandoned, by stream
 		for _, st := range k.streams {
-			abandon := func(b *batch) {
-				left[st.id] += b.unsent()
+			abandon := func(b *ring.Batch) {
+				left[st.id] += b.Unsent()
 				st.abandon(b)
 			}
 			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue

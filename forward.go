@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/wire"
 )
 
@@ -43,7 +44,7 @@ type forwarder struct {
 	dialRaw dial.Func
 
 	// The ack token of send's last frame, reused while it is resent.
-	retry ackToken
+	retry ring.AckToken
 
 	// unreadAt is when a write last timed out without acks (the receiver read nothing for
 	// WriteTimeout); zero once frames are taken again. A frame written since then into a
@@ -128,7 +129,7 @@ const lookupTimeout = time.Second
 func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int) (int, bool, error) {
 	var chunk string
 	if f.s.requireAck {
-		chunk = f.retry.forEntries(entries)
+		chunk = f.retry.ForEntries(entries)
 	}
 	size, fresh, err := f.post(ctx, tag, entries, n, chunk, nil)
 	for err == nil && len(f.flights) > 0 {
@@ -137,7 +138,7 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 	if err != nil {
 		return 0, fresh, err
 	}
-	f.retry = ackToken{}
+	f.retry = ring.AckToken{}
 	return size, fresh, nil
 }
 
@@ -148,7 +149,7 @@ func (f *forwarder) send(ctx context.Context, tag string, entries []byte, n int)
 // was opened for it. On any error the connection is closed (its server marked down, unless
 // the error was only a wrong ack) and the frames that were in flight on it wait in lost,
 // oldest first, for the caller to send again (b is not among them).
-func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int, chunk string, b *batch) (int, bool, error) {
+func (f *forwarder) post(ctx context.Context, tag string, entries []byte, n int, chunk string, b *ring.Batch) (int, bool, error) {
 	if f.s.addrErr != nil {
 		return 0, false, f.fail(f.s.addrErr)
 	}

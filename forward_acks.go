@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/fluentcore/fluentcore/internal/ring"
 )
 
 // errNoAckOnUnix explains an ack timeout on a unix socket: fluentd's in_unix never acks, so
@@ -17,9 +19,9 @@ var errNoAckOnUnix = errors.New("fluentd's in_unix never sends acks (the frames 
 // flight is a frame written on the connection whose ack has not come back yet.
 type flight struct {
 	chunk string
-	at    time.Time // when it was written; its ack is due AckTimeout later
-	n     int       // entries
-	b     *batch    // the batch it carries; nil for a frame of the spill's replay, or once spilled
+	at    time.Time   // when it was written; its ack is due AckTimeout later
+	n     int         // entries
+	b     *ring.Batch // the batch it carries; nil for a frame of the spill's replay, or once spilled
 	// spilled: its batch went to the spill while it waited (detach); its ack, if it comes,
 	// delivers a duplicate of what the spill has.
 	spilled bool
@@ -33,7 +35,7 @@ type flight struct {
 // read only loadInFlight.
 type ackWindow struct {
 	flights     []flight
-	lost        []*batch
+	lost        []*ring.Batch
 	lostSince   time.Time // when the oldest frame in lost was written
 	maxInflight int
 	ackT        *time.Ticker // the settings' clock's (armAckTimer)
@@ -45,7 +47,7 @@ type ackWindow struct {
 func (w *ackWindow) setMaxInflight(n int) {
 	w.maxInflight = max(n, 1)
 	w.flights = make([]flight, 0, w.maxInflight)
-	w.lost = make([]*batch, 0, w.maxInflight)
+	w.lost = make([]*ring.Batch, 0, w.maxInflight)
 }
 
 // inFlight returns how many frames wait for their acks. Only the owning sender calls it.
@@ -85,7 +87,7 @@ func (w *ackWindow) dropFlights() {
 // carry one, each once (a batch's frames are in flight one after another), and leaves
 // those frames in flight without them, marked spilled: the caller hands the batches to
 // the spill, and an ack that comes later finishes nothing.
-func (w *ackWindow) detach(dst []*batch) []*batch {
+func (w *ackWindow) detach(dst []*ring.Batch) []*ring.Batch {
 	for i := range w.flights {
 		if fl := &w.flights[i]; fl.b != nil {
 			if len(dst) == 0 || dst[len(dst)-1] != fl.b {
@@ -109,7 +111,7 @@ func (w *ackWindow) carriesBatches() bool {
 
 // takeUnacked appends to dst, oldest first, the batches whose frames will not be acked on
 // this connection: those lost with an earlier one, then those in flight. It forgets them.
-func (w *ackWindow) takeUnacked(dst []*batch) []*batch {
+func (w *ackWindow) takeUnacked(dst []*ring.Batch) []*ring.Batch {
 	w.dropFlights()
 	dst = append(dst, w.lost...)
 	clear(w.lost)

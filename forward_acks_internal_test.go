@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap"
 )
@@ -18,17 +19,17 @@ import (
 // A batch that failed is resent with the same ack token, as fluentd does; a new batch,
 // or the same buffer holding another length of entries (compact), gets a new one.
 func TestResendReusesTheChunk(t *testing.T) {
-	var tok ackToken
+	var tok ring.AckToken
 	a, b := testkit.Entries(2, "a"), testkit.Entries(2, "b")
-	first := tok.forEntries(a)
-	if again := tok.forEntries(a); again != first {
+	first := tok.ForEntries(a)
+	if again := tok.ForEntries(a); again != first {
 		t.Fatalf("resend got token %q, first attempt %q", again, first)
 	}
-	if other := tok.forEntries(b); other == first || len(other) != 24 {
+	if other := tok.ForEntries(b); other == first || len(other) != 24 {
 		t.Fatalf("new batch got token %q (first %q)", other, first)
 	}
-	second := tok.forEntries(a)
-	if shorter := tok.forEntries(a[:len(a)-1]); shorter == second {
+	second := tok.ForEntries(a)
+	if shorter := tok.ForEntries(a[:len(a)-1]); shorter == second {
 		t.Fatalf("entries of another length kept token %q", shorter)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/order"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -91,9 +92,9 @@ type stream struct {
 	// batches: one per light tag, from nb/8 to nb/4 (mayTake).
 	tagBatches []atomic.Int32
 	lightTags  atomic.Int32
-	nbatchesR  [2]int      // nb/8 and nb/4
-	free       chan *batch // batches ready for writers
-	queue      chan *batch // sealed batches, in seq order, for the sender
+	nbatchesR  [2]int           // nb/8 and nb/4
+	free       chan *ring.Batch // batches ready for writers
+	queue      chan *ring.Batch // sealed batches, in seq order, for the sender
 	nbatches   int
 	batchCap   int // bytes per batch
 	sealAt     int // a batch this full is sealed right away
@@ -125,8 +126,8 @@ type stream struct {
 	watched  bool          // a waitDone caller holds progress
 
 	heldMu sync.Mutex
-	held   []*batch     // batches compact took from the queue, in order: sent before the queue
-	heldN  atomic.Int64 // len(held), for readers without heldMu
+	held   []*ring.Batch // batches compact took from the queue, in order: sent before the queue
+	heldN  atomic.Int64  // len(held), for readers without heldMu
 
 	queuedBytes                                    atomic.Int64
 	queuedBatches                                  atomic.Int64
@@ -144,7 +145,7 @@ type stream struct {
 
 	// What only Stats and the clock read, after the fields of the write path and the
 	// senders. all is every batch of the stream, made once: Stats reads their opened times.
-	all           []*batch
+	all           []*ring.Batch
 	flushInterval time.Duration // streamSettings.flushInterval
 	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
 	// clock rolls once a second (rollRecent).
@@ -174,21 +175,21 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		randShards: rshards,
 		nbatchesR:  [2]int{nb / 8, nb / 4},
 		tagShard:   tagShard,
-		free:       make(chan *batch, nb),
-		queue:      make(chan *batch, nb),
+		free:       make(chan *ring.Batch, nb),
+		queue:      make(chan *ring.Batch, nb),
 		nbatches:   nb,
 		batchCap:   s.batchBytes,
 		sealAt:     s.batchBytes - s.batchBytes/16,
 		entryCap:   s.entryBytes,
 		reserve:    reserveOf(nb),
 		firstPass:  firstPass(s.entryBytes, policy.cutsOversized()),
-		held:       make([]*batch, 0, nb),
+		held:       make([]*ring.Batch, 0, nb),
 		done:       order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
 		progress:   make(chan struct{}),
 		clock:      s.clock,
 
 		sendDuration:  sendDuration,
-		all:           make([]*batch, 0, nb),
+		all:           make([]*ring.Batch, 0, nb),
 		flushInterval: s.flushInterval,
 	}
 	st.recent.start(s.clock.Now())
@@ -197,7 +198,7 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		// that many stay out of flight, for the writers to fill and the senders to take next
 		// (the logger tags' shards are not counted: a core without tags keeps its window).
 		f.setMaxInflight(min(f.s.maxInflight, (nb-rshards)/len(fwds)))
-		st.senders = append(st.senders, &sender{fwd: f, bo: f.s.newBackoff(), out: make([]*batch, 0, nb), spare: make([]*batch, 0, nb)})
+		st.senders = append(st.senders, &sender{fwd: f, bo: f.s.newBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb)})
 	}
 	for i := range st.shards {
 		sh := &st.shards[i]
@@ -205,7 +206,7 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		sh.enc.release = sh.release
 	}
 	for range nb {
-		b := newBatch(s.batchBytes)
+		b := ring.NewBatch(s.batchBytes)
 		st.all = append(st.all, b)
 		st.free <- b
 	}
@@ -258,21 +259,21 @@ func (s *stream) tagHeld(tag uint16, d int32) {
 // claim makes b a batch of tag, counted in tag's batches, if it is empty: a batch counts
 // in the batches of the tag whose writer opened it, whatever tags it holds later. The
 // caller holds b (its shard's lock).
-func (s *stream) claim(b *batch, tag uint16) {
-	if b.claimed && b.tag == tag || b.n > 0 {
+func (s *stream) claim(b *ring.Batch, tag uint16) {
+	if b.Claimed && b.Tag == tag || b.N > 0 {
 		return
 	}
 	s.unclaim(b)
-	b.tag, b.claimed = tag, true
+	b.Tag, b.Claimed = tag, true
 	s.tagHeld(tag, 1)
 }
 
 // unclaim takes b out of its tag's batches: it is finished, or merged into another.
-func (s *stream) unclaim(b *batch) {
-	if b.claimed {
-		s.tagHeld(b.tag, -1)
+func (s *stream) unclaim(b *ring.Batch) {
+	if b.Claimed {
+		s.tagHeld(b.Tag, -1)
 	}
-	b.claimed = false
+	b.Claimed = false
 }
 
 // ownShards is how many shards writers of the stream's own tag pick from under contention:
@@ -470,7 +471,7 @@ func (s *stream) stalled(now time.Time, st *StreamStats) bool {
 func (s *stream) oldestOpened() int64 {
 	var oldest int64
 	for _, b := range s.all {
-		if at := b.opened.Load(); at != 0 && (oldest == 0 || at < oldest) {
+		if at := b.Opened.Load(); at != 0 && (oldest == 0 || at < oldest) {
 			oldest = at
 		}
 	}

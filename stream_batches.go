@@ -8,6 +8,7 @@ package fluentcore
 import (
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap/zapcore"
 )
@@ -21,7 +22,7 @@ import (
 //
 // A batch a flooding tag could not have taken (atTagFloor) is reserved the same way when an
 // entry of that tag the policy keeps whole takes it: else the flood would fill it next.
-func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *batch {
+func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch {
 	reserved := false
 	if s.policy.reserves() {
 		if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n || s.atTagFloor(tag) {
@@ -37,7 +38,7 @@ func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *batch {
 	}
 	sh.takes.Add(1)
 	if reserved {
-		b.reserved = true
+		b.Reserved = true
 		s.reservedOpen.Add(1)
 	}
 	return b
@@ -47,22 +48,22 @@ func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *batch {
 // a free buffer, if one is at hand, which it holds for the moment of a copy; else in b's
 // own buffer. The sender calls it before b's first frame (the spill and shutdown too);
 // then b is grouped.
-func (s *stream) regroup(b *batch) {
-	if b.grouped {
+func (s *stream) regroup(b *ring.Batch) {
+	if b.Grouped {
 		return
 	}
-	if b.interleaved() {
+	if b.Interleaved() {
 		if sp := s.takeFree(); sp != nil {
-			b.regroupInto(sp)
+			b.RegroupInto(sp)
 			s.free <- sp // cannot block: sp came from free
 		} else {
-			b.regroupInPlace()
+			b.RegroupInPlace()
 		}
 	}
-	b.group()
+	b.Group()
 }
 
-func (s *stream) takeFree() *batch {
+func (s *stream) takeFree() *ring.Batch {
 	select {
 	case b := <-s.free:
 		return b
@@ -73,13 +74,13 @@ func (s *stream) takeFree() *batch {
 
 // seal queues a batch for the sender. Callers hold the lock of the shard the batch came
 // from; the queue has room for every batch, so this never blocks.
-func (s *stream) seal(b *batch) {
+func (s *stream) seal(b *ring.Batch) {
 	s.unreserve(b)
-	s.queuedBytes.Add(int64(len(b.buf)))
+	s.queuedBytes.Add(int64(len(b.Buf)))
 	s.queuedBatches.Add(1)
 	s.sealMu.Lock()
 	s.sealed++
-	b.first, b.last = s.sealed, s.sealed
+	b.First, b.Last = s.sealed, s.sealed
 	s.queue <- b
 	s.sealMu.Unlock()
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
@@ -115,9 +116,9 @@ func (sh *shard) counts() (taken, held uint64) {
 }
 
 // unreserve counts a reserved batch out of the open ones (sealed, or given back).
-func (s *stream) unreserve(b *batch) {
-	if b.reserved {
-		b.reserved = false
+func (s *stream) unreserve(b *ring.Batch) {
+	if b.Reserved {
+		b.Reserved = false
 		s.reservedOpen.Add(-1)
 	}
 }
@@ -127,7 +128,7 @@ func (s *stream) flush() {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.lockForSink()
-		if b := sh.cur; b != nil && b.n > 0 {
+		if b := sh.cur; b != nil && b.N > 0 {
 			sh.cur = nil
 			s.seal(b)
 		}
@@ -181,8 +182,8 @@ func (s *stream) usage() streamUsage {
 		sh.lockForSink()
 		takesAtRead += sh.takes.Load()
 		if sh.cur != nil {
-			u.buffered += int64(len(sh.cur.buf))
-			u.room += int64(max(0, s.sealAt-len(sh.cur.buf)))
+			u.buffered += int64(len(sh.cur.Buf))
+			u.room += int64(max(0, s.sealAt-len(sh.cur.Buf)))
 		}
 		taken, held := sh.counts()
 		sh.unlockForSink()
@@ -227,13 +228,13 @@ func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
 
 // finish returns a batch the sender is done with (delivered, spilled or dropped) to the
 // free list.
-func (s *stream) finish(b *batch) {
-	s.queuedBytes.Add(-int64(len(b.buf)))
+func (s *stream) finish(b *ring.Batch) {
+	s.queuedBytes.Add(-int64(len(b.Buf)))
 	s.queuedBatches.Add(-1)
-	first, last := b.first, b.last
-	s.policy.freed(b.n)
+	first, last := b.First, b.Last
+	s.policy.freed(b.N)
 	s.unclaim(b)
-	b.reset()
+	b.Reset()
 	s.free <- b
 	s.doneMu.Lock()
 	s.done.Mark(first, last)
@@ -248,7 +249,7 @@ func (s *stream) finish(b *batch) {
 }
 
 // takeHeld takes the oldest batch compact left in held, or returns nil.
-func (s *stream) takeHeld() *batch {
+func (s *stream) takeHeld() *ring.Batch {
 	if s.heldN.Load() == 0 {
 		return nil
 	}
@@ -271,7 +272,7 @@ func (s *stream) takeHeld() *batch {
 // is merged whole only into the one sealed right before it (its positions then follow
 // dst's), so that finishing dst finishes exactly the positions it holds; other senders may
 // hold the batches in between.
-func (s *stream) compact(b *batch) {
+func (s *stream) compact(b *ring.Batch) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
 	defer func() { s.heldN.Store(int64(len(s.held))) }()
@@ -286,17 +287,17 @@ take:
 	}
 	dst, kept := b, s.held[:0]
 	for _, src := range s.held {
-		if src.first != dst.last+1 { // another sender holds what lies between
+		if src.First != dst.Last+1 { // another sender holds what lies between
 			kept = append(kept, src)
 			dst = src
 			continue
 		}
-		if len(dst.buf)+len(src.buf) <= cap(dst.buf) && dst.takesRuns(src) { // all of it fits
-			dst.appendBatch(src)
-			dst.last = src.last // dst's delivery now finishes src's entries too
-			dst.openedBy(src)
+		if len(dst.Buf)+len(src.Buf) <= cap(dst.Buf) && dst.TakesRuns(src) { // all of it fits
+			dst.AppendBatch(src)
+			dst.Last = src.Last // dst's delivery now finishes src's entries too
+			dst.OpenedBy(src)
 			s.unclaim(src)
-			src.reset()
+			src.Reset()
 			s.queuedBatches.Add(-1) // its bytes are dst's now
 			s.free <- src
 			continue
@@ -310,49 +311,49 @@ take:
 
 // moveEntries moves the leading entries of nb that fit into b's free room to the end of b,
 // if nb's entries are of one tag and b has room for their run.
-func (s *stream) moveEntries(b, nb *batch) {
-	if len(nb.runs) > 1 || nb.n == 0 || !b.accepts(nb.tag) {
+func (s *stream) moveEntries(b, nb *ring.Batch) {
+	if len(nb.Runs) > 1 || nb.N == 0 || !b.Accepts(nb.Tag) {
 		return
 	}
 	moved, k := 0, 0
-	for rest := nb.buf; len(rest) > 0; k++ {
+	for rest := nb.Buf; len(rest) > 0; k++ {
 		after, err := msgp.Skip(rest) // one entry: [EventTime, record]
 		size := len(rest) - len(after)
-		if err != nil || len(b.buf)+moved+size > cap(b.buf) {
+		if err != nil || len(b.Buf)+moved+size > cap(b.Buf) {
 			break
 		}
 		moved, rest = moved+size, after
 	}
-	if moved == len(nb.buf) {
+	if moved == len(nb.Buf) {
 		return // all of nb: only a merge (compact) may take it whole, and empty it
 	}
 	if moved > 0 {
-		b.openedBy(nb)
-		b.ensureRuns(len(b.buf))
-		off := len(b.buf)
-		b.buf = append(b.buf, nb.buf[:moved]...)
-		b.extend(nb.tag, off+moved, k)
-		b.n += k
-		nb.buf = nb.buf[:copy(nb.buf, nb.buf[moved:])]
-		nb.n -= k
-		if len(nb.runs) == 1 {
-			nb.runs[0].end -= uint32(moved)
-			nb.runs[0].n -= uint32(k)
+		b.OpenedBy(nb)
+		b.EnsureRuns(len(b.Buf))
+		off := len(b.Buf)
+		b.Buf = append(b.Buf, nb.Buf[:moved]...)
+		b.Extend(nb.Tag, off+moved, k)
+		b.N += k
+		nb.Buf = nb.Buf[:copy(nb.Buf, nb.Buf[moved:])]
+		nb.N -= k
+		if len(nb.Runs) == 1 {
+			nb.Runs[0].End -= uint32(moved)
+			nb.Runs[0].N -= uint32(k)
 		}
 	}
 }
 
 // abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
 // shutdown, as the policy says.
-func (s *stream) abandon(b *batch) {
+func (s *stream) abandon(b *ring.Batch) {
 	if s.policy.losesToSpill() {
 		s.spillSealed(b)
 		return
 	}
 	s.regroup(b)
-	for i := range b.runs {
-		if !b.sent[i] {
-			tag, _, n := b.frame(i)
+	for i := range b.Runs {
+		if !b.Sent[i] {
+			tag, _, n := b.Frame(i)
 			s.shards[0].dropped[dropShutdown].Add(uint64(n))
 			s.droppedTag(tag, n)
 		}

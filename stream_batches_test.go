@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
@@ -47,7 +49,7 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 	}
 	for _, st := range sinkOf(core).streams {
 		// Every batch is back on the free list or is a shard's (empty) open batch.
-		var all []*batch
+		var all []*ring.Batch
 		for len(st.free) > 0 {
 			all = append(all, <-st.free)
 		}
@@ -60,8 +62,8 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 			t.Errorf("%s: found %d of %d batches", st.id, len(all), st.nbatches)
 		}
 		for _, b := range all {
-			if cap(b.buf) != st.batchCap || len(b.buf) != 0 || b.n != 0 {
-				t.Errorf("%s: batch with cap %d len %d n %d, want cap %d and empty", st.id, cap(b.buf), len(b.buf), b.n, st.batchCap)
+			if cap(b.Buf) != st.batchCap || len(b.Buf) != 0 || b.N != 0 {
+				t.Errorf("%s: batch with cap %d len %d n %d, want cap %d and empty", st.id, cap(b.Buf), len(b.Buf), b.N, st.batchCap)
 			}
 		}
 	}
@@ -133,7 +135,7 @@ func TestUsageNeverCountsAGivenBackBatchTwice(t *testing.T) {
 	st := usageStream(t)
 	sh := &st.shards[0]
 	sh.cur = st.takeFree() // a reserve taken for an entry that was then dropped
-	sh.cur.reserved = true
+	sh.cur.Reserved = true
 	st.reservedOpen.Add(1)
 	u := readUsageWhile(t, st, func() {
 		sh.mu.Lock()
@@ -219,13 +221,13 @@ func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 		rest = after
 	}
 	// Seal batches of 1, 30, 2, 50, 3, ... entries, as a flush tick and full batches would.
-	var held *batch
+	var held *ring.Batch
 	next := 0
 	for k, counts := 0, []int{5, 30, 2, 50, 3, 60, 1, 40, 7, 55}; k < len(counts) && next < len(sizes); k++ {
 		b := st.takeFree()
 		for range counts[k] {
-			b.buf = append(b.buf, entries[offset(sizes, next):offset(sizes, next+1)]...)
-			b.n++
+			b.Buf = append(b.Buf, entries[offset(sizes, next):offset(sizes, next+1)]...)
+			b.N++
 			next++
 		}
 		st.seal(b)
@@ -236,13 +238,13 @@ func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	free, sealed := len(st.free), st.lastSealed()
 	st.compact(held)
 
-	got := append([]byte(nil), held.buf...)
-	n := held.n
+	got := append([]byte(nil), held.Buf...)
+	n := held.N
 	for _, b := range st.held {
-		got = append(got, b.buf...)
-		n += b.n
-		if b.last <= held.last {
-			t.Fatalf("held batch seq %d not after %d", b.last, held.last)
+		got = append(got, b.Buf...)
+		n += b.N
+		if b.Last <= held.Last {
+			t.Fatalf("held batch seq %d not after %d", b.Last, held.Last)
 		}
 	}
 	if !bytes.Equal(got, entries[:offset(sizes, next)]) || n != next {
@@ -256,8 +258,8 @@ func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	if len(st.held) > 0 {
 		last = st.held[len(st.held)-1]
 	}
-	if last.last != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
-		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.last, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
+	if last.Last != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
+		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.Last, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
 	}
 }
 
@@ -280,14 +282,14 @@ func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	defer st.senders[1].fwd.close()
 	for range 4 {
 		b := st.takeFree()
-		b.buf = append(b.buf, testkit.Entries(1, "x")...)
-		b.n = 1
+		b.Buf = append(b.Buf, testkit.Entries(1, "x")...)
+		b.N = 1
 		st.seal(b)
 	}
 	mine, theirs := <-st.queue, <-st.queue // seq 1 fails here; seq 2 is with the other sender
 	st.compact(mine)
-	if mine.last != 1 || len(st.held) != 1 || st.held[0].first != 3 || st.held[0].last != 4 || st.held[0].n != 2 {
-		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.first, mine.last, len(st.held), st.held[0].first, st.held[0].last, st.held[0].n)
+	if mine.Last != 1 || len(st.held) != 1 || st.held[0].First != 3 || st.held[0].Last != 4 || st.held[0].N != 2 {
+		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.First, mine.Last, len(st.held), st.held[0].First, st.held[0].Last, st.held[0].N)
 	}
 	st.finish(mine)
 	st.finish(st.takeHeld())
@@ -404,5 +406,49 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	}
 	if st.reservedOpen.Load() != 0 || len(st.free) != free-int(open) {
 		t.Fatalf("after a too-large entry: %d reserved batches open (was %d), %d free (was %d); want none open, and the batch back", st.reservedOpen.Load(), open, len(st.free), free)
+	}
+}
+
+// A flooding tag at its floor (see mayTake) writes into no batch another tag opened in the
+// shard they share: the rare tag's batch stays its own, and its entries are all written.
+func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
+	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
+	// A policy that keeps no entry whole: the floor alone decides.
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
+	defer st.senders[0].fwd.close()
+	flood := st.tags.lookup("flood")
+	rare := flood
+	for i := 0; rare == flood || st.homeShard(rare.idx) != st.homeShard(flood.idx); i++ {
+		if i > 60 {
+			t.Fatal("no tag shares the flood's shard")
+		}
+		rare = st.tags.lookup(fmt.Sprint("rare", i))
+	}
+	dropped := func(tag tagRef) uint64 { return st.tags.counts[tag.idx].dropped[infoStream].Load() }
+	log := func(tag tagRef) {
+		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
+		st.write(nil, tag, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
+	}
+	for i := 0; dropped(flood) == 0; i++ {
+		if i > 100000 {
+			t.Fatal("the flood never filled the buffer")
+		}
+		log(flood)
+	}
+	if len(st.free) == 0 {
+		t.Fatal("the flood took every batch: no floor to test")
+	}
+	st.flush() // the shard's open batch is sealed: the rare tag opens the next
+	log(rare)
+	before := dropped(flood)
+	for range 20 {
+		log(flood)
+		log(rare)
+	}
+	if got := dropped(flood) - before; got != 20 {
+		t.Errorf("%d of the flood's 20 entries dropped, want 20", got)
+	}
+	if got := dropped(rare); got != 0 {
+		t.Errorf("%d of the rare tag's 21 entries dropped, want 0", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/fluentcore/fluentcore/internal/ring"
 )
 
 // sender is one of a stream's connections and the goroutine that sends on it.
@@ -22,7 +23,7 @@ type sender struct {
 	// out holds the batches the sender has taken and not written on its connection, oldest
 	// first: the one it is sending, and those whose frames a failed connection lost. spare
 	// is the other buffer requeue builds into; both can hold every batch of the stream.
-	out, spare []*batch
+	out, spare []*ring.Batch
 	// failingSince is when the first attempt of the failure under way began (zero since the
 	// last delivery); owed says a failure has come since the last backoff wait. A failure
 	// may come after the write (an ack), so both outlive one call to deliver.
@@ -193,8 +194,8 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	b := snd.out[0]
 	s.regroup(b)
 	start := s.clock.Now()
-	for i := range b.runs {
-		if b.sent[i] {
+	for i := range b.Runs {
+		if b.Sent[i] {
 			continue
 		}
 		for {
@@ -215,10 +216,10 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 				return false
 			}
 		}
-		tag, entries, n := b.frame(i)
+		tag, entries, n := b.Frame(i)
 		var chunk string
 		if snd.fwd.s.requireAck {
-			chunk = b.token(i)
+			chunk = b.Token(i)
 		}
 		start = s.clock.Now()
 		size, fresh, err := snd.fwd.post(ctx, s.tagOf(tag), entries, n, chunk, b)
@@ -230,11 +231,11 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 			return false
 		}
 		if chunk == "" {
-			b.sent[i] = true
+			b.Sent[i] = true
 			s.countDelivered(tag, entries, n)
 		}
 	}
-	if !snd.fwd.s.requireAck || b.allSent() {
+	if !snd.fwd.s.requireAck || b.AllSent() {
 		s.observeSend(start)
 		s.finish(b)
 		snd.recovered()
@@ -281,11 +282,11 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 	}
 	if b := fl.b; b != nil {
 		s.observeSend(fl.at)
-		if i := b.frameOf(fl.chunk); i >= 0 && !b.sent[i] {
-			b.sent[i] = true
-			s.countDelivered(b.frame(i))
+		if i := b.FrameOf(fl.chunk); i >= 0 && !b.Sent[i] {
+			b.Sent[i] = true
+			s.countDelivered(b.Frame(i))
 		}
-		if b.allSent() {
+		if b.AllSent() {
 			s.finish(b)
 		}
 	} else if fl.spilled {
@@ -330,7 +331,7 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled 
 		if spilled {
 			return flight{}, true, nil
 		}
-		var queue chan *batch
+		var queue chan *ring.Batch
 		if past {
 			queue = s.queue // snd.out is empty: stuckSpill would have moved it
 		}

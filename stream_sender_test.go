@@ -42,8 +42,8 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
 	frame := func() {
 		b := <-st.free
-		b.buf = append(b.buf, entry...)
-		b.n = 1
+		b.Buf = append(b.Buf, entry...)
+		b.N = 1
 		st.queuedBatches.Add(1)
 		snd := st.senders[0]
 		snd.out = append(snd.out, b)

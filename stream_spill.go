@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"go.uber.org/zap/zapcore"
 )
@@ -88,11 +89,11 @@ func (s *stream) spillOut(snd *sender) {
 
 // spillSealed hands a sealed err batch's frames not delivered yet to the spill, one per
 // tag, and frees it.
-func (s *stream) spillSealed(b *batch) {
+func (s *stream) spillSealed(b *ring.Batch) {
 	s.regroup(b)
-	for i := range b.runs {
-		if !b.sent[i] {
-			tag, entries, n := b.frame(i)
+	for i := range b.Runs {
+		if !b.Sent[i] {
+			tag, entries, n := b.Frame(i)
 			s.countSpill(s.errSpill.appendBatch(s.tagOf(tag), entries, n), n, tag)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -23,7 +24,7 @@ import (
 type shard struct {
 	mu        sync.Mutex
 	enc       *msgpEncoder
-	cur       *batch // nil until a writer takes a batch from the free list
+	cur       *ring.Batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
 	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
@@ -302,14 +303,14 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 	if s.closed.Load() {
 		return streamClosed, nil
 	}
-	if b := sh.cur; b != nil && b.n > 0 && b.tag != tag && !s.mayTake(ent, tag) {
+	if b := sh.cur; b != nil && b.N > 0 && b.Tag != tag && !s.mayTake(ent, tag) {
 		// A tag at its floor takes no room of the batch another tag opened either: that
 		// may be the last batch a rare tag found (see mayTake).
 		return needBatch, nil
 	}
-	if b := sh.cur; b != nil && !b.accepts(tag) {
+	if b := sh.cur; b != nil && !b.Accepts(tag) {
 		// The shard's batch has no room for one more run or tag: it is sealed as it is.
-		if b.n > 0 {
+		if b.N > 0 {
 			sh.cur = nil
 			s.seal(b)
 		}
@@ -321,7 +322,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if sh.cur = s.takeFor(sh, ent, tag); sh.cur == nil {
 			return needBatch, nil
 		}
-	} else if sh.cur.reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
+	} else if sh.cur.Reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 		// The shard holds the reserve, which this entry may not fill: once the buffer has
 		// room again, the reserve is sealed with what it holds and the shard moves on.
 		if !s.mayTake(ent, tag) {
@@ -331,7 +332,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if nb == nil {
 			return needBatch, nil
 		}
-		if sh.cur.n > 0 {
+		if sh.cur.N > 0 {
 			s.seal(sh.cur)
 		} else {
 			s.giveBackEmptyReserve(sh)
@@ -359,7 +360,7 @@ func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zap
 // and left open it would hold the reserve until a writer came back to sh, which for a
 // rarely used logger tag's shard may be never. The caller holds sh's lock.
 func (s *stream) giveBackEmptyReserve(sh *shard) {
-	if b := sh.cur; b != nil && b.reserved && b.n == 0 {
+	if b := sh.cur; b != nil && b.Reserved && b.N == 0 {
 		sh.cur = nil
 		s.unreserve(b)
 		s.unclaim(b)
@@ -384,7 +385,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*msgpEncoder)(nil)
-			if o.cur != nil && o.cur.accepts(tag) && (o.cur.tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
+			if o.cur != nil && o.cur.Accepts(tag) && (o.cur.Tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.Reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
 				status, enc = s.appendLocked(o, tag, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
@@ -410,16 +411,16 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 // encoder that holds it.
 func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *msgpEncoder) {
 	b := sh.cur
-	start := len(b.buf)
+	start := len(b.Buf)
 	enc := sh.enc
 	enc.tag = tag
 	truncated := cut != nil
 	var out []byte
 	if truncated {
-		out = append(b.buf, cut...)
+		out = append(b.Buf, cut...)
 	} else {
 		var ok bool
-		out, ok = encodeSafely(enc, b.buf, ctx, ent, fields, s.firstPass)
+		out, ok = encodeSafely(enc, b.Buf, ctx, ent, fields, s.firstPass)
 		if enc.abandoned {
 			if !enc.released { // a shard's encoder gives it up as it stops; never left locked
 				sh.release()
@@ -427,12 +428,12 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 			return overBudget, enc
 		}
 		if !ok {
-			b.buf = b.buf[:start]
+			b.Buf = b.Buf[:start]
 			s.dropUnwritten(sh, tag, enc, ent, dropEncodeError)
 			return written, nil
 		}
 		if len(out)-start > s.entryCap {
-			b.buf = b.buf[:start]
+			b.Buf = b.Buf[:start]
 			if !s.policy.cutsOversized() {
 				s.dropUnwritten(sh, tag, enc, ent, dropTooLarge)
 				return written, nil
@@ -445,13 +446,13 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 				sh.release()
 				return overBudget, enc
 			}
-			out, truncated = append(b.buf, capped...), true
+			out, truncated = append(b.Buf, capped...), true
 		}
 		enc.trim()
 	}
-	if cap(out) != cap(b.buf) {
+	if cap(out) != cap(b.Buf) {
 		// The entry did not fit and append moved everything to a new array.
-		b.buf = b.buf[:start]
+		b.Buf = b.Buf[:start]
 		if !own {
 			if cut == nil {
 				enc.discard(ent)
@@ -462,7 +463,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		// larger than the space sealAt leaves get here).
 		sh.cur = nil
 		s.seal(b)
-		var nb *batch
+		var nb *ring.Batch
 		if s.mayTake(ent, tag) {
 			nb = s.takeFor(sh, ent, tag)
 		}
@@ -473,21 +474,21 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 			return needBatch, nil
 		}
 		s.claim(nb, tag)
-		nb.buf = append(nb.buf, out[start:]...)
-		nb.added(tag, 0)
+		nb.Buf = append(nb.Buf, out[start:]...)
+		nb.Added(tag, 0)
 		sh.cur = nb
 		b = nb
 	} else {
-		b.buf = out
-		b.added(tag, start)
+		b.Buf = out
+		b.Added(tag, start)
 	}
-	if b.n == 1 {
-		b.opened.Store(s.clock.Now().UnixNano()) // once per batch: OldestPending
+	if b.N == 1 {
+		b.Opened.Store(s.clock.Now().UnixNano()) // once per batch: OldestPending
 	}
 	if truncated {
 		sh.truncated.Add(1)
 	}
-	if len(b.buf) >= s.sealAt {
+	if len(b.Buf) >= s.sealAt {
 		sh.cur = nil
 		s.seal(b)
 	}

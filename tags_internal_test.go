@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -88,7 +89,7 @@ func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	s, _ := resolve(Config{})
 	st := newTestStream(s, 8<<20, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
 	flood, rare := st.tags.lookup("flood").idx, st.tags.lookup("rare").idx
-	take := func(tag uint16) *batch {
+	take := func(tag uint16) *ring.Batch {
 		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
 			return nil
 		}
@@ -101,7 +102,7 @@ func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	if take(rare) == nil {
 		t.Fatal("the rare tag's first batch")
 	}
-	var flooded []*batch
+	var flooded []*ring.Batch
 	for b := take(flood); b != nil; b = take(flood) {
 		flooded = append(flooded, b)
 	}
