@@ -49,7 +49,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 			continue
 		}
 		if len(snd.out) == 0 {
-			if b := s.takeHeld(); b != nil {
+			if b := s.ring.TakeHeld(); b != nil {
 				snd.out = append(snd.out, b)
 			}
 		}
@@ -62,7 +62,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 		acks, dead, due := snd.fwd.ackEvents() // nil while no frame is in flight
 		_, stuck, _ := s.stuckSpill(snd)
 		select {
-		case b := <-s.queue:
+		case b := <-s.ring.Queue():
 			snd.out = append(snd.out, b)
 		case tok := <-acks:
 			fl, err := snd.fwd.onAck(tok)
@@ -113,7 +113,7 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 	for len(snd.out) > 0 {
 		if snd.owed {
 			snd.owed = false
-			s.compact(snd.out[len(snd.out)-1])
+			s.ring.Compact(snd.out[len(snd.out)-1])
 			due, within := s.policy.spillDue(snd.failingSince, s.clock.Now())
 			if due {
 				return s.spillFailed(ctx, snd)
@@ -127,7 +127,7 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 				case <-t.C:
 					waiting = false
 				case <-spillKick:
-					s.compact(snd.out[len(snd.out)-1])
+					s.ring.Compact(snd.out[len(snd.out)-1])
 					if s.spillKicked() {
 						t.Stop()
 						return s.spillFailed(ctx, snd)
@@ -237,7 +237,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	}
 	if !snd.fwd.s.requireAck || b.AllSent() {
 		s.observeSend(start)
-		s.finish(b)
+		s.ring.Finish(b)
 		snd.recovered()
 	}
 	return true
@@ -287,7 +287,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 			s.countDelivered(b.Frame(i))
 		}
 		if b.AllSent() {
-			s.finish(b)
+			s.ring.Finish(b)
 		}
 	} else if fl.spilled {
 		s.duplicated.Add(uint64(fl.n)) // in the spill too (stuckSpill): counted there
@@ -331,9 +331,9 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled 
 		if spilled {
 			return flight{}, true, nil
 		}
-		var queue chan *ring.Batch
+		var queue <-chan *ring.Batch
 		if past {
-			queue = s.queue // snd.out is empty: stuckSpill would have moved it
+			queue = s.ring.Queue() // snd.out is empty: stuckSpill would have moved it
 		}
 		select {
 		case tok := <-acks:
