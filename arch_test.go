@@ -25,6 +25,7 @@ func TestInternalPackagesImportOneWay(t *testing.T) {
 		"internal/dial":        nil,
 		"internal/reflectplan": nil,
 		"internal/shed":        nil,
+		"internal/degrade":     {"internal/shed"},
 		"internal/order":       nil,
 		"internal/testkit":     nil,
 		// The fault suite's table: a tool of the tests, outside the library's order.

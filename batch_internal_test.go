@@ -157,7 +157,7 @@ func TestBatchWithoutRunsIsOneFrame(t *testing.T) {
 func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
 	// A policy that keeps no entry whole: the floor alone decides.
-	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.close()
 	flood := st.tags.lookup("flood")
 	rare := flood

@@ -173,7 +173,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 // usage tests.
 func usageStream(t *testing.T) *stream {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 	t.Cleanup(st.senders[0].fwd.close)
 	if len(st.shards) < 3 {
 		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
@@ -206,7 +206,7 @@ func readUsageWhile(t *testing.T, st *stream, move func()) streamUsage {
 // the chain carries the highest sequence number.
 func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 	defer st.senders[0].fwd.close()
 	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
 	var sizes []int
@@ -275,7 +275,7 @@ func offset(sizes []int, k int) int {
 // finished its positions would then also finish that one's. Sync waits for all of them.
 func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarders(s.connFor(infoStream), 2)...)
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarders(s.connFor(infoStream), 2)...)
 	defer st.senders[0].fwd.close()
 	defer st.senders[1].fwd.close()
 	for range 4 {
@@ -317,7 +317,7 @@ func (reservingPolicy) keepsWhole(_ zapcore.Level, _ uint16, msg string) bool { 
 func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 	for _, n := range []int{1, 0} {
 		s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: reserveFrom * 4 << 10}})
-		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
+		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
 		queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 		log := func(msg string) {
 			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
@@ -367,7 +367,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 // is dropped (too large) goes back to the free list rather than hold the reserve.
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.close()
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
