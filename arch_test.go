@@ -25,6 +25,7 @@ func TestInternalPackagesImportOneWay(t *testing.T) {
 		"internal/dial":        nil,
 		"internal/reflectplan": nil,
 		"internal/shed":        nil,
+		"internal/degrade":     {"internal/shed"},
 		"internal/order":       nil,
 		"internal/ring":        {"internal/wire", "internal/order"},
 		"internal/testkit":     nil,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/degrade"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
@@ -25,8 +26,8 @@ import (
 // stream's (errPolicy, err_spill.go) waits, truncates and spills instead, through the
 // spill the err stream holds (stream.errSpill).
 
-// sink is the two streams, their senders and the clock that flushes them and drives the
-// degrade state machine. It implements entrySink.
+// sink is the two streams, their senders and the clock that flushes them and steps the
+// info stream's degrade policy. It implements entrySink.
 type sink struct {
 	streams  [numStreams]*stream
 	tags     *tagTable   // the logger tags, shared by both streams (tags.go)
@@ -45,7 +46,7 @@ type sink struct {
 // clock. sendDuration receives each stream's send times.
 func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k := &sink{s: s, stopTick: make(chan struct{})}
-	k.info = newInfoPolicy(s.degrade, func(now time.Time, degraded bool) {
+	k.info = newInfoPolicy(s.degrade, s.clock, k.infoObservation, func(now time.Time, degraded bool) {
 		kind := EventRecovered
 		if degraded {
 			kind = EventDegraded
@@ -55,8 +56,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
-		rule := k.info.degrade.rule
-		info.weighWith(appendStr(nil, s.degrade.WeightKey), rule.weight, rule.unweigh)
+		info.weighWith(appendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
 	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
@@ -93,14 +93,14 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 // consulted, an entry costs one atomic load. The entry goes by pointer: admission never
 // copies a zapcore.Entry (about 150 bytes), on the path of every logging call.
 func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
-	return !k.info.degrade.checking.Load() || k.consult(ent, tag, tagged)
+	return !k.info.checking() || k.consult(ent, tag, tagged)
 }
 
-// consult asks the info stream's policy about an entry (err entries always pass), lets
-// the caller step the adaptive shedder if a step is due, and counts the entry if it is
-// shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a Tag
-// option), else its name's is looked up (TagFromName): the shedder's keys are messages of a
-// tag, so that a flood on one tag does not thin the others' entries.
+// consult asks the info stream's policy about an entry (err entries always pass; a step of
+// the adaptive shedder that the clock is late for is taken there) and counts the entry if
+// it is shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a
+// Tag option), else its name's is looked up (TagFromName): the shedder's keys are messages
+// of a tag, so that a flood on one tag does not thin the others' entries.
 func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
 		return true
@@ -108,19 +108,10 @@ func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	if !tagged {
 		tag = k.tagFor(ent)
 	}
-	st := k.streams[infoStream]
-	d := k.info.degrade
-	at := ent.Time.UnixNano()
-	ok, reason := d.rule.admit(ent.Level, tag.idx, ent.Message, at)
-	if d.rule.stepDue(at) {
-		if now := k.s.clock.Now(); d.rule.beginStep(now) {
-			d.rule.endStep(k.infoObservation(now))
-		}
-	}
+	ok, reason := k.info.admit(ent.Level, tag.idx, ent.Message, ent.Time.UnixNano())
 	if !ok {
-		d.shed(at, k.s.clock)
-		st.countDrop(reason, tag)
-		if d.rule.yields() {
+		k.streams[infoStream].countDrop(reason, tag)
+		if k.info.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not
 			// take pays (see yields).
 			runtime.Gosched()
@@ -149,20 +140,20 @@ func (k *sink) stats() Stats {
 	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}
 }
 
-// clock flushes the streams every FlushInterval and feeds the info stream's degrade state
-// machine several times a second (and at once when its fill reaches the high watermark).
+// clock flushes the streams every FlushInterval and steps the info stream's degrade policy
+// several times a second (and at once when its fill reaches the policy's mark).
 // Once a second of its time it takes each stream's counts for the recent windows of Stats
 // (KeepRatio, Dropping). Its tickers and the time it passes on are settings.clock's.
 func (k *sink) clock() {
 	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
 	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
-	// the degrade machine is fed every observeEvery.
+	// the degrade policy is stepped every observeEvery, or as often as it asks (stepEvery).
 	flush := k.s.clock.NewTicker(k.s.flushInterval)
 	defer flush.Stop()
 	slow := min(k.s.flushInterval, observeEvery)
 	observe := k.s.clock.NewTicker(slow)
 	defer observe.Stop()
-	fast := false
+	every := slow
 	for {
 		select {
 		case <-k.stopTick:
@@ -179,23 +170,19 @@ func (k *sink) clock() {
 		for _, st := range k.streams {
 			st.rollRecent(now) // once a second: the windows of KeepRatio and Dropping
 		}
-		k.info.degrade.observe(k.infoObservation(now))
-		if f := k.info.degrade.rule.fast(); f != fast {
-			fast = f
-			if f {
-				observe.Reset(adaptiveStep)
-			} else {
-				observe.Reset(slow)
-			}
+		k.info.observe(k.infoObservation(now))
+		if d := k.info.stepEvery(slow); d != every {
+			every = d
+			observe.Reset(d)
 		}
 	}
 }
 
-// observeEvery is how often the degrade state machine is fed when nothing else wakes it.
+// observeEvery is how often the degrade policy is stepped when nothing else wakes it.
 const observeEvery = 100 * time.Millisecond
 
 // infoObservation is what the info stream's policy is told at now.
-func (k *sink) infoObservation(now time.Time) degradeObservation {
+func (k *sink) infoObservation(now time.Time) degrade.Observation {
 	info := k.streams[infoStream]
 	delivered := info.delivered.Load()
 	u := info.usage()
@@ -208,10 +195,10 @@ func (k *sink) infoObservation(now time.Time) degradeObservation {
 	} else if u.held > 0 {
 		entryBytes = float64(u.buffered) / float64(u.held)
 	}
-	return degradeObservation{
-		now: now, buffered: u.buffered, limit: info.capacity(), room: u.room, reserved: info.reservedBytes(),
-		disconnectedFor: info.disconnectedFor(now), delivered: delivered, entryBytes: entryBytes,
-		written: u.taken,
+	return degrade.Observation{
+		Now: now, Buffered: u.buffered, Limit: info.capacity(), Room: u.room, Reserved: info.reservedBytes(),
+		DisconnectedFor: info.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
+		Written: u.taken,
 	}
 }
 

@@ -55,7 +55,7 @@ func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
 	if entry < 200 || entry > 300 {
 		t.Fatalf("a delivered entry is %.0f bytes; want about 250", entry)
 	}
-	if got := core.sink.infoObservation(time.Now()).entryBytes; got != entry {
+	if got := core.sink.infoObservation(time.Now()).EntryBytes; got != entry {
 		t.Errorf("the observation's entry is %.0f bytes; the entries delivered are %.0f each", got, entry)
 	}
 	r.Resume()

@@ -3,10 +3,9 @@ package fluentcore
 import (
 	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/degrade"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -25,7 +24,7 @@ const (
 	// batches or more) is kept for the keys that are not flooding. Before the sender has
 	// delivered anything, nothing is thinned by rate. During an outage nothing is shed: the
 	// buffer holds what it can and the rest is dropped as queue_full. internal/shed has the
-	// controller and its reasons.
+	// controller and its reasons, internal/degrade its wiring.
 	DegradeAdaptive DegradePolicy = iota
 	// DegradeSample keeps the first Degrade.SampleFirst entries per message per
 	// Degrade.SampleInterval and then one in Degrade.SampleThereafter, like zap's sampler,
@@ -140,34 +139,116 @@ func (c DegradeConfig) withDefaults() DegradeConfig {
 
 // infoPolicy is the info stream's: an entry that cannot be buffered is dropped and
 // counted by reason, and under backpressure Check sheds entries before they are encoded.
+// It is the write path's admission and the clock's controller of one kind of policy
+// (internal/degrade), and the Gate that shows their state.
 type infoPolicy struct {
-	degrade *degradeControl
-	kick    chan struct{} // wakes the clock when the fill reaches the high watermark
+	gate       *degrade.Gate
+	admission  degrade.Admission
+	controller degrade.Controller
+	// adaptive is DegradeAdaptive's admission and controller, which also counts the room
+	// left, weighs entries and has shed callers yield; nil under the switching kinds,
+	// which do none of that.
+	adaptive *degrade.Adaptive
+	clock    zapcore.Clock // the time of a transition on a shed entry
+	kickAt   float64       // a fill share that wakes the clock at once, read without a lock
+	kick     chan struct{} // wakes the clock when the fill reaches kickAt
 }
 
-// newInfoPolicy returns the info stream's policy under cfg.
-func newInfoPolicy(cfg DegradeConfig, onChange func(now time.Time, degraded bool)) *infoPolicy {
-	return &infoPolicy{degrade: newDegradeControl(cfg, onChange), kick: make(chan struct{}, 1)}
+// newInfoPolicy returns the info stream's policy under cfg, whose every field is set
+// (withDefaults). clock and observe are what a logging call that finds the clock late
+// steps DegradeAdaptive with (observe is read only then); onChange, if not nil, reports
+// each transition, before any entry is counted as shed in the new state.
+func newInfoPolicy(cfg DegradeConfig, clock zapcore.Clock, observe func(now time.Time) degrade.Observation,
+	onChange func(now time.Time, degraded bool)) *infoPolicy {
+	p := &infoPolicy{gate: degrade.NewGate(onChange), clock: clock, kick: make(chan struct{}, 1)}
+	if cfg.Policy == DegradeAdaptive {
+		p.adaptive = degrade.NewAdaptive(cfg.LowWatermark, clock, observe)
+		p.admission, p.controller, p.kickAt = p.adaptive, p.adaptive, p.adaptive.CountsFrom()
+		return p
+	}
+	sw := degrade.NewSwitch(degrade.SwitchConfig{
+		Kind: switchKinds[cfg.Policy], High: cfg.HighWatermark, Low: cfg.LowWatermark, Hold: cfg.Hold,
+		DisconnectedAfter: cfg.DisconnectedAfter, SampleInterval: cfg.SampleInterval,
+		SampleFirst: cfg.SampleFirst, SampleThereafter: cfg.SampleThereafter,
+	})
+	p.admission, p.controller, p.kickAt = sw, sw, cfg.HighWatermark
+	return p
 }
 
-func (*infoPolicy) written()                {}
-func (p *infoPolicy) freed(n int)           { p.degrade.rule.freed(n) }
+// switchKinds are the switching policies' kinds in internal/degrade.
+var switchKinds = [...]degrade.Kind{
+	DegradeSample: degrade.Sample, DegradeKeepWarn: degrade.KeepWarn, DegradeDropAll: degrade.DropAll, DegradeOff: degrade.Off,
+}
+
+// shedReasons are the drop reasons of admission's verdicts.
+var shedReasons = [...]dropReason{degrade.Dropped: dropDegraded, degrade.Sampled: dropSampled, degrade.Thinned: dropSampled}
+
+// checking reports whether Check must consult admit: one atomic load, inlined into it.
+func (p *infoPolicy) checking() bool { return p.gate.Checking() }
+
+// admit decides whether an entry (its level, tag index, message and time in unix nanos) is
+// kept, and if not why; a shed entry has the stream shown degraded, as its kind says,
+// before it returns and the entry is counted.
+func (p *infoPolicy) admit(level zapcore.Level, tag uint16, msg string, at int64) (bool, dropReason) {
+	v := p.admission.Admit(level, tag, msg, at)
+	if v == degrade.Keep {
+		return true, 0
+	}
+	p.gate.Shed(v, p.clock)
+	return false, shedReasons[v]
+}
+
+// yields reports whether a caller whose entry was shed should yield the processor
+// (degrade.Adaptive.Yields).
+func (p *infoPolicy) yields() bool { return p.adaptive != nil && p.adaptive.Yields() }
+
+// observe feeds one observation from the clock and moves the degraded state.
+func (p *infoPolicy) observe(o degrade.Observation) { p.gate.Apply(o.Now, p.controller.Step(o)) }
+
+// stepEvery is how often the clock should observe: every degrade.AdaptiveStep while the
+// adaptive shedder counts keys, else every slow.
+func (p *infoPolicy) stepEvery(slow time.Duration) time.Duration {
+	if p.adaptive != nil && p.adaptive.Counting() {
+		return degrade.AdaptiveStep
+	}
+	return slow
+}
+
+// weight is the Degrade.WeightKey value of a kept entry (DegradeAdaptive only); unweigh
+// gives back the weight of an entry that was weighed and then not kept after all.
+func (p *infoPolicy) weight(level zapcore.Level, tag uint16, msg string) uint32 {
+	return p.adaptive.Weight(level, tag, msg)
+}
+
+func (p *infoPolicy) unweigh(level zapcore.Level, tag uint16, msg string, w uint32) {
+	p.adaptive.Unweigh(level, tag, msg, w)
+}
+
+func (*infoPolicy) written() {}
+
+func (p *infoPolicy) freed(n int) {
+	if p.adaptive != nil {
+		p.adaptive.Freed(n)
+	}
+}
+
 func (*infoPolicy) roomWait() time.Duration { return 0 } // a full info stream drops: queue_full
 func (*infoPolicy) noRoom()                 {}
 
 // reserves while the shedder counts keys against the room left (the adaptive policy): the
 // reserve is then the margin it keeps for the keys it keeps whole, in batches, not only in
 // its count, which partly filled batches sealed between two steps can outrun.
-func (p *infoPolicy) reserves() bool {
-	return p.degrade.checking.Load() && p.degrade.rule.countsRoom()
+func (p *infoPolicy) reserves() bool { return p.adaptive != nil && p.gate.Checking() }
+
+// keepsWhole: a key the adaptive shedder neither thins nor counts as a flood; every key
+// under the switching kinds.
+func (p *infoPolicy) keepsWhole(level zapcore.Level, tag uint16, msg string) bool {
+	return p.adaptive == nil || p.adaptive.KeepsWhole(level, tag, msg)
 }
 
-func (p *infoPolicy) keepsWhole(level zapcore.Level, tag uint16, msg string) bool {
-	return p.degrade.rule.keepsWhole(level, tag, msg)
-}
-func (p *infoPolicy) roomAdmitted() bool {
-	return p.degrade.checking.Load() && p.degrade.rule.countsRoom()
-}
+// roomAdmitted while the adaptive shedder counts keys: what it admits fits the room left.
+func (p *infoPolicy) roomAdmitted() bool { return p.reserves() }
+
 func (*infoPolicy) cutsOversized() bool                  { return false } // too_large
 func (*infoPolicy) losesToSpill() bool                   { return false } // dropped, counted by reason
 func (*infoPolicy) replaying() bool                      { return false }
@@ -183,153 +264,36 @@ func (*infoPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan c
 	return nil, nil, nil
 }
 
-// wakes once the queue alone passes the degrade policy's high watermark; wakeWith then
-// wakes the policy and the clock early, so that it reads the whole fill at once rather
-// than at its next tick. taken is the entries the stream has taken in (for the adaptive
-// shedder's count of what it admitted and the stream has not taken in yet).
-func (p *infoPolicy) wakes(queuedShare float64) bool { return p.degrade.overHigh(queuedShare) }
+// wakes once the queue alone passes kickAt while Check does not consult the policy yet;
+// wakeWith then wakes the policy and the clock early, so that it reads the whole fill at
+// once rather than at its next tick. taken is the entries the stream has taken in (for the
+// adaptive shedder's count of what it admitted and the stream has not taken in yet).
+func (p *infoPolicy) wakes(queuedShare float64) bool {
+	return queuedShare >= p.kickAt && !p.gate.Checking()
+}
 
 func (p *infoPolicy) wakeWith(taken uint64) {
-	p.degrade.wake(taken)
+	p.wake(taken)
 	select {
 	case p.kick <- struct{}{}:
 	default:
 	}
 }
 
+// wake makes Check consult the adaptive shedder at once, counting keys, rather than at the
+// clock's next observation; the switching kinds wait for the clock.
+func (p *infoPolicy) wake(taken uint64) {
+	if p.adaptive != nil {
+		p.adaptive.Wake(taken)
+		p.gate.StartChecking()
+	}
+}
+
 func (p *infoPolicy) report(st *StreamStats) {
-	st.Degraded = p.degrade.active.Load()
-	st.DegradeTransitions = p.degrade.transitions.Load()
-	st.AdmitRatio, st.Capacity = p.degrade.rule.gauges()
-}
-
-// shedRule is one kind of degrade policy: the switching kinds (degrade_switch.go) or the
-// adaptive shedder (degrade_adaptive.go). admit, stepDue, shedAt, weight, unweigh, yields
-// and gauges are on the caller's path and safe for concurrent use; observe is called by
-// the sink's clock, one call at a time.
-type shedRule interface {
-	// observe feeds the clock's observation and says whether the stream is degraded and
-	// whether Check must consult admit.
-	observe(o degradeObservation) (degraded, checking bool)
-	// admit decides whether an entry (its level, tag index, message and time in unix nanos)
-	// is kept, and if not why. Not the entry's pointer: through an interface it would
-	// escape, and every logging call would allocate.
-	admit(level zapcore.Level, tag uint16, msg string, at int64) (bool, dropReason)
-	// stepDue reports (on an entry's time, unix nanos) that a caller should try a step:
-	// beginStep, and if it reports true, endStep with an observation.
-	stepDue(at int64) bool
-	beginStep(now time.Time) bool
-	endStep(o degradeObservation)
-	// shedAt notes an entry shed (logged at at, unix nanos) and reports whether the stream
-	// must then enter the degraded state before the entry is counted.
-	shedAt(at int64, clock zapcore.Clock) bool
-	// wake reports whether Check must consult admit at once: the fill reached kickAt, with
-	// taken entries taken in by the stream so far.
-	wake(taken uint64) bool
-	kickAt() float64
-	fast() bool   // the clock should observe every adaptiveStep
-	yields() bool // a caller whose entry was shed should yield the processor
-	weight(level zapcore.Level, tag uint16, msg string) uint32
-	unweigh(level zapcore.Level, tag uint16, msg string, w uint32)
-	freed(entries int)                                           // entries left the buffer
-	countsRoom() bool                                            // admit keeps what fits in the room left (the adaptive shedder)
-	keepsWhole(level zapcore.Level, tag uint16, msg string) bool // not thinned, not over its fair share
-	gauges() (admitRatio, capacity float64)
-}
-
-// degradeControl is the info stream's degrade state, whichever the kind of policy: whether
-// Check must consult the rule (one atomic load on the caller's path), the degraded state as
-// Stats and the metrics show it, and its events.
-type degradeControl struct {
-	checking    atomic.Bool // Check must ask admit
-	active      atomic.Bool // degraded
-	settled     atomic.Bool // active, once its event has been delivered
-	transitions atomic.Uint64
-	rule        shedRule
-	kickAt      float64 // a fill share that wakes the clock at once, read without a lock
-
-	stateMu  sync.Mutex                         // serialises the state's transitions and their events
-	onChange func(now time.Time, degraded bool) // reports a transition (OnEvent); nil for none
-}
-
-// newDegradeControl returns the control for cfg, whose every field is set (withDefaults).
-// onChange, if not nil, is called on each transition, before any entry is counted as shed
-// in the new state.
-func newDegradeControl(cfg DegradeConfig, onChange func(now time.Time, degraded bool)) *degradeControl {
-	c := &degradeControl{onChange: onChange}
-	if cfg.Policy == DegradeAdaptive {
-		c.rule = newAdaptiveRule(cfg)
-	} else {
-		c.rule = newSwitchRule(cfg)
-	}
-	c.kickAt = c.rule.kickAt()
-	return c
-}
-
-// overHigh reports whether a fill share calls for an observation now: Check does not
-// consult the policy yet and the fill has reached the mark where it should.
-func (c *degradeControl) overHigh(fill float64) bool {
-	return fill >= c.kickAt && !c.checking.Load()
-}
-
-// degradeObservation is what the clock tells the info stream's policy.
-type degradeObservation struct {
-	now             time.Time
-	buffered, limit int64         // bytes buffered, and the buffer budget
-	room            int64         // bytes the stream's batches can still take
-	reserved        int64         // of them, the bytes held in reserve for keys kept whole
-	disconnectedFor time.Duration // how long sends have been failing; 0 when they succeed
-	delivered       uint64        // entries delivered so far
-	written         uint64        // entries the stream's writers have taken in so far
-	entryBytes      float64       // the size of an entry, on average
-}
-
-// observe feeds one observation from the clock and moves the degraded state.
-func (c *degradeControl) observe(o degradeObservation) {
-	degraded, checking := c.rule.observe(o)
-	if degraded {
-		// Entered before Check may drop anything in it.
-		c.setState(o.now, true)
-		c.checking.Store(checking)
-		return
-	}
-	c.checking.Store(checking)
-	c.setState(o.now, false)
-}
-
-// setState moves the degraded state and reports the transition, if it is one. active is
-// stored before the event (OnEvent sees the state it reports), settled after it: a caller
-// that sheds waits on stateMu until the event has been delivered.
-func (c *degradeControl) setState(now time.Time, degraded bool) {
-	if c.settled.Load() == degraded && c.active.Load() == degraded {
-		return
-	}
-	c.stateMu.Lock()
-	defer c.stateMu.Unlock()
-	if c.active.Load() != degraded {
-		c.active.Store(degraded)
-		c.transitions.Add(1)
-		if c.onChange != nil {
-			c.onChange(now, degraded)
-		}
-	}
-	c.settled.Store(degraded)
-}
-
-// shed is called for an entry admit did not keep (logged at at, unix nanos), before it is
-// counted: the state the metrics and OnEvent show is degraded by then, whichever path shed
-// it. The clock is read only when the state or its mark moves, not for every shed entry.
-func (c *degradeControl) shed(at int64, clock zapcore.Clock) {
-	if c.rule.shedAt(at, clock) && !c.settled.Load() {
-		c.setState(clock.Now(), true)
-	}
-}
-
-// wake makes Check consult the policy at once, if the rule wants it: a sealed batch found
-// the fill at kickAt, and the adaptive shedder starts counting keys right away rather than
-// at the clock's next observation.
-func (c *degradeControl) wake(taken uint64) {
-	if c.rule.wake(taken) {
-		c.checking.Store(true)
+	st.Degraded = p.gate.Degraded()
+	st.DegradeTransitions = p.gate.Transitions()
+	st.AdmitRatio, st.Capacity = 1, 0
+	if p.adaptive != nil {
+		st.AdmitRatio, st.Capacity = p.adaptive.Gauges()
 	}
 }

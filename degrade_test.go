@@ -2,7 +2,6 @@ package fluentcore
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,164 +9,30 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/degrade"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
-func TestDegraderEntersOnHighWatermarkAndLeavesAfterHold(t *testing.T) {
-	d := degrader{cfg: DegradeConfig{}.withDefaults()}
-	t0 := time.Unix(1_000_000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-
-	if d.observe(at(0), 0.5, 0) || d.degraded {
-		t.Fatal("degraded below the high watermark")
-	}
-	if !d.observe(at(10), 0.75, 0) || !d.degraded {
-		t.Fatal("did not degrade at the high watermark")
-	}
-	// Between the watermarks: stays degraded, no transition (no flapping).
-	for ms := 20; ms < 10_000; ms += 100 {
-		if d.observe(at(ms), 0.5, 0) {
-			t.Fatalf("transition at %dms with fill between the watermarks", ms)
-		}
-	}
-	// Below the low watermark, but not yet for Hold (5s).
-	if d.observe(at(10_000), 0.2, 0) || d.observe(at(14_999), 0.1, 0) || !d.degraded {
-		t.Fatal("left degraded before the hold time")
-	}
-	// A spike above the low watermark restarts the hold.
-	d.observe(at(15_000), 0.3, 0)
-	if d.observe(at(16_000), 0.1, 0) || d.observe(at(20_999), 0.1, 0) {
-		t.Fatal("hold was not restarted by the spike")
-	}
-	if !d.observe(at(21_000), 0.1, 0) || d.degraded {
-		t.Fatal("did not recover after staying calm for the hold time")
-	}
-}
-
-func TestDegraderDisconnection(t *testing.T) {
-	d := degrader{cfg: DegradeConfig{DisconnectedAfter: time.Second, Hold: time.Second}.withDefaults()}
-	t0 := time.Unix(1_000_000, 0)
-	if d.observe(t0, 0, 999*time.Millisecond) {
-		t.Fatal("degraded before DisconnectedAfter")
-	}
-	if !d.observe(t0, 0, time.Second) {
-		t.Fatal("did not degrade after DisconnectedAfter")
-	}
-	// Empty buffers do not count as calm while still disconnected.
-	if d.observe(t0.Add(5*time.Second), 0, 6*time.Second) || d.observe(t0.Add(10*time.Second), 0, 11*time.Second) {
-		t.Fatal("recovered while disconnected")
-	}
-	d.observe(t0.Add(11*time.Second), 0, 0)
-	if !d.observe(t0.Add(12*time.Second), 0, 0) {
-		t.Fatal("did not recover one hold after reconnecting")
-	}
-}
-
-// By default an outage alone degrades nothing: only the bytes buffered do, so entries the
-// budget can hold are not shed.
-func TestDegraderDefaultIgnoresDisconnection(t *testing.T) {
-	d := degrader{cfg: DegradeConfig{}.withDefaults()}
-	t0 := time.Unix(1_000_000, 0)
-	if d.observe(t0, 0.74, time.Hour) {
-		t.Fatal("degraded on disconnection alone, under the high watermark")
-	}
-	if !d.observe(t0, 0.75, time.Hour) {
-		t.Fatal("did not degrade at the high watermark")
-	}
-}
-
-func TestDegradeOffNeverDegrades(t *testing.T) {
-	d := degrader{cfg: DegradeConfig{Policy: DegradeOff}.withDefaults()}
-	if d.observe(time.Unix(1, 0), 1, time.Hour) || d.degraded {
-		t.Fatal("DegradeOff degraded")
-	}
-}
-
-func TestSamplerFirstThenEveryMth(t *testing.T) {
-	s := newSampler(time.Second, 3, 10)
-	now := time.Unix(1_000, 0).UnixNano()
-	kept := 0
-	var keptAt []int
-	for i := 1; i <= 100; i++ {
-		if s.keep(now, "cache miss") {
-			kept++
-			keptAt = append(keptAt, i)
-		}
-	}
-	// 1, 2, 3, then the 13th, 23rd, ... 93rd.
-	if kept != 3+9 || keptAt[3] != 13 || keptAt[len(keptAt)-1] != 93 {
-		t.Fatalf("kept %d at %v", kept, keptAt)
-	}
-	// Another message has its own budget.
-	if !s.keep(now, "order placed") {
-		t.Fatal("a different message was sampled away")
-	}
-	// A new interval starts over: its first SampleFirst entries are kept again.
-	next := now + int64(time.Second)
-	for i := 0; i < 3; i++ {
-		if !s.keep(next, "cache miss") {
-			t.Fatalf("entry %d of the next interval was dropped", i+1)
-		}
-	}
-	if s.keep(next, "cache miss") {
-		t.Fatal("the next interval kept more than SampleFirst")
-	}
-}
-
+// A shed entry is counted under its policy's reason: degraded for the switching policies
+// that drop by level, sampled for DegradeSample's sampler (and DegradeAdaptive's shedder).
 func TestAdmitByPolicy(t *testing.T) {
-	info := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(5, 0)}
-	warn := zapcore.Entry{Level: zapcore.WarnLevel, Message: "m", Time: time.Unix(5, 0)}
-	cases := []struct {
-		policy             DegradePolicy
-		infoKept, warnKept bool
-		infoReason         dropReason
+	at := time.Unix(5, 0).UnixNano()
+	for _, c := range []struct {
+		policy DegradePolicy
+		reason dropReason
 	}{
-		{DegradeDropAll, false, false, dropDegraded},
-		{DegradeKeepWarn, false, true, dropDegraded},
-	}
-	for _, c := range cases {
-		ctl := newDegradeControl(DegradeConfig{Policy: c.policy}.withDefaults(), nil)
-		if ok, r := ctl.rule.admit(info.Level, 0, info.Message, info.Time.UnixNano()); ok != c.infoKept || (!ok && r != c.infoReason) {
-			t.Errorf("%v: info admitted=%v reason=%v", c.policy, ok, r)
+		{DegradeDropAll, dropDegraded},
+		{DegradeKeepWarn, dropDegraded},
+		{DegradeSample, dropSampled},
+	} {
+		p := newInfoPolicy(DegradeConfig{Policy: c.policy, SampleFirst: 1, SampleThereafter: 1000}.withDefaults(), zapcore.DefaultClock, nil, nil)
+		p.admit(zapcore.InfoLevel, 0, "m", at) // the sampler keeps the first
+		if ok, r := p.admit(zapcore.InfoLevel, 0, "m", at); ok || r != c.reason {
+			t.Errorf("%v: the second info entry admitted=%v reason=%v, want %v", c.policy, ok, r, c.reason)
 		}
-		if ok, _ := ctl.rule.admit(warn.Level, 0, warn.Message, warn.Time.UnixNano()); ok != c.warnKept {
-			t.Errorf("%v: warn admitted=%v", c.policy, ok)
-		}
-	}
-	ctl := newDegradeControl(DegradeConfig{Policy: DegradeSample, SampleFirst: 1, SampleThereafter: 1000}.withDefaults(), nil)
-	if ok, _ := ctl.rule.admit(info.Level, 0, info.Message, info.Time.UnixNano()); !ok {
-		t.Fatal("sample policy dropped the first entry")
-	}
-	if ok, r := ctl.rule.admit(info.Level, 0, info.Message, info.Time.UnixNano()); ok || r != dropSampled {
-		t.Fatalf("sample policy: second entry admitted=%v reason=%v", ok, r)
-	}
-}
-
-// A logging call steps DegradeAdaptive's controller only when the real clock says a step
-// is due: an entry's time may come from zap.WithClock, and a clock an hour ahead would
-// otherwise step it on every call and leave it an hour in the future for the sink's clock.
-func TestCallerStepsOnTheRealClock(t *testing.T) {
-	r := newAdaptiveRule(DegradeConfig{}.withDefaults())
-	now := time.Now()
-	r.lastStep.Store(now.UnixNano())
-	if !r.stepDue(now.Add(time.Hour).UnixNano()) {
-		t.Fatal("an entry an hour ahead does not look due")
-	}
-	obs := func() degradeObservation {
-		return degradeObservation{now: now.Add(adaptiveStep), limit: 1 << 20, room: 1 << 20, entryBytes: 100}
-	}
-	if r.beginStep(now.Add(time.Millisecond)) {
-		t.Fatal("a step began 1 ms after the last one on the real clock")
-	}
-	if !r.beginStep(now.Add(adaptiveStep)) {
-		t.Fatal("no step one adaptiveStep later")
-	}
-	r.endStep(obs())
-	if got := r.lastStep.Load(); got != now.Add(adaptiveStep).UnixNano() {
-		t.Errorf("lastStep %d, want the step's time", got)
 	}
 }
 
@@ -189,9 +54,9 @@ func BenchmarkAdmit(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			core := New(Config{Addr: "127.0.0.1:1", Degrade: DegradeConfig{Policy: c.policy}})
 			defer core.Close()
-			d := core.sink.info.degrade
+			info := core.sink.info
 			if c.counting {
-				d.wake(0)
+				info.wake(0)
 			}
 			msgs := make([]string, c.msgs)
 			for i := range msgs {
@@ -199,7 +64,7 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 			admit := func(i int, ent *zapcore.Entry) bool {
 				if c.counting && i%1024 == 0 {
-					d.wake(0) // the clock, seeing no backlog, stops the counting after a while
+					info.wake(0) // the clock, seeing no backlog, stops the counting after a while
 				}
 				ent.Message = msgs[i%len(msgs)]
 				return core.sink.admit(ent, tagRef{}, false)
@@ -240,13 +105,13 @@ func TestLoggingCallAllocatesNothing(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
 			core := New(Config{Addr: r.Addr(), Degrade: DegradeConfig{Policy: policy}})
 			defer core.Close()
-			d := core.sink.info.degrade
+			info := core.sink.info
 			logger := zap.New(core)
 			fields := []zap.Field{zap.String("user", "alice"), zap.Int("n", 1)}
 			logger.Info("warm up", fields...)
 			logger.Error("warm up", fields...)
 			if n := steadyAllocs(100, func() {
-				d.wake(0) // keys counted, as under load (the adaptive policy)
+				info.wake(0) // keys counted, as under load (the adaptive policy)
 				logger.Info("order placed", fields...)
 			}); n != 0 {
 				t.Errorf("an info call allocates %v times", n)
@@ -255,44 +120,6 @@ func TestLoggingCallAllocatesNothing(t *testing.T) {
 				t.Errorf("an err call allocates %v times", n)
 			}
 		})
-	}
-}
-
-// Shed callers yield only while goroutines wait for a CPU: the step reads the scheduler's
-// runnable goroutines.
-func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
-	c := newAdaptiveRule(DegradeConfig{}.withDefaults())
-	now := time.Now()
-	step := func() {
-		now = now.Add(adaptiveStep)
-		c.mu.Lock()
-		c.stepLocked(degradeObservation{now: now, limit: 1 << 20, room: 1 << 20, entryBytes: 100})
-		c.mu.Unlock()
-	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range 4 * runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() { // spins: it wants a CPU all the time
-			}
-		}()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for step(); !c.yields() && time.Now().Before(deadline); step() {
-		runtime.Gosched()
-	}
-	stop.Store(true)
-	wg.Wait()
-	if !c.yields() {
-		t.Fatal("4 spinning goroutines a CPU, and shed callers would not yield")
-	}
-	for step(); c.yields() && time.Now().Before(deadline); step() {
-		time.Sleep(time.Millisecond) // other tests' goroutines may still be finishing
-	}
-	if c.yields() {
-		t.Fatal("nothing waits for a CPU, and shed callers would still yield")
 	}
 }
 
@@ -368,7 +195,7 @@ func TestDegradeEndToEnd(t *testing.T) {
 //
 // Nothing in it depends on the machine's speed, which decides how fast goroutines logging
 // flat out offer a flood, and so its shape: the test is the only caller, and it moves the
-// clock 5 ms at a time (adaptiveStep), steps the controller itself as the sink's clock does,
+// clock 5 ms at a time (degrade.AdaptiveStep), steps the controller itself as the sink's clock does,
 // logs the step's entries, and lets the receiver read (forwardtest's Allow) the frames that
 // a rate of 6 k entries/s has taken by then, waiting until each is acked and its batch free
 // again. The sink's own clock goroutine still runs, and observes what the test's step
@@ -378,7 +205,7 @@ func TestDegradeEndToEnd(t *testing.T) {
 func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 	const (
 		rate  = 6_000 // the receiver's entries/s
-		step  = adaptiveStep
+		step  = degrade.AdaptiveStep
 		flood = 8 * time.Second // long enough for 1.5× to fill the buffer and be thinned
 	)
 	for _, times := range []float64{1.5, 10} {
@@ -410,7 +237,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			var owed, credit float64
 			tick := func(i int, hotRate float64) {
 				clk.add(step)
-				k.info.degrade.observe(k.infoObservation(clk.Now()))
+				k.info.observe(k.infoObservation(clk.Now()))
 				owed += hotRate * step.Seconds()
 				for ; owed >= 1; owed-- {
 					hot++
@@ -439,7 +266,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			if o := k.infoObservation(clk.Now()); times < 2 {
 				// The shape's point: the margin spread over shed's roomySteps (4) is more
 				// entries a step than this flood offers.
-				if floor := (1 - adaptiveFull) * float64(o.limit) / o.entryBytes / 4; times*rate*step.Seconds() >= floor {
+				if floor := (1 - degrade.AdaptiveFull) * float64(o.Limit) / o.EntryBytes / 4; times*rate*step.Seconds() >= floor {
 					t.Errorf("the flood offers %.0f entries a step, not under the margin's floor of %.0f", times*rate*step.Seconds(), floor)
 				}
 			}
@@ -499,7 +326,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			// and those shed after the last kept entry wait for the next (residue): with
 			// them the sum misses only the kept entries dropped for want of room
 			// (queue_full, at most 1 % of what was offered, above), with what they carried.
-			residue := float64(k.info.degrade.rule.weight(zapcore.InfoLevel, 0, "hot") - 1)
+			residue := float64(k.info.weight(zapcore.InfoLevel, 0, "hot") - 1)
 			if h := float64(hot); weighed+residue < 0.98*h || weighed+residue > h {
 				t.Errorf("the hot entries' weights add up to %.0f, and %.0f more were shed after the last kept one; %0.f were logged", weighed, residue, h)
 			}
@@ -562,34 +389,5 @@ func TestEveryShedIsVisible(t *testing.T) {
 		}
 	default:
 		t.Fatal("entries were shed and OnEvent never had EventDegraded")
-	}
-}
-
-// The control's side of it, without a receiver: shedding an entry puts the adaptive
-// policy's stream in the degraded state, with its event, before shed returns; the switching
-// kinds enter only on their state machine.
-func TestShedEntersDegradedFirst(t *testing.T) {
-	var events []bool
-	c := newDegradeControl(DegradeConfig{}.withDefaults(), func(_ time.Time, degraded bool) { events = append(events, degraded) })
-	now := time.Unix(1_000, 0)
-	clock := &manualClock{now: now}
-	c.shed(now.UnixNano(), clock)
-	if !c.active.Load() || len(events) != 1 || !events[0] || c.transitions.Load() != 1 {
-		t.Fatalf("after a shed: active %v, events %v, transitions %d", c.active.Load(), events, c.transitions.Load())
-	}
-	clock.add(time.Millisecond)
-	c.shed(now.Add(time.Millisecond).UnixNano(), clock)
-	if len(events) != 1 {
-		t.Fatalf("a second shed fired again: %v", events)
-	}
-	// The clock leaves the state once nothing has been shed for adaptiveHold.
-	c.observe(degradeObservation{now: now.Add(2 * adaptiveHold), limit: 1 << 20, room: 1 << 20, entryBytes: 100})
-	if c.active.Load() || len(events) != 2 || events[1] {
-		t.Fatalf("after adaptiveHold without a shed: active %v, events %v", c.active.Load(), events)
-	}
-	s := newDegradeControl(DegradeConfig{Policy: DegradeKeepWarn}.withDefaults(), func(time.Time, bool) { t.Fatal("event") })
-	s.shed(now.UnixNano(), clock)
-	if s.active.Load() {
-		t.Fatal("a switching policy entered degraded outside its state machine")
 	}
 }

@@ -173,7 +173,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 // usage tests.
 func usageStream(t *testing.T) *stream {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 	t.Cleanup(st.senders[0].fwd.close)
 	if len(st.shards) < 3 {
 		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
@@ -217,7 +217,7 @@ func (reservingPolicy) keepsWhole(_ zapcore.Level, _ uint16, msg string) bool { 
 func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 	for _, n := range []int{1, 0} {
 		s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: reserveFrom * 4 << 10}})
-		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
+		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
 		queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 		log := func(msg string) {
 			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
@@ -267,7 +267,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 // is dropped (too large) goes back to the free list rather than hold the reserve.
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.close()
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
@@ -312,7 +312,7 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
 	// A policy that keeps no entry whole: the floor alone decides.
-	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
+	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.close()
 	flood := st.tags.lookup("flood")
 	rare := flood

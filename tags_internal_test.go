@@ -45,7 +45,7 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 		runtime.GOMAXPROCS(procs)
 		for _, budget := range []int{8 << 20, 4 << 20, 1 << 20, 512 << 10} {
 			s, _ := resolve(Config{Info: StreamConfig{BufferBytes: budget}})
-			st := newTestStream(s, budget, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+			st := newTestStream(s, budget, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 			nb, n := len(st.ring.Batches()), len(st.shards)
 			if st.randShards != min(2*procs, nb/2) || n > max(st.randShards, nb/2) {
 				t.Errorf("procs %d budget %d: %d shards, %d own, for %d batches", procs, budget, n, st.randShards, nb)
@@ -87,7 +87,7 @@ func TestTagSettingsFromTheEnvironment(t *testing.T) {
 // one: a flood cannot take the batch a rare tag needs next.
 func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	s, _ := resolve(Config{})
-	st := newTestStream(s, 8<<20, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
+	st := newTestStream(s, 8<<20, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 	flood, rare := st.tags.lookup("flood").idx, st.tags.lookup("rare").idx
 	take := func(tag uint16) *ring.Batch {
 		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {

@@ -1,0 +1,88 @@
+package degrade
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// clockAt is a zapcore.Clock stopped at now, which the test moves (one goroutine).
+type clockAt struct{ now time.Time }
+
+func (c *clockAt) Now() time.Time                         { return c.now }
+func (c *clockAt) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+
+// calm is an observation of an empty megabyte buffer at now.
+func calm(now time.Time) Observation {
+	return Observation{Now: now, Limit: 1 << 20, Room: 1 << 20, EntryBytes: 100}
+}
+
+// A logging call steps the controller only when the real clock says a step is due: an
+// entry's time may come from zap.WithClock, and a clock an hour ahead would otherwise step
+// it on every call and leave it an hour in the future for the sink's clock.
+func TestCallerStepsOnTheRealClock(t *testing.T) {
+	now := time.Now()
+	clock := &clockAt{now: now.Add(time.Millisecond)}
+	var observed []time.Time
+	a := NewAdaptive(0.25, clock, func(at time.Time) Observation {
+		observed = append(observed, at)
+		return calm(at)
+	})
+	a.Step(calm(now))
+	a.Admit(zapcore.InfoLevel, 0, "m", now.Add(time.Hour).UnixNano())
+	if len(observed) != 0 || a.lastStep.Load() != now.UnixNano() {
+		t.Fatalf("an entry an hour ahead stepped the controller 1 ms after its last step on the real clock: %v", observed)
+	}
+	clock.now = now.Add(AdaptiveStep)
+	a.Admit(zapcore.InfoLevel, 0, "m", now.Add(time.Hour).UnixNano())
+	if len(observed) != 1 || !observed[0].Equal(now.Add(AdaptiveStep)) {
+		t.Fatalf("one AdaptiveStep later on the real clock: observed at %v", observed)
+	}
+	if got := a.lastStep.Load(); got != now.Add(AdaptiveStep).UnixNano() {
+		t.Errorf("lastStep %d, want the step's time", got)
+	}
+	a.Admit(zapcore.InfoLevel, 0, "m", now.UnixNano()) // an entry's time not due: no step
+	if len(observed) != 1 {
+		t.Fatalf("an entry whose time is not due stepped the controller: %v", observed)
+	}
+}
+
+// Shed callers yield only while goroutines wait for a CPU: the step reads the scheduler's
+// runnable goroutines.
+func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
+	now := time.Now()
+	a := NewAdaptive(0.25, &clockAt{now: now}, calm)
+	step := func() {
+		now = now.Add(AdaptiveStep)
+		a.Step(calm(now))
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 4 * runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() { // spins: it wants a CPU all the time
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for step(); !a.Yields() && time.Now().Before(deadline); step() {
+		runtime.Gosched()
+	}
+	stop.Store(true)
+	wg.Wait()
+	if !a.Yields() {
+		t.Fatal("4 spinning goroutines a CPU, and shed callers would not yield")
+	}
+	for step(); a.Yields() && time.Now().Before(deadline); step() {
+		time.Sleep(time.Millisecond) // other tests' goroutines may still be finishing
+	}
+	if a.Yields() {
+		t.Fatal("nothing waits for a CPU, and shed callers would still yield")
+	}
+}
