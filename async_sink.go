@@ -170,7 +170,7 @@ func (k *sink) clock() {
 		for _, st := range k.streams {
 			st.rollRecent(now) // once a second: the windows of KeepRatio and Dropping
 		}
-		k.info.observe(k.infoObservation(now))
+		k.info.observe(k.infoObservation())
 		if d := k.info.stepEvery(slow); d != every {
 			every = d
 			observe.Reset(d)
@@ -181,11 +181,16 @@ func (k *sink) clock() {
 // observeEvery is how often the degrade policy is stepped when nothing else wakes it.
 const observeEvery = 100 * time.Millisecond
 
-// infoObservation is what the info stream's policy is told at now.
-func (k *sink) infoObservation(now time.Time) degrade.Observation {
+// infoObservation is what the info stream's policy is told: the stream's counts, then the
+// time. The time is read last, so that a step's length covers every entry its counts
+// hold: reading the shards waits for their locks, and a writer that holds one may be off
+// the CPU for a while, during which the others write on; timed before that wait, a step
+// would count those entries against too short a span, and take a burst for a flood.
+func (k *sink) infoObservation() degrade.Observation {
 	info := k.streams[infoStream]
 	delivered := info.delivered.Load()
 	u := info.usage()
+	now := k.s.clock.Now()
 	// The size of an entry: of those delivered, else of those held. Not from the bytes
 	// sent: with acks, frames written and not acked yet counted against fewer entries, and
 	// made an entry look up to several times its size.

@@ -158,7 +158,7 @@ type infoPolicy struct {
 // (withDefaults). clock and observe are what a logging call that finds the clock late
 // steps DegradeAdaptive with (observe is read only then); onChange, if not nil, reports
 // each transition, before any entry is counted as shed in the new state.
-func newInfoPolicy(cfg DegradeConfig, clock zapcore.Clock, observe func(now time.Time) degrade.Observation,
+func newInfoPolicy(cfg DegradeConfig, clock zapcore.Clock, observe func() degrade.Observation,
 	onChange func(now time.Time, degraded bool)) *infoPolicy {
 	p := &infoPolicy{gate: degrade.NewGate(onChange), clock: clock, kick: make(chan struct{}, 1)}
 	if cfg.Policy == DegradeAdaptive {

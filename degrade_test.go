@@ -237,7 +237,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			var owed, credit float64
 			tick := func(i int, hotRate float64) {
 				clk.add(step)
-				k.info.observe(k.infoObservation(clk.Now()))
+				k.info.observe(k.infoObservation())
 				owed += hotRate * step.Seconds()
 				for ; owed >= 1; owed-- {
 					hot++
@@ -263,7 +263,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 				capacity = testkit.Metric(t, reg, "fluentcore_capacity_entries_per_second", map[string]string{"stream": "info"})
 				thinning = thinning || in.AdmitRatio < 1 && in.Degraded && capacity >= rate/2 && capacity <= rate*2
 			}
-			if o := k.infoObservation(clk.Now()); times < 2 {
+			if o := k.infoObservation(); times < 2 {
 				// The shape's point: the margin spread over shed's roomySteps (4) is more
 				// entries a step than this flood offers.
 				if floor := (1 - degrade.AdaptiveFull) * float64(o.Limit) / o.EntryBytes / 4; times*rate*step.Seconds() >= floor {

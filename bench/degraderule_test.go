@@ -98,6 +98,46 @@ func BenchmarkDegradeRule(b *testing.B) {
 			})
 		}
 	}
+	// 4b: bursty pacing: each of 8 or 64 goroutines logs burstEntries entries at once, then
+	// sleeps until its share of an overall pace of 30, 50 or 80 % of the capacity measured
+	// above is due. The bursts are small against the buffer: nothing may be dropped. Alone
+	// and with the neighbour, as the steady loads.
+	for _, neighbour := range []bool{false, true} {
+		name := "alone"
+		if neighbour {
+			name = "neighbour"
+		}
+		var capacity float64
+		b.Run("scenario=bursty-capacity/load="+name, func(b *testing.B) {
+			stop := startNeighbour(b, neighbour)
+			defer stop()
+			run := startDegradeRun(b, KindForward, fluentcore.DegradeOff)
+			defer run.close()
+			run.drive(16, nil, scaled(2*time.Second))
+			capacity = run.report(b)
+		})
+		for _, g := range []int{8, 64} {
+			for _, share := range []float64{0.3, 0.5, 0.8} {
+				b.Run(fmt.Sprintf("scenario=bursty%.0f%%/goroutines=%d/load=%s", share*100, g, name), func(b *testing.B) {
+					if capacity == 0 {
+						b.Skip("the bursty loads are shares of the capacity, measured first: run scenario=bursty-capacity too")
+					}
+					stop := startNeighbour(b, neighbour)
+					defer stop()
+					pair(b, func(b *testing.B, p fluentcore.DegradePolicy) ruleResult {
+						run := startDegradeRun(b, KindForward, p)
+						defer run.close()
+						start := time.Now()
+						driveBursts(run.logger, g, share*capacity, scaled(3*time.Second))
+						_ = run.core.Sync()
+						st := run.core.Stats().Info
+						b.ReportMetric(float64(st.Entries)/time.Since(start).Seconds(), p.String()+"-offered/s")
+						return ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
+					})
+				})
+			}
+		}
+	}
 	// 6: flat out from 1, 16, 256 and 1024 goroutines into a receiver that takes all it
 	// gets: delivered against off, and the share of calls the default drops as queue_full.
 	for _, g := range []int{1, 16, 256, 1024} {
@@ -472,4 +512,33 @@ func weightRun(b *testing.B) weightResult {
 		burst: burst / float64(inBurst.Load()), first: first / float64(max(inFirst.Load(), 1)),
 		shed: float64(core.Stats().Info.DroppedTotal()) / float64(inBurst.Load()),
 	}
+}
+
+// burstEntries is how many entries a goroutine of the bursty scenarios logs at each wake.
+const burstEntries = 64
+
+// driveBursts logs from goroutines for length, each burstEntries entries at a time and then
+// asleep until its share of rate (entries a second, over all of them) is due: a paced load
+// that comes in bursts, as request handlers log.
+func driveBursts(logger *zap.Logger, goroutines int, rate float64, length time.Duration) {
+	every := time.Duration(float64(time.Second) * burstEntries * float64(goroutines) / rate)
+	start := time.Now()
+	end := start.Add(length)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The goroutines' wakes are spread over the period, as independent callers' are.
+			next := start.Add(every * time.Duration(g) / time.Duration(goroutines))
+			for next.Before(end) {
+				time.Sleep(time.Until(next))
+				for range burstEntries {
+					LogFields(logger)
+				}
+				next = next.Add(every)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -38,20 +38,21 @@ const AdaptiveStep = 5 * time.Millisecond
 // by mu (the clock and a caller may both try).
 type Adaptive struct {
 	shed       *shed.Shedder
-	clock      zapcore.Clock                   // the real time of a caller's step
-	observe    func(now time.Time) Observation // what a caller's step reads
-	lastStep   atomic.Int64                    // unix nanos of the last step
-	lastShed   atomic.Int64                    // the clock's unix nanos when an entry was last marked shed
-	lastShedAt atomic.Int64                    // that entry's own time (zap's), for the cheap test in mark
-	crowded    atomic.Bool                     // at the last step, goroutines were waiting for a CPU
+	clock      zapcore.Clock      // the real time of a caller's step
+	observe    func() Observation // what a caller's step reads
+	lastStep   atomic.Int64       // unix nanos of the last step
+	lastShed   atomic.Int64       // the clock's unix nanos when an entry was last marked shed
+	lastShedAt atomic.Int64       // that entry's own time (zap's), for the cheap test in mark
+	crowded    atomic.Bool        // at the last step, goroutines were waiting for a CPU
 
 	mu       sync.Mutex
 	runnable []rtmetrics.Sample // the scheduler's runnable goroutines, read each step
 }
 
 // NewAdaptive returns the adaptive kind with the low mark low (a fill share): a caller's
-// step reads the time from clock and the stream from observe.
-func NewAdaptive(low float64, clock zapcore.Clock, observe func(now time.Time) Observation) *Adaptive {
+// step is due by the time of clock, and observes the stream through observe, which reads
+// the stream's counts before the time it reports (Observation.Now: see shed.Observation).
+func NewAdaptive(low float64, clock zapcore.Clock, observe func() Observation) *Adaptive {
 	return &Adaptive{
 		shed:     shed.New(shed.Config{Low: low, Full: AdaptiveFull, Calm: adaptiveHold}),
 		clock:    clock,
@@ -86,7 +87,7 @@ func (a *Adaptive) stepLate() {
 		return
 	}
 	if now.UnixNano()-a.lastStep.Load() >= int64(AdaptiveStep) {
-		a.stepLocked(a.observe(now))
+		a.stepLocked(a.observe())
 	}
 	a.mu.Unlock()
 }

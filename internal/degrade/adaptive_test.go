@@ -28,7 +28,8 @@ func TestCallerStepsOnTheRealClock(t *testing.T) {
 	now := time.Now()
 	clock := &clockAt{now: now.Add(time.Millisecond)}
 	var observed []time.Time
-	a := NewAdaptive(0.25, clock, func(at time.Time) Observation {
+	a := NewAdaptive(0.25, clock, func() Observation {
+		at := clock.Now()
 		observed = append(observed, at)
 		return calm(at)
 	})
@@ -55,7 +56,7 @@ func TestCallerStepsOnTheRealClock(t *testing.T) {
 // runnable goroutines.
 func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
 	now := time.Now()
-	a := NewAdaptive(0.25, &clockAt{now: now}, calm)
+	a := NewAdaptive(0.25, &clockAt{now: now}, func() Observation { return calm(now) })
 	step := func() {
 		now = now.Add(AdaptiveStep)
 		a.Step(calm(now))

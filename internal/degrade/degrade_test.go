@@ -13,7 +13,7 @@ func TestShedEntersDegradedFirst(t *testing.T) {
 	g := NewGate(func(_ time.Time, degraded bool) { events = append(events, degraded) })
 	now := time.Unix(1_000, 0)
 	clock := &clockAt{now: now}
-	a := NewAdaptive(0.25, clock, calm)
+	a := NewAdaptive(0.25, clock, func() Observation { return calm(clock.Now()) })
 	a.mark(now.UnixNano())
 	g.Shed(Thinned, clock)
 	if !g.Degraded() || len(events) != 1 || !events[0] || g.Transitions() != 1 {

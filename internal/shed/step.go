@@ -48,7 +48,10 @@ const capacityPeakTau = time.Second
 //   - The stream reads them before it calls Step, and calls Freed for an entry that left
 //     the buffer before the entry's room can show in Room: so a step that reads the room
 //     counts every freed entry once (see setAllowance).
-//   - Now does not go back between steps.
+//   - Now does not go back between steps, and is read after Room, Written and Delivered: a
+//     step's length is the span its counts cover. Timed before a slow read of them (the
+//     stream waits for its writers' locks), a step would set the offers of the whole read
+//     against a span too short, and take a burst that fits for a flood.
 type Observation struct {
 	Now       time.Time
 	Fill      float64 // share of the buffer budget in use
