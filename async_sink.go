@@ -310,7 +310,7 @@ func (k *sink) close(timeout time.Duration) error {
 				abandon(<-st.queue)
 			}
 			for _, snd := range st.senders {
-				snd.fwd.close()
+				snd.fwd.Close()
 			}
 		}
 		k.err.close() // releases SpillDir; later err entries go to ErrFallback

@@ -176,7 +176,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 func usageStream(t *testing.T) *stream {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-	t.Cleanup(st.senders[0].fwd.close)
+	t.Cleanup(st.senders[0].fwd.Close)
 	if len(st.shards) < 3 {
 		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
 	}
@@ -209,7 +209,7 @@ func readUsageWhile(t *testing.T, st *stream, move func()) streamUsage {
 func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-	defer st.senders[0].fwd.close()
+	defer st.senders[0].fwd.Close()
 	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
 	var sizes []int
 	for rest := entries; len(rest) > 0; {
@@ -278,8 +278,8 @@ func offset(sizes []int, k int) int {
 func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarders(s.connFor(infoStream), 2)...)
-	defer st.senders[0].fwd.close()
-	defer st.senders[1].fwd.close()
+	defer st.senders[0].fwd.Close()
+	defer st.senders[1].fwd.Close()
 	for range 4 {
 		b := st.takeFree()
 		b.Buf = append(b.Buf, testkit.Entries(1, "x")...)
@@ -359,7 +359,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 		if n == 1 && st.lastSealed() != sealed+1 {
 			t.Fatalf("the reserve was not sealed when its shard moved on (%d sealed, was %d)", st.lastSealed(), sealed)
 		}
-		st.senders[0].fwd.close()
+		st.senders[0].fwd.Close()
 	}
 }
 
@@ -370,7 +370,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
-	defer st.senders[0].fwd.close()
+	defer st.senders[0].fwd.Close()
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 	log := func(msg string, pad int) {
@@ -415,7 +415,7 @@ func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
 	// A policy that keeps no entry whole: the floor alone decides.
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
-	defer st.senders[0].fwd.close()
+	defer st.senders[0].fwd.Close()
 	flood := st.tags.lookup("flood")
 	rare := flood
 	for i := 0; rare == flood || st.homeShard(rare.idx) != st.homeShard(flood.idx); i++ {
