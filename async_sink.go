@@ -229,13 +229,13 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 	var targets [numStreams]uint64
 	for id, st := range k.streams {
 		st.flush()
-		targets[id] = st.lastSealed()
+		targets[id] = st.ring.LastSealed()
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for _, id := range [...]streamID{errStream, infoStream} {
 		st := k.streams[id]
-		if !st.waitDone(targets[id], t.C) {
+		if !st.ring.WaitDone(targets[id], t.C) {
 			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
 			if last := st.lastError(); last != nil {
 				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
@@ -301,14 +301,7 @@ func (k *sink) close(timeout time.Duration) error {
 				}
 				snd.out = snd.out[:0]
 			}
-			for _, b := range st.held {
-				abandon(b)
-			}
-			st.held = st.held[:0]
-			st.heldN.Store(0)
-			for len(st.queue) > 0 {
-				abandon(<-st.queue)
-			}
+			st.ring.Drain(abandon)
 			for _, snd := range st.senders {
 				snd.fwd.Close()
 			}

@@ -420,10 +420,10 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 					logger.Info(fmt.Sprintf("rare %d", (2*i+j)%20))
 					rare++
 				}
-				for credit += rate * step.Seconds(); credit > 0 && st.queuedBatches.Load() > 0; {
-					d, free := st.delivered.Load(), len(st.free)
+				for credit += rate * step.Seconds(); credit > 0 && queuedBytes(st) > 0; {
+					d, free := st.delivered.Load(), st.ring.Free()
 					r.Allow(1)
-					waitUntil(t, "a frame acked and its batch free", func() bool { return len(st.free) > free })
+					waitUntil(t, "a frame acked and its batch free", func() bool { return st.ring.Free() > free })
 					credit -= float64(st.delivered.Load() - d)
 				}
 			}

@@ -2,8 +2,9 @@
 // Vector, the OpenTelemetry Collector: any Fluent Forward receiver).
 //
 // Entries are encoded straight to MessagePack into buffers the core owns, and sent in the
-// background on two streams, each with its own connection: info (Debug, Info, Warn) and err
-// (Error and above, or whatever Config.ErrLevel enables). Under backpressure the info stream
+// background on two streams, each with connections of its own: info (Debug, Info, Warn),
+// on one connection per server by default, up to 8, and err (Error and above, or whatever
+// Config.ErrLevel enables), on one. Under backpressure the info stream
 // degrades — entries are sampled or dropped, each drop counted by reason — while err
 // entries are delivered, or spilled and counted, never lost silently: with Config.SpillDir
 // to fsynced segment files that are replayed once the receiver is back (also by the next
@@ -20,7 +21,7 @@
 //	  level_split: info or err
 //	  encode [EventTime, {record}] into a
 //	  shard's open batch (shard 0 while calm,
-//	  a random one under contention; no alloc)
+//	  a random one under contention)
 //	  batch full / FlushInterval -> sealed  -> sender: [tag, bin(entries), {"size": n}]
 //	  no free batch:                           write with deadline (ack if asked);
 //	    info: drop, count (queue_full)         on error: backoff, reconnect, resend
@@ -29,10 +30,9 @@
 //	                                           full): batches to the spill
 //	DPanic/Panic/Fatal: flush before return
 //
-// Logging never blocks on I/O: the only waits a caller can see are an err entry finding the
-// err buffers full (at most Config.ErrMaxWait; while every err connection fails, only until
-// the sender has moved them to the spill) and the flush of a DPanic, Panic or Fatal entry
-// (at most Config.SyncTimeout).
+// What the core promises — logging never blocks on I/O, err entries are never lost
+// silently, what a logging call allocates, order, bounded memory — is stated in one place,
+// with its exact bounds and the fault suite's measured table: [docs/guarantees.md].
 //
 // Every Core counts what happens to each entry; for each stream, once the core is closed,
 // entries = delivered + dropped + spilled. Core.Stats returns the numbers, and the
@@ -41,4 +41,6 @@
 //
 // Package forwardtest is an in-process Forward receiver for testing code that logs through
 // fluentcore.
+//
+// [docs/guarantees.md]: https://github.com/fluentcore/fluentcore/blob/main/docs/guarantees.md
 package fluentcore

@@ -555,3 +555,46 @@ func TestEveryEnvVariableIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The guarantees are stated in one place, docs/guarantees.md; README.md and the package
+// documentation (doc.go, what pkg.go.dev shows) name them in a line or two and link there.
+// A test that looked for restated wording would break on every rephrasing; the links are
+// what must not go missing.
+func TestGuaranteesAreLinked(t *testing.T) {
+	const page = "docs/guarantees.md"
+	if !fileExists(page) {
+		t.Fatalf("%s is missing: it is where the guarantees are stated", page)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := false
+	for _, m := range linkRE.FindAllStringSubmatch(codeSpanRE.ReplaceAllString(string(readme), ""), -1) {
+		path, _, _ := strings.Cut(m[1], "#")
+		linked = linked || path == page
+	}
+	if !linked {
+		t.Errorf("README.md has no link to %s", page)
+	}
+
+	// doc.go links with a doc link definition, [name]: URL, to the page on the module's
+	// repository, and uses [name] in its text.
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, _, _ := strings.Cut(strings.TrimPrefix(string(gomod), "module "), "\n")
+	url := "https://" + strings.TrimSpace(module) + "/blob/main/" + page
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := regexp.MustCompile(`(?m)^// \[([^\]]+)\]: ` + regexp.QuoteMeta(url) + `$`).FindSubmatch(src)
+	switch {
+	case def == nil:
+		t.Errorf("doc.go has no doc link definition `// [name]: %s`", url)
+	case bytes.Count(src, []byte("["+string(def[1])+"]")) < 2:
+		t.Errorf("doc.go defines the link [%s] but does not use it in its text", def[1])
+	}
+}

@@ -2,20 +2,19 @@ package fluentcore
 
 // A stream is one of the sink's two: its buffers, its senders and its counters, with its
 // policy (streamPolicy: the info stream's in degrade.go, the err stream's in err_spill.go).
-// Its concerns each have a room: the write path (stream_write.go), the batches and their
-// ring (stream_batches.go), the flush policy (stream_flush.go), the senders
+// Its batches go round its ring (internal/ring.Ring). Its concerns each have a room: the
+// write path (stream_write.go), its side of the ring (stream_batches.go: which batch a tag
+// may take, what it holds), the flush policy (stream_flush.go), the senders
 // (stream_sender.go) and the spill (stream_spill.go).
 
 import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/forward"
-	"github.com/fluentcore/fluentcore/internal/order"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
@@ -93,14 +92,13 @@ type stream struct {
 	// batches: one per light tag, from nb/8 to nb/4 (mayTake).
 	tagBatches []atomic.Int32
 	lightTags  atomic.Int32
-	nbatchesR  [2]int           // nb/8 and nb/4
-	free       chan *ring.Batch // batches ready for writers
-	queue      chan *ring.Batch // sealed batches, in seq order, for the sender
-	nbatches   int
-	batchCap   int // bytes per batch
-	sealAt     int // a batch this full is sealed right away
-	entryCap   int // largest encoded entry accepted
-	reserve    int // free batches kept for the entries the policy keeps whole, while it reserves
+	nbatchesR  [2]int // nb/8 and nb/4
+	// ring holds the stream's batches: free, queued in sealing order, held, finished, and
+	// what Sync waits for.
+	ring     *ring.Ring
+	sealAt   int // a batch this full is sealed right away
+	entryCap int // largest encoded entry accepted
+	reserve  int // free batches kept for the entries the policy keeps whole, while it reserves
 
 	reservedOpen atomic.Int32  // reserved batches open in a shard now: the reserve less those
 	givenBack    atomic.Uint64 // empty reserved batches given back from a shard (usage)
@@ -118,20 +116,6 @@ type stream struct {
 	// (losesToSpill, spillDue, replaying, signals); nil on the info stream.
 	errSpill *errPolicy
 
-	sealMu sync.Mutex
-	sealed uint64 // seq of the last sealed batch
-
-	doneMu   sync.Mutex
-	done     *order.Done   // which sealing positions are finished: with several senders, out of order
-	progress chan struct{} // closed and replaced when done advances while someone waits
-	watched  bool          // a waitDone caller holds progress
-
-	heldMu sync.Mutex
-	held   []*ring.Batch // batches compact took from the queue, in order: sent before the queue
-	heldN  atomic.Int64  // len(held), for readers without heldMu
-
-	queuedBytes                                    atomic.Int64
-	queuedBatches                                  atomic.Int64
 	delivered, spilled                             atomic.Uint64
 	deliveredBytes                                 atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
 	waits                                          atomic.Uint64 // err writes that found no room and waited
@@ -145,8 +129,7 @@ type stream struct {
 	sendDuration                                   prometheus.Observer // this stream's histogram
 
 	// What only Stats and the clock read, after the fields of the write path and the
-	// senders. all is every batch of the stream, made once: Stats reads their opened times.
-	all           []*ring.Batch
+	// senders.
 	flushInterval time.Duration // streamSettings.flushInterval
 	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
 	// clock rolls once a second (rollRecent).
@@ -176,23 +159,16 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		randShards: rshards,
 		nbatchesR:  [2]int{nb / 8, nb / 4},
 		tagShard:   tagShard,
-		free:       make(chan *ring.Batch, nb),
-		queue:      make(chan *ring.Batch, nb),
-		nbatches:   nb,
-		batchCap:   s.batchBytes,
 		sealAt:     s.batchBytes - s.batchBytes/16,
 		entryCap:   s.entryBytes,
 		reserve:    reserveOf(nb),
 		firstPass:  firstPass(s.entryBytes, policy.cutsOversized()),
-		held:       make([]*ring.Batch, 0, nb),
-		done:       order.New(nb + len(fwds)), // a run per batch, and per sender while it holds none
-		progress:   make(chan struct{}),
 		clock:      s.clock,
 
 		sendDuration:  sendDuration,
-		all:           make([]*ring.Batch, 0, nb),
 		flushInterval: s.flushInterval,
 	}
+	st.ring = ring.New(nb, s.batchBytes, len(fwds), ring.Hooks{Finished: st.finished, Merged: st.unclaim})
 	st.recent.start(s.clock.Now())
 	for _, f := range fwds {
 		st.senders = append(st.senders, &sender{fwd: f, bo: f.NewBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb)})
@@ -201,11 +177,6 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		sh := &st.shards[i]
 		sh.enc = newMsgpEncoder(s.enc)
 		sh.enc.release = sh.release
-	}
-	for range nb {
-		b := ring.NewBatch(s.batchBytes)
-		st.all = append(st.all, b)
-		st.free <- b
 	}
 	return st
 }
@@ -231,7 +202,7 @@ func (s *stream) mayTake(ent *zapcore.Entry, tag uint16) bool {
 // atTagFloor reports whether tag holds two batches or more while the free ones are down to
 // tagFloor: it may take no more, except for entries the policy keeps whole.
 func (s *stream) atTagFloor(tag uint16) bool {
-	return s.tags.inUse.Load() && s.tagBatches[tag].Load() >= 2 && len(s.free) <= s.tagFloor()
+	return s.tags.inUse.Load() && s.tagBatches[tag].Load() >= 2 && s.ring.Free() <= s.tagFloor()
 }
 
 // tagFloor is how many of the free batches a tag that holds two or more may not take
@@ -471,7 +442,7 @@ func (s *stream) stalled(now time.Time, st *StreamStats) bool {
 // none holds any.
 func (s *stream) oldestOpened() int64 {
 	var oldest int64
-	for _, b := range s.all {
+	for _, b := range s.ring.Batches() {
 		if at := b.Opened.Load(); at != 0 && (oldest == 0 || at < oldest) {
 			oldest = at
 		}

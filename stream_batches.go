@@ -1,15 +1,13 @@
 package fluentcore
 
-// The batches and their ring: free list -> a shard's open batch -> sealed, in order, into
-// the queue -> a sender -> finish, back to the free list. Sealing numbers each batch; finish
-// marks its positions done (internal/order), which is what Sync waits for. compact packs the
-// queue while a sender cannot deliver.
+// The stream's side of its ring (internal/ring.Ring, which holds the batches, their order
+// and what Sync waits for): which free batch an entry may take (takeFor), sealing with the
+// policy's wake, a batch's frames put together (regroup), what a finished batch gives back
+// to the policy and the tags (finished), what the stream holds (usage), and the batches
+// never delivered (abandon).
 
 import (
-	"time"
-
 	"github.com/fluentcore/fluentcore/internal/ring"
-	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -25,14 +23,14 @@ import (
 func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch {
 	reserved := false
 	if s.policy.reserves() {
-		if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && len(s.free) <= n || s.atTagFloor(tag) {
+		if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && s.ring.Free() <= n || s.atTagFloor(tag) {
 			if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 				return nil
 			}
 			reserved = true
 		}
 	}
-	b := s.takeFree()
+	b := s.ring.Take(nil)
 	if b == nil {
 		return nil
 	}
@@ -53,9 +51,9 @@ func (s *stream) regroup(b *ring.Batch) {
 		return
 	}
 	if b.Interleaved() {
-		if sp := s.takeFree(); sp != nil {
+		if sp := s.ring.Take(nil); sp != nil {
 			b.RegroupInto(sp)
-			s.free <- sp // cannot block: sp came from free
+			s.ring.Put(sp)
 		} else {
 			b.RegroupInPlace()
 		}
@@ -63,29 +61,14 @@ func (s *stream) regroup(b *ring.Batch) {
 	b.Group()
 }
 
-func (s *stream) takeFree() *ring.Batch {
-	select {
-	case b := <-s.free:
-		return b
-	default:
-		return nil
-	}
-}
-
-// seal queues a batch for the sender. Callers hold the lock of the shard the batch came
-// from; the queue has room for every batch, so this never blocks.
+// seal queues a batch for the sender (ring.Ring.Seal). Callers hold the lock of the shard
+// the batch came from; it never blocks.
 func (s *stream) seal(b *ring.Batch) {
 	s.unreserve(b)
-	s.queuedBytes.Add(int64(len(b.Buf)))
-	s.queuedBatches.Add(1)
-	s.sealMu.Lock()
-	s.sealed++
-	b.First, b.Last = s.sealed, s.sealed
-	s.queue <- b
-	s.sealMu.Unlock()
+	s.ring.Seal(b)
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
-	if s.policy.wakes(float64(s.queuedBytes.Load()) / float64(s.capacity())) {
+	if queued, capacity := s.ring.Bytes(); s.policy.wakes(float64(queued) / float64(capacity)) {
 		s.policy.wakeWith(s.takenSoFar())
 	}
 }
@@ -158,7 +141,8 @@ type streamUsage struct {
 // The degrade policy's allowance is the room less the entries it admitted that are not
 // taken in yet, so room and taken must agree while writers go on: an entry counted as
 // taken is out of the room, and one not counted yet is still in it. Hence the order of the
-// reads: each shard's open batch and its entry count together, under the shard's lock (its
+// reads, the one the ring's contract gives (ring.Ring: Bytes, the open batches, Free):
+// each shard's open batch and its entry count together, under the shard's lock (its
 // writers count and append under it), and the free list after every shard. With the free
 // list read first, a batch taken meanwhile into a shard not read yet would count as room
 // twice, with the entries written into it, and the allowance would let a flood into the
@@ -174,7 +158,7 @@ type streamUsage struct {
 // after the entry (countDrop), each one per writer.
 func (s *stream) usage() streamUsage {
 	var u streamUsage
-	u.buffered = s.queuedBytes.Load() // first: a batch sealed meanwhile is counted once at most
+	u.buffered, _ = s.ring.Bytes() // first: a batch sealed meanwhile is counted once at most
 	back := s.givenBack.Load()
 	var takesAtRead uint64
 	for i := range s.shards {
@@ -194,153 +178,23 @@ func (s *stream) usage() streamUsage {
 	for i := range s.shards {
 		takes += s.shards[i].takes.Load()
 	}
-	free := len(s.free) - int(s.givenBack.Load()-back) + int(takes-takesAtRead)
+	free := s.ring.Free() - int(s.givenBack.Load()-back) + int(takes-takesAtRead)
 	u.room += int64(max(0, free) * s.sealAt)
 	return u
 }
 
 // capacity is the stream's buffer budget in bytes: all its batch buffers.
-func (s *stream) capacity() int64 { return int64(s.nbatches * s.batchCap) }
-
-func (s *stream) lastSealed() uint64 {
-	s.sealMu.Lock()
-	defer s.sealMu.Unlock()
-	return s.sealed
+func (s *stream) capacity() int64 {
+	_, c := s.ring.Bytes()
+	return c
 }
 
-// waitDone waits until the sender has finished with every batch up to seq.
-func (s *stream) waitDone(seq uint64, deadline <-chan time.Time) bool {
-	for {
-		s.doneMu.Lock()
-		done, ch := s.done.Upto(), s.progress
-		s.watched = true
-		s.doneMu.Unlock()
-		if done >= seq {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			return false
-		}
-	}
-}
-
-// finish returns a batch the sender is done with (delivered, spilled or dropped) to the
-// free list.
-func (s *stream) finish(b *ring.Batch) {
-	s.queuedBytes.Add(-int64(len(b.Buf)))
-	s.queuedBatches.Add(-1)
-	first, last := b.First, b.Last
+// finished is told by the ring of a batch the sender is done with (delivered, spilled or
+// dropped), before it is free: its entries leave the policy's count, and the batch its
+// tag's.
+func (s *stream) finished(b *ring.Batch) {
 	s.policy.freed(b.N)
 	s.unclaim(b)
-	b.Reset()
-	s.free <- b
-	s.doneMu.Lock()
-	s.done.Mark(first, last)
-	if s.watched {
-		// Only then: a channel per batch would make the sender allocate, and an allocating
-		// sender is made to assist the garbage collector (even parked) under a log flood.
-		close(s.progress)
-		s.progress = make(chan struct{})
-		s.watched = false
-	}
-	s.doneMu.Unlock()
-}
-
-// takeHeld takes the oldest batch compact left in held, or returns nil.
-func (s *stream) takeHeld() *ring.Batch {
-	if s.heldN.Load() == 0 {
-		return nil
-	}
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	if len(s.held) == 0 {
-		return nil
-	}
-	b := s.held[0]
-	s.held = s.held[:copy(s.held, s.held[1:])]
-	s.heldN.Store(int64(len(s.held)))
-	return b
-}
-
-// compact packs the batches queued behind b, the newest one the sender holds and cannot
-// deliver, into as few buffers as they fit in, and frees the others: batches sealed partly
-// filled (by the flush tick before the sender saw the receiver fail) would otherwise hold
-// the rest of their buffers through the outage. Order is kept: the entries after b
-// move forward in sealing order; the batches that still hold entries wait in held. A batch
-// is merged whole only into the one sealed right before it (its positions then follow
-// dst's), so that finishing dst finishes exactly the positions it holds; other senders may
-// hold the batches in between.
-func (s *stream) compact(b *ring.Batch) {
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	defer func() { s.heldN.Store(int64(len(s.held))) }()
-take:
-	for len(s.held) < cap(s.held) {
-		select {
-		case nb := <-s.queue:
-			s.held = append(s.held, nb)
-		default:
-			break take
-		}
-	}
-	dst, kept := b, s.held[:0]
-	for _, src := range s.held {
-		if src.First != dst.Last+1 { // another sender holds what lies between
-			kept = append(kept, src)
-			dst = src
-			continue
-		}
-		if len(dst.Buf)+len(src.Buf) <= cap(dst.Buf) && dst.TakesRuns(src) { // all of it fits
-			dst.AppendBatch(src)
-			dst.Last = src.Last // dst's delivery now finishes src's entries too
-			dst.OpenedBy(src)
-			s.unclaim(src)
-			src.Reset()
-			s.queuedBatches.Add(-1) // its bytes are dst's now
-			s.free <- src
-			continue
-		}
-		s.moveEntries(dst, src)
-		kept = append(kept, src)
-		dst = src
-	}
-	s.held = kept
-}
-
-// moveEntries moves the leading entries of nb that fit into b's free room to the end of b,
-// if nb's entries are of one tag and b has room for their run.
-func (s *stream) moveEntries(b, nb *ring.Batch) {
-	if len(nb.Runs) > 1 || nb.N == 0 || !b.Accepts(nb.Tag) {
-		return
-	}
-	moved, k := 0, 0
-	for rest := nb.Buf; len(rest) > 0; k++ {
-		after, err := msgp.Skip(rest) // one entry: [EventTime, record]
-		size := len(rest) - len(after)
-		if err != nil || len(b.Buf)+moved+size > cap(b.Buf) {
-			break
-		}
-		moved, rest = moved+size, after
-	}
-	if moved == len(nb.Buf) {
-		return // all of nb: only a merge (compact) may take it whole, and empty it
-	}
-	if moved > 0 {
-		b.OpenedBy(nb)
-		b.EnsureRuns(len(b.Buf))
-		off := len(b.Buf)
-		b.Buf = append(b.Buf, nb.Buf[:moved]...)
-		b.Extend(nb.Tag, off+moved, k)
-		b.N += k
-		nb.Buf = nb.Buf[:copy(nb.Buf, nb.Buf[moved:])]
-		nb.N -= k
-		if len(nb.Runs) == 1 {
-			nb.Runs[0].End -= uint32(moved)
-			nb.Runs[0].N -= uint32(k)
-		}
-	}
 }
 
 // abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
@@ -358,5 +212,5 @@ func (s *stream) abandon(b *ring.Batch) {
 			s.droppedTag(tag, n)
 		}
 	}
-	s.finish(b)
+	s.ring.Finish(b)
 }

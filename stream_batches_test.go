@@ -1,7 +1,6 @@
 package fluentcore
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/testkit"
-	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -50,20 +48,20 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 	for _, st := range sinkOf(core).streams {
 		// Every batch is back on the free list or is a shard's (empty) open batch.
 		var all []*ring.Batch
-		for len(st.free) > 0 {
-			all = append(all, <-st.free)
+		for b := st.ring.Take(nil); b != nil; b = st.ring.Take(nil) {
+			all = append(all, b)
 		}
 		for i := range st.shards {
 			if b := st.shards[i].cur; b != nil {
 				all = append(all, b)
 			}
 		}
-		if len(all) != st.nbatches {
-			t.Errorf("%s: found %d of %d batches", st.id, len(all), st.nbatches)
+		if nb := len(st.ring.Batches()); len(all) != nb {
+			t.Errorf("%s: found %d of %d batches", st.id, len(all), nb)
 		}
 		for _, b := range all {
-			if cap(b.Buf) != st.batchCap || len(b.Buf) != 0 || b.N != 0 {
-				t.Errorf("%s: batch with cap %d len %d n %d, want cap %d and empty", st.id, cap(b.Buf), len(b.Buf), b.N, st.batchCap)
+			if cap(b.Buf) != 8<<10 || len(b.Buf) != 0 || b.N != 0 {
+				t.Errorf("%s: batch with cap %d len %d n %d, want cap %d and empty", st.id, cap(b.Buf), len(b.Buf), b.N, 8<<10)
 			}
 		}
 	}
@@ -134,7 +132,7 @@ func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 func TestUsageNeverCountsAGivenBackBatchTwice(t *testing.T) {
 	st := usageStream(t)
 	sh := &st.shards[0]
-	sh.cur = st.takeFree() // a reserve taken for an entry that was then dropped
+	sh.cur = st.ring.Take(nil) // a reserve taken for an entry that was then dropped
 	sh.cur.Reserved = true
 	st.reservedOpen.Add(1)
 	u := readUsageWhile(t, st, func() {
@@ -202,106 +200,6 @@ func readUsageWhile(t *testing.T, st *stream, move func()) streamUsage {
 	}
 }
 
-// compact packs the batches queued behind the one the sender holds into as few buffers as
-// they fit in, keeping the order of the entries and what Sync waits for: the entries come
-// out in sealing order, every freed buffer is back on the free list, and the last batch of
-// the chain carries the highest sequence number.
-func TestCompactPacksQueuedBatchesInOrder(t *testing.T) {
-	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-	defer st.senders[0].fwd.Close()
-	entries := testkit.Entries(400, strings.Repeat("e", 40)) // about 60 bytes each
-	var sizes []int
-	for rest := entries; len(rest) > 0; {
-		after, err := msgp.Skip(rest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, len(rest)-len(after))
-		rest = after
-	}
-	// Seal batches of 1, 30, 2, 50, 3, ... entries, as a flush tick and full batches would.
-	var held *ring.Batch
-	next := 0
-	for k, counts := 0, []int{5, 30, 2, 50, 3, 60, 1, 40, 7, 55}; k < len(counts) && next < len(sizes); k++ {
-		b := st.takeFree()
-		for range counts[k] {
-			b.Buf = append(b.Buf, entries[offset(sizes, next):offset(sizes, next+1)]...)
-			b.N++
-			next++
-		}
-		st.seal(b)
-		if held == nil {
-			held = <-st.queue // the batch the sender is trying to deliver
-		}
-	}
-	free, sealed := len(st.free), st.lastSealed()
-	st.compact(held)
-
-	got := append([]byte(nil), held.Buf...)
-	n := held.N
-	for _, b := range st.held {
-		got = append(got, b.Buf...)
-		n += b.N
-		if b.Last <= held.Last {
-			t.Fatalf("held batch seq %d not after %d", b.Last, held.Last)
-		}
-	}
-	if !bytes.Equal(got, entries[:offset(sizes, next)]) || n != next {
-		t.Fatalf("after compact: %d entries, %d bytes; want %d entries in order", n, len(got), next)
-	}
-	chain := 1 + len(st.held)
-	if want := (offset(sizes, next) + st.batchCap - 1) / st.batchCap; chain > want+1 || len(st.queue) != 0 {
-		t.Fatalf("%d batches hold %d bytes of %d-byte buffers (queue %d)", chain, len(got), st.batchCap, len(st.queue))
-	}
-	last := held
-	if len(st.held) > 0 {
-		last = st.held[len(st.held)-1]
-	}
-	if last.Last != sealed || len(st.free) != free+(10-chain) || st.queuedBatches.Load() != int64(chain) {
-		t.Fatalf("last seq %d (sealed %d), free %d (was %d), queued %d for a chain of %d", last.Last, sealed, len(st.free), free, st.queuedBatches.Load(), chain)
-	}
-}
-
-// offset returns where entry k starts, given the entries' sizes.
-func offset(sizes []int, k int) int {
-	o := 0
-	for _, n := range sizes[:k] {
-		o += n
-	}
-	return o
-}
-
-// compact merges a batch whole only into the one sealed right before it: with several
-// senders the batch in between may be in another sender's hands, and a merged batch that
-// finished its positions would then also finish that one's. Sync waits for all of them.
-func TestCompactLeavesOtherSendersBatchesOut(t *testing.T) {
-	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, nil), newForwarders(s.connFor(infoStream), 2)...)
-	defer st.senders[0].fwd.Close()
-	defer st.senders[1].fwd.Close()
-	for range 4 {
-		b := st.takeFree()
-		b.Buf = append(b.Buf, testkit.Entries(1, "x")...)
-		b.N = 1
-		st.seal(b)
-	}
-	mine, theirs := <-st.queue, <-st.queue // seq 1 fails here; seq 2 is with the other sender
-	st.compact(mine)
-	if mine.Last != 1 || len(st.held) != 1 || st.held[0].First != 3 || st.held[0].Last != 4 || st.held[0].N != 2 {
-		t.Fatalf("after compact: mine %d..%d, held %d batches (first %d..%d, %d entries); want mine 1..1 and 3..4 merged", mine.First, mine.Last, len(st.held), st.held[0].First, st.held[0].Last, st.held[0].N)
-	}
-	st.finish(mine)
-	st.finish(st.takeHeld())
-	if !st.waitDone(1, nil) || st.done.Upto() != 1 {
-		t.Fatalf("done %d with 2 still sending, want 1", st.done.Upto())
-	}
-	st.finish(theirs)
-	if st.done.Upto() != 4 || len(st.done.Early()) != 0 {
-		t.Fatalf("done %d (early %v) once every batch finished, want 4", st.done.Upto(), st.done.Early())
-	}
-}
-
 // reservingPolicy is the info policy reserving as the adaptive shedder does when n > 0, and
 // keeping every message but "flood" whole.
 type reservingPolicy struct {
@@ -350,14 +248,14 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 		}
 		// The sender frees a batch: the flood is written again, in a batch of its own, and
 		// the reserve, which the shard held, is sealed with the rare entries in it.
-		st.finish(<-st.queue)
-		before, sealed := queueFull(), st.lastSealed()
+		st.ring.Finish(<-st.ring.Queue())
+		before, sealed := queueFull(), st.ring.LastSealed()
 		log("flood")
 		if queueFull() != before {
 			t.Fatalf("reserve %d: the flood's entry was queue_full with a batch free", n)
 		}
-		if n == 1 && st.lastSealed() != sealed+1 {
-			t.Fatalf("the reserve was not sealed when its shard moved on (%d sealed, was %d)", st.lastSealed(), sealed)
+		if n == 1 && st.ring.LastSealed() != sealed+1 {
+			t.Fatalf("the reserve was not sealed when its shard moved on (%d sealed, was %d)", st.ring.LastSealed(), sealed)
 		}
 		st.senders[0].fwd.Close()
 	}
@@ -383,7 +281,7 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 		}
 		log("flood", 100)
 	}
-	free := len(st.free)
+	free := st.ring.Free()
 	if free == 0 {
 		t.Fatal("the flood took every batch: no tag floor to test")
 	}
@@ -404,8 +302,8 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	if st.stats().Dropped[dropTooLarge.String()] != tooLarge+1 {
 		t.Fatal("the large entry was not dropped as too_large")
 	}
-	if st.reservedOpen.Load() != 0 || len(st.free) != free-int(open) {
-		t.Fatalf("after a too-large entry: %d reserved batches open (was %d), %d free (was %d); want none open, and the batch back", st.reservedOpen.Load(), open, len(st.free), free)
+	if st.reservedOpen.Load() != 0 || st.ring.Free() != free-int(open) {
+		t.Fatalf("after a too-large entry: %d reserved batches open (was %d), %d free (was %d); want none open, and the batch back", st.reservedOpen.Load(), open, st.ring.Free(), free)
 	}
 }
 
@@ -435,7 +333,7 @@ func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 		}
 		log(flood)
 	}
-	if len(st.free) == 0 {
+	if st.ring.Free() == 0 {
 		t.Fatal("the flood took every batch: no floor to test")
 	}
 	st.flush() // the shard's open batch is sealed: the rare tag opens the next
@@ -451,4 +349,10 @@ func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	if got := dropped(rare); got != 0 {
 		t.Errorf("%d of the rare tag's 21 entries dropped, want 0", got)
 	}
+}
+
+// queuedBytes is the bytes of the stream's batches sealed and not finished.
+func queuedBytes(st *stream) int64 {
+	q, _ := st.ring.Bytes()
+	return q
 }

@@ -25,7 +25,7 @@ func (s *stream) flushTick(now time.Time) {
 		s.flush()
 		return
 	}
-	if failing || s.busy.Load() > 0 || s.heldN.Load() > 0 || len(s.queue) > 0 || !s.fewInFlight() {
+	if failing || s.busy.Load() > 0 || !s.ring.Idle() || !s.fewInFlight() {
 		s.flushOwed.Store(true)
 		return
 	}
@@ -46,7 +46,7 @@ func (s *stream) stuckPast(now time.Time) bool {
 // sealAfterSend is the sender's side of flushTick: a flush the tick skipped while the sender
 // was busy is done as soon as nothing else waits to be sent.
 func (s *stream) sealAfterSend() {
-	if len(s.queue) == 0 && s.heldN.Load() == 0 && s.fewInFlight() && s.flushOwed.Swap(false) {
+	if s.ring.Idle() && s.fewInFlight() && s.flushOwed.Swap(false) {
 		s.flush()
 	}
 }

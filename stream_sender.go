@@ -44,7 +44,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 	// The connections hold at most all but randShards of the batches in flight together:
 	// that many stay out of flight, for the writers to fill and the senders to take next
 	// (the logger tags' shards are not counted: a core without tags keeps its window).
-	if !snd.fwd.Start(ctx, s.nbatches-s.randShards) {
+	if !snd.fwd.Start(ctx, len(s.ring.Batches())-s.randShards) {
 		return // a connection past the stream's count, or Close before the first lookup ended
 	}
 	wake, spillKick, evacuate := s.policy.signals()
@@ -56,7 +56,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 			continue
 		}
 		if len(snd.out) == 0 {
-			if b := s.takeHeld(); b != nil {
+			if b := s.ring.TakeHeld(); b != nil {
 				snd.out = append(snd.out, b)
 			}
 		}
@@ -69,7 +69,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 		acks, dead, due := snd.fwd.AckEvents() // nil while no frame is in flight
 		_, stuck, _ := s.stuckSpill(snd)
 		select {
-		case b := <-s.queue:
+		case b := <-s.ring.Queue():
 			snd.out = append(snd.out, b)
 		case tok := <-acks:
 			fl, err := snd.fwd.OnAck(tok)
@@ -120,7 +120,7 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 	for len(snd.out) > 0 {
 		if snd.owed {
 			snd.owed = false
-			s.compact(snd.out[len(snd.out)-1])
+			s.ring.Compact(snd.out[len(snd.out)-1])
 			due, within := s.policy.spillDue(snd.failingSince, s.clock.Now())
 			if due {
 				return s.spillFailed(ctx, snd)
@@ -134,7 +134,7 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 				case <-t.C:
 					waiting = false
 				case <-spillKick:
-					s.compact(snd.out[len(snd.out)-1])
+					s.ring.Compact(snd.out[len(snd.out)-1])
 					if s.spillKicked() {
 						t.Stop()
 						return s.spillFailed(ctx, snd)
@@ -244,7 +244,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 	}
 	if !snd.fwd.RequireAck() || b.AllSent() {
 		s.observeSend(start)
-		s.finish(b)
+		s.ring.Finish(b)
 		snd.recovered()
 	}
 	return true
@@ -294,7 +294,7 @@ func (s *stream) acked(snd *sender, fl forward.Flight, err error) bool {
 			s.countDelivered(b.Frame(i))
 		}
 		if b.AllSent() {
-			s.finish(b)
+			s.ring.Finish(b)
 		}
 	} else if fl.Spilled {
 		s.duplicated.Add(uint64(fl.N)) // in the spill too (stuckSpill): counted there
@@ -338,9 +338,9 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl forward.Flight, 
 		if spilled {
 			return forward.Flight{}, true, nil
 		}
-		var queue chan *ring.Batch
+		var queue <-chan *ring.Batch
 		if past {
-			queue = s.queue // snd.out is empty: stuckSpill would have moved it
+			queue = s.ring.Queue() // snd.out is empty: stuckSpill would have moved it
 		}
 		select {
 		case tok := <-acks:

@@ -41,10 +41,11 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	defer st.senders[0].fwd.Close()
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
 	frame := func() {
-		b := <-st.free
+		b := st.ring.Take(nil)
 		b.Buf = append(b.Buf, entry...)
 		b.N = 1
-		st.queuedBatches.Add(1)
+		st.ring.Seal(b)
+		b = <-st.ring.Queue()
 		snd := st.senders[0]
 		snd.out = append(snd.out, b)
 		if !st.deliver(context.Background(), snd) {

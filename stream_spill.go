@@ -18,7 +18,7 @@ import (
 // spillKicked reports whether, after a writer's kick (kickSpill) and a compact, the
 // sender's batches go to the spill now rather than after SpillAfter: the buffers are still
 // full while sends fail, or the durable spill holds frames, which makes it the queue.
-func (s *stream) spillKicked() bool { return len(s.free) == 0 || s.errSpill.replaying() }
+func (s *stream) spillKicked() bool { return s.ring.Free() == 0 || s.errSpill.replaying() }
 
 // spillFailed moves the err batches that could not be delivered to the spill. With
 // SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
@@ -97,7 +97,7 @@ func (s *stream) spillSealed(b *ring.Batch) {
 			s.countSpill(s.errSpill.appendBatch(s.tagOf(tag), entries, n), n, tag)
 		}
 	}
-	s.finish(b)
+	s.ring.Finish(b)
 }
 
 // countSpill counts n entries by what the spill said: spilled, or dropped with the reason
@@ -156,7 +156,7 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 	defer t.Stop()
 	for {
 		select {
-		case b := <-s.queue:
+		case b := <-s.ring.Queue():
 			s.spillSealed(b)
 		case <-s.errSpill.spillKick:
 		case done := <-s.errSpill.evacuate:
@@ -195,7 +195,7 @@ func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, pa
 		}
 		return false, snd.stuckT.C, false
 	}
-	if !snd.fwd.Window().CarriesBatches() && len(snd.out) == 0 && s.heldN.Load() == 0 && len(s.queue) == 0 {
+	if !snd.fwd.Window().CarriesBatches() && len(snd.out) == 0 && s.ring.Idle() {
 		return false, nil, true
 	}
 	s.spillStuck(snd)
@@ -220,19 +220,5 @@ func (s *stream) spillStuck(snd *sender) {
 // without waiting.
 func (s *stream) drainToSpill(snd *sender) {
 	s.spillOut(snd)
-	s.heldMu.Lock()
-	for _, b := range s.held {
-		s.spillSealed(b)
-	}
-	s.held = s.held[:0]
-	s.heldN.Store(0)
-	s.heldMu.Unlock()
-	for {
-		select {
-		case b := <-s.queue:
-			s.spillSealed(b)
-		default:
-			return
-		}
-	}
+	s.ring.Drain(s.spillSealed)
 }

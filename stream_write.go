@@ -1,7 +1,7 @@
 package fluentcore
 
 // The write path: a caller's entry is encoded into the open batch of a shard under the
-// shard's lock. Contract with the ring (stream_batches.go): takeFree for a batch, seal for a
+// shard's lock. Contract with the ring (stream_batches.go): takeFor for a batch, seal for a
 // full one; nothing here waits on I/O except an err entry's bounded wait for a free batch.
 // An entry that passes its budget (encoder_cap.go) gives the shard up at once (release): it
 // is dropped, or cut down to size without the lock and then copied into a batch.
@@ -365,7 +365,7 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 		s.unreserve(b)
 		s.unclaim(b)
 		s.givenBack.Add(1) // before it is free: usage must not count it twice
-		s.free <- b        // cannot block: every batch fits in free
+		s.ring.Put(b)
 	}
 }
 
@@ -505,18 +505,17 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	}
 	t := s.clock.NewTicker(d) // the clock's: a test's clock decides when the wait ends
 	defer t.Stop()
-	select {
-	case b := <-s.free:
-		sh.mu.Lock()
-		if sh.cur == nil {
-			sh.cur = b // its tag is set by the writer that finds it (tryAppendLocked)
-			sh.takes.Add(1)
-		} else {
-			s.free <- b // another writer refilled the shard meanwhile; cannot block: b came from free
-		}
-		sh.mu.Unlock()
-		return true
-	case <-t.C:
+	b := s.ring.Take(t.C)
+	if b == nil {
 		return false
 	}
+	sh.mu.Lock()
+	if sh.cur == nil {
+		sh.cur = b // its tag is set by the writer that finds it (tryAppendLocked)
+		sh.takes.Add(1)
+	} else {
+		s.ring.Put(b) // another writer refilled the shard meanwhile
+	}
+	sh.mu.Unlock()
+	return true
 }

@@ -46,7 +46,7 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 		for _, budget := range []int{8 << 20, 4 << 20, 1 << 20, 512 << 10} {
 			s, _ := resolve(Config{Info: StreamConfig{BufferBytes: budget}})
 			st := newTestStream(s, budget, newInfoPolicy(s.degrade, nil), newForwarder(s.connFor(infoStream)))
-			nb, n := st.nbatches, len(st.shards)
+			nb, n := len(st.ring.Batches()), len(st.shards)
 			if st.randShards != min(2*procs, nb/2) || n > max(st.randShards, nb/2) {
 				t.Errorf("procs %d budget %d: %d shards, %d own, for %d batches", procs, budget, n, st.randShards, nb)
 			}
@@ -93,7 +93,7 @@ func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
 			return nil
 		}
-		b := st.takeFree()
+		b := st.ring.Take(nil)
 		if b != nil {
 			st.claim(b, tag)
 		}
@@ -107,8 +107,9 @@ func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 		flooded = append(flooded, b)
 	}
 	// Two tags hold batches, one of them one: the reserve is nb/8 (4 of 32).
-	if left := len(st.free); left != st.nbatches/8 || len(flooded) != st.nbatches-1-left {
-		t.Fatalf("the flood took %d of %d batches and left %d", len(flooded), st.nbatches, left)
+	nb := len(st.ring.Batches())
+	if left := st.ring.Free(); left != nb/8 || len(flooded) != nb-1-left {
+		t.Fatalf("the flood took %d of %d batches and left %d", len(flooded), nb, left)
 	}
 	if take(rare) == nil {
 		t.Fatal("the rare tag found no batch the flood left")
@@ -116,8 +117,8 @@ func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	if take(rare) != nil {
 		t.Fatal("the rare tag, now with two batches, took a third from the reserve")
 	}
-	st.finish(flooded[0])
-	if len(st.free) != st.nbatches/8 || take(flood) != nil {
+	st.ring.Finish(flooded[0])
+	if st.ring.Free() != nb/8 || take(flood) != nil {
 		t.Fatal("the flood took a batch of the reserve")
 	}
 	if n := st.tagBatches[flood].Load(); n != int32(len(flooded)-1) {

@@ -453,7 +453,7 @@ func (d *doc) scaleOutTargets(t *table) {
 			}
 		}
 		t.add("Connections against a fast receiver: the default's choice",
-			fmt.Sprintf("1 connection: %s; more, of what 1 delivers%s (run one after another; the alternated rounds in bench/README.md, \"Scale-out and acks\", decide). The default stays 1, which keeps each goroutine's entries in order",
+			fmt.Sprintf("1 connection: %s; more, of what 1 delivers%s (run one after another; the alternated rounds in bench/README.md, \"Scale-out and acks\", decide). With one server the default is one connection, which keeps each goroutine's entries in order",
 				med(one, "delivered/s", rate), row),
 			"see `Info.Connections`")
 	}
