@@ -28,6 +28,7 @@ func TestInternalPackagesImportOneWay(t *testing.T) {
 		"internal/degrade":     {"internal/shed"},
 		"internal/order":       nil,
 		"internal/ring":        {"internal/wire", "internal/order"},
+		"internal/forward":     {"internal/dial", "internal/ring", "internal/wire"},
 		"internal/testkit":     nil,
 		// The fault suite's table: a tool of the tests, outside the library's order.
 		"internal/guarantees":        nil,

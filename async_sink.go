@@ -295,7 +295,7 @@ func (k *sink) close(timeout time.Duration) error {
 			}
 			st.ring.Drain(abandon)
 			for _, snd := range st.senders {
-				snd.fwd.close()
+				snd.fwd.Close()
 			}
 		}
 		k.err.close() // releases SpillDir; later err entries go to ErrFallback

@@ -82,14 +82,14 @@ type StreamConfig struct {
 	// one worker (fluentd's `workers N` behind one port) or several servers then take
 	// the stream together. Entries keep their order per connection, not across them.
 	// Default 0: for the info stream, one connection per server that is not a standby —
-	// each address of a name counted, as New's first lookup finds them (Config.Servers) —
+	// each address of a name counted, as its first lookup finds them (Config.Servers) —
 	// and, when the weights differ, as many per server as its weight over the weights'
 	// greatest common divisor if that makes at most MaxSpread (60:30 takes 2 and 1); at
 	// most MaxSpread (8) in all, so that several servers take the stream at once, by weight,
 	// with no setting (bench/README.md, "Several servers"); with one server, one connection,
 	// which keeps each goroutine's entries in order as fluentd's out_forward does with its
 	// default of one flush thread (more connections to one server help only against a
-	// receiver that is slow per connection). The count is fixed by New: a name
+	// receiver that is slow per connection). The count is fixed by that lookup: a name
 	// that gains addresses later gets no more connections (set Connections for a tier that
 	// grows). Against a receiver that is slow per connection, N connections deliver up to
 	// N times as much: set it to the receiver's workers (bench/README.md, "Scale-out and
@@ -411,9 +411,11 @@ type Config struct {
 	//
 	// A server (or Addr) whose host is a DNS name, not an IP address, is every address the
 	// name has: each is a server of its own, with the name's weight and standby flag, up to
-	// MaxNameAddresses. New looks the name up once for the info stream (waiting at most a
-	// second, or DialTimeout if shorter; the err stream's one connection has it looked up
-	// in the background, and looks it up as it dials until then), and the connections look
+	// MaxNameAddresses. New never waits on a lookup: the name is looked up in the
+	// background, each lookup bounded by a second (or DialTimeout if shorter); the info
+	// stream's connections (unless Info.Connections is 1) wait for the first one, to be
+	// counted and placed over its addresses, and a stream's one connection looks the name
+	// up as it dials until then; what is logged meanwhile waits in the buffers. They look
 	// it up again every ResolveInterval and, at most every second, after a connection to one of its addresses failed: an address that
 	// appears takes connections that are missing elsewhere, one that is gone has its
 	// connections moved, in good order, once their frames in flight are acked. IPv4

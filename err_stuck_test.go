@@ -164,7 +164,7 @@ func TestErrPendingLeavesMemoryAfterSpillAfterWhileAcksDoNotCome(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		logger.Error("stalled", zap.Int64("id", faultID(0, i)))
 	}
-	waitUntil(t, "a frame waiting for its ack", func() bool { return errSt.senders[0].fwd.loadInFlight() > 0 })
+	waitUntil(t, "a frame waiting for its ack", func() bool { return errSt.senders[0].fwd.Status().FramesInFlight() > 0 })
 
 	clk.add(DefaultSpillAfter)
 	logger.Error("stalled", zap.Int64("id", faultID(0, 4))) // an entry wakes the sender, which looks again
@@ -178,7 +178,7 @@ func TestErrPendingLeavesMemoryAfterSpillAfterWhileAcksDoNotCome(t *testing.T) {
 	}
 
 	r.Resume()
-	waitUntil(t, "the frames in flight acked", func() bool { return errSt.senders[0].fwd.loadInFlight() == 0 })
+	waitUntil(t, "the frames in flight acked", func() bool { return errSt.senders[0].fwd.Status().FramesInFlight() == 0 })
 	st = core.Stats().Err
 	// The receiver has the first entry (delivered) and those of the frames that waited.
 	if dup := r.Len() - 1; dup < 1 || int(st.Duplicated) != dup || st.Delivered != 1 {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/dial"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap/zapcore"
 )
@@ -56,6 +57,19 @@ func settingsFor(cfg Config) *settings {
 func NewWithClock(cfg Config, c zapcore.Clock) *Core {
 	s, err := resolve(cfg)
 	s.setClock(c)
+	return newCore(s, err)
+}
+
+// newWith is New with the sink's time from c (as NewWithClock; nil: the default clock)
+// and the connections' transports opened by d (settings' conn.dial; nil: the default).
+func newWith(cfg Config, c zapcore.Clock, d dial.Func) *Core {
+	s, err := resolve(cfg)
+	if c != nil {
+		s.setClock(c)
+	}
+	if d != nil {
+		s.conn.dial = d
+	}
 	return newCore(s, err)
 }
 

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/guarantees"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
@@ -345,9 +347,9 @@ type faultCase struct {
 	// receiver options of the healthy receiver; start replaces the default start.
 	opts  []forwardtest.Option
 	start func(e *faultEnv)
-	// mod adjusts the core's config; attach runs after New, before anything is logged.
+	// mod adjusts the core's config; dialer, if set, opens the core's transports.
 	mod    func(e *faultEnv, cfg *Config)
-	attach func(e *faultEnv)
+	dialer func(e *faultEnv) dial.Func
 	// ready, if set, holds once the fault will land where the case claims (the server it
 	// kills carries traffic of each stream); until then runFaultCase goes on logging.
 	ready func(e *faultEnv) bool
@@ -394,7 +396,7 @@ type faultEnv struct {
 	child    *childProc
 	dns      *fakeDNS
 	dns2     *fleetResolver // a name's addresses (Config.Resolver)
-	stalled  *atomic.Bool   // stallConn's switch
+	stalled  *atomic.Bool   // testkit.StallConn's switch
 	restarts *atomic.Int32  // restarts done, for a case that restarts the receiver
 	cfg      Config
 	core     *Core
@@ -489,15 +491,15 @@ func (e *faultEnv) received() (info, err map[int64]int) {
 	return info, err
 }
 
-func (e *faultEnv) forwarders() [numStreams]*forwarder {
-	return [numStreams]*forwarder{sinkOf(e.core).streams[infoStream].senders[0].fwd, sinkOf(e.core).streams[errStream].senders[0].fwd}
+func (e *faultEnv) forwarders() [numStreams]*forward.Forwarder {
+	return [numStreams]*forward.Forwarder{sinkOf(e.core).streams[infoStream].senders[0].fwd, sinkOf(e.core).streams[errStream].senders[0].fwd}
 }
 
 // lastErr is the last send error of both streams, joined.
 func (e *faultEnv) lastErr() string {
 	var s []string
 	for _, f := range e.forwarders() {
-		if err := f.lastError(); err != nil {
+		if err := f.Status().LastError(); err != nil {
 			s = append(s, err.Error())
 		}
 	}
@@ -524,7 +526,7 @@ func (e *faultEnv) watchErrors() {
 		defer t.Stop()
 		for {
 			for _, f := range e.forwarders() {
-				if err := f.lastError(); err != nil {
+				if err := f.Status().LastError(); err != nil {
 					c, text := classify(err), err.Error()
 					e.seenMu.Lock()
 					if !slices.Contains(e.seen, c) {
@@ -654,16 +656,17 @@ func runFaultCase(t *testing.T, c *faultCase) faultResult {
 	// The test's own ErrFallback buffer is not the client's heap: its growth is left out.
 	fbBefore := e.fb.Cap()
 	before := testkit.LiveHeap()
-	e.core = New(e.cfg)
+	var d dial.Func
+	if c.dialer != nil {
+		d = c.dialer(e)
+	}
+	e.core = newWith(e.cfg, nil, d)
 	t.Cleanup(func() { _ = e.core.Close() })
 	// What New allocates up front is fixed by the configuration: the buffers, their run
 	// index, the shedder's key table. The bound is that, or the buffer budget if larger, plus
 	// what the fault may add (slack).
 	if upFront := testkit.LiveHeap() - before; upFront > budget {
 		budget = upFront
-	}
-	if c.attach != nil {
-		c.attach(e)
 	}
 	e.watchErrors()
 	w := newTaggedFaultWorkload(e.core, c.tags)
@@ -926,7 +929,7 @@ func faultCases() []faultCase {
 		name: "receiver process killed (SIGKILL) mid-stream, restarted on the same port",
 		ack:  true,
 		start: func(e *faultEnv) {
-			e.listen = freePort(e.t)
+			e.listen = testkit.FreePort(e.t)
 			e.addr = "tcp://" + e.listen
 			e.remote = newReceivedIDs()
 			e.child = startChildReceiver(e.t, e.listen, e.remote)
@@ -998,7 +1001,7 @@ func faultCases() []faultCase {
 		// delivered is lost.
 		name: "an address disappears from the name (four addresses, default config)",
 		start: func(e *faultEnv) {
-			port, rs := loopbackFleet(e.t, 4)
+			port, rs := forwardtest.NewFleet(e.t, 4)
 			e.all, e.recv = rs, rs[3]
 			e.listen = net.JoinHostPort("127.0.0.4", port)
 			e.addr = "tcp://fleet.test:" + port
@@ -1023,7 +1026,7 @@ func faultCases() []faultCase {
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
 			f := sinkOf(e.core).streams[errStream].senders[0].fwd
-			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
+			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
 		},
 		heal: (*faultEnv).receiverUp,
 	}, {
@@ -1033,7 +1036,7 @@ func faultCases() []faultCase {
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
 			f := sinkOf(e.core).streams[errStream].senders[0].fwd
-			return errSpilled(e) && f.disconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
+			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
 		},
 		heal: (*faultEnv).receiverUp,
 	}, {
@@ -1183,17 +1186,15 @@ func faultCases() []faultCase {
 		},
 		// How full the kernel's buffers are when the receiver stops reading depends on
 		// timing; stallConn makes them full: every write blocks until its deadline.
-		attach: func(e *faultEnv) {
+		dialer: func(e *faultEnv) dial.Func {
 			e.stalled = new(atomic.Bool)
-			for _, f := range e.forwarders() {
-				f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
-					var d net.Dialer
-					c, err := d.DialContext(ctx, network, address)
-					if err != nil {
-						return nil, err
-					}
-					return &stallConn{Conn: c, stalled: e.stalled, changed: make(chan struct{}), closed: make(chan struct{})}, nil
+			return func(ctx context.Context, network, address string) (net.Conn, error) {
+				var d net.Dialer
+				c, err := d.DialContext(ctx, network, address)
+				if err != nil {
+					return nil, err
 				}
+				return testkit.NewStallConn(c, e.stalled), nil
 			}
 		},
 		inject: func(e *faultEnv) {
@@ -1244,18 +1245,6 @@ func mustDo(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePort returns a loopback address nobody listens on, for receivers that come and go.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 func TestFaults(t *testing.T) {
@@ -1708,7 +1697,11 @@ func runLoggerKilled(t *testing.T, c *faultCase) faultResult {
 	e := &faultEnv{t: t, c: c, fb: new(fallbackLog), ev: &eventLog{}, listen: addr, addr: addr}
 	e.startReceiver()
 	e.cfg = faultConfig(addr, dir, true, e.fb, e.ev)
-	e.core = New(e.cfg)
+	var d dial.Func
+	if c.dialer != nil {
+		d = c.dialer(e)
+	}
+	e.core = newWith(e.cfg, nil, d)
 	t.Cleanup(func() { _ = e.core.Close() })
 	w := newFaultWorkload(e.core)
 	w.skip(faultPhaseA, false)

@@ -3,7 +3,7 @@ package fluentcore
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -47,44 +47,7 @@ func (r *fleetResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAd
 	return out, nil
 }
 
-// loopbackFleet starts n receivers on one port of 127.0.0.1, 127.0.0.2, ...: the pods
-// behind one name. It returns the port and the receivers (the i-th on 127.0.0.(i+1)).
-func loopbackFleet(t *testing.T, n int, opts ...forwardtest.Option) (string, []*forwardtest.Receiver) {
-	t.Helper()
-	for try := 0; try < 20; try++ {
-		first, err := forwardtest.Start(append(opts, forwardtest.WithAddr("127.0.0.1:0"), forwardtest.WithLogf(nil))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, err := net.SplitHostPort(strings.TrimPrefix(first.Addr(), "tcp://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs := []*forwardtest.Receiver{first}
-		for i := 2; i <= n; i++ {
-			r, err := forwardtest.Start(append(opts, forwardtest.WithAddr(fmt.Sprintf("127.0.0.%d:%s", i, port)), forwardtest.WithLogf(nil))...)
-			if err != nil {
-				break // the port is taken there: another try
-			}
-			rs = append(rs, r)
-		}
-		if len(rs) == n {
-			t.Cleanup(func() {
-				for _, r := range rs {
-					_ = r.Close()
-				}
-			})
-			return port, rs
-		}
-		for _, r := range rs {
-			_ = r.Close()
-		}
-	}
-	t.Fatal("no port free on every loopback address")
-	return "", nil
-}
-
-// fleetIPs returns the loopback addresses of the first n receivers of loopbackFleet.
+// fleetIPs returns the loopback addresses of the first n receivers of forwardtest.NewFleet.
 func fleetIPs(n int) []string {
 	ips := make([]string, n)
 	for i := range ips {
@@ -115,15 +78,17 @@ func connsTo(core *Core, target string) int {
 	n := 0
 	for _, st := range core.sink.streams {
 		for _, snd := range st.senders {
-			if i := snd.fwd.server.Load(); i >= 0 {
-				if tg, _ := snd.fwd.bal.Target(int(i)); tg == target {
-					n++
-				}
+			if snd.fwd.Target() == target {
+				n++
 			}
 		}
 	}
 	return n
 }
+
+// sendingOn returns how many connections the info stream of core sends on: 1 while a
+// name's first lookup is under way, then one per server it found (Info.Connections 0).
+func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].sending()) }
 
 // received is the entries of every receiver.
 func received(rs ...*forwardtest.Receiver) int {
@@ -187,15 +152,13 @@ func TestDefaultConfigSpreadsOverEveryServer(t *testing.T) {
 func TestEveryAddressOfANameIsFollowed(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // last: after the receivers' cleanups
-	port, rs := loopbackFleet(t, 4)
+	port, rs := forwardtest.NewFleet(t, 4)
 	res := &fleetResolver{}
 	res.set("fleet.test", fleetIPs(4)...)
 	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
 	core := NewWithClock(Config{Addr: "tcp://fleet.test:" + port, Resolver: res, Registerer: prometheus.NewRegistry()}, clock)
 	t.Cleanup(func() { _ = core.Close() })
-	if n := len(core.sink.streams[infoStream].senders); n != 4 {
-		t.Fatalf("info connections %d, want 4 (one per address)", n)
-	}
+	testkit.WaitUntil(t, "the first lookup counts 4 info connections, one per address", func() bool { return sendingOn(core) == 4 })
 	logUntil(t, core, "each address takes entries", func() bool {
 		for _, r := range rs {
 			if r.Len() == 0 {
@@ -267,9 +230,7 @@ func TestSRVWeightsAreFollowed(t *testing.T) {
 	}
 	core := New(Config{Addr: "srv://_fluentd._tcp.fleet.test", Resolver: res, Registerer: prometheus.NewRegistry()})
 	t.Cleanup(func() { _ = core.Close() })
-	if n := len(core.sink.streams[infoStream].senders); n != 4 {
-		t.Fatalf("info connections %d, want 4 (weights 2:1:1)", n)
-	}
+	testkit.WaitUntil(t, "the first lookup counts 4 info connections (weights 2:1:1)", func() bool { return sendingOn(core) == 4 })
 	target := func(r *forwardtest.Receiver) string { return strings.TrimPrefix(r.Addr(), "tcp://") }
 	logUntil(t, core, "connections 2, 1 and 1 by weight", func() bool {
 		return connsTo(core, target(rs[0])) >= 2 && connsTo(core, target(rs[1])) >= 1 && connsTo(core, target(rs[2])) >= 1
@@ -307,57 +268,51 @@ func (hangingResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPA
 	return nil, ctx.Err()
 }
 
-// lateResolver answers as res does once release is closed, and until then only when its
-// context ends.
-type lateResolver struct {
-	release chan struct{}
-	res     *tableResolver
-}
-
-func (r lateResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
-	select {
-	case <-r.release:
-		return r.res.LookupIPAddr(ctx, host)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// New waits for a resolver that does not answer at most lookupTimeout (once, for the info
-// stream); the connections then look the name up through the resolver as they dial, and
-// deliver once it answers.
-func TestNewWaitsForTheFirstLookupAtMostASecond(t *testing.T) {
+// New never waits on a lookup, whatever the resolver does: with one that does not answer
+// (not even when its context ends), New returns at once, for a name and for several; the
+// connections wait for the first lookup, not the caller, and deliver once it answers. With
+// a resolver that never answers, what was logged is counted at Close as not delivered.
+func TestNewNeverWaitsOnALookup(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	r := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(r.Addr(), "tcp://"))
-	late := lateResolver{release: make(chan struct{}), res: newTableResolver()}
-	late.res.set("late.test", "127.0.0.1")
-	start := time.Now()
-	core := New(Config{Addr: "tcp://late.test:" + port, Resolver: late, Registerer: prometheus.NewRegistry()})
-	took := time.Since(start)
-	t.Cleanup(func() { _ = core.Close() })
-	if took > lookupTimeout+time.Second { // slack for a loaded machine
-		t.Fatalf("New took %v with a resolver that never answers; the bound is %v", took, lookupTimeout)
+	blocked := testkit.NewResolver()
+	blocked.Set("late.test", "127.0.0.1")
+	release := blocked.Hold()
+	var several []Server
+	for _, h := range []string{"localhost", "a.invalid", "b.invalid", "c.invalid"} {
+		several = append(several, Server{Addr: "tcp://" + h + ":" + port})
 	}
-	close(late.release)
-	zap.New(core).Info("once the resolver answers")
-	if err := core.Sync(); err != nil {
+	var cores []*Core
+	for _, cfg := range []Config{{Addr: "tcp://late.test:" + port}, {Servers: several, CloseTimeout: time.Second}} {
+		cfg.Resolver, cfg.Registerer = blocked, prometheus.NewRegistry()
+		start := time.Now()
+		core := New(cfg)
+		took := time.Since(start)
+		t.Cleanup(func() { _ = core.Close() })
+		t.Cleanup(release) // first: Close waits for the lookup under way
+		if took > 100*time.Millisecond {
+			t.Fatalf("New took %v with a resolver that does not answer (servers %v)", took, cfg.Servers)
+		}
+		cores = append(cores, core)
+	}
+	zap.New(cores[0]).Info("once the resolver answers")
+	release()
+	if err := cores[0].Sync(); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitUntil(t, "the entry sent to the address the resolver gave", func() bool { return r.Len() == 1 })
 
-	// Several names are looked up at once, under one deadline: New still waits at most
-	// lookupTimeout, not one per name.
-	var servers []Server
-	for _, h := range []string{"localhost", "a.invalid", "b.invalid", "c.invalid"} {
-		servers = append(servers, Server{Addr: "tcp://" + h + ":" + port})
+	never := New(Config{Addr: "tcp://never.test:" + port, Resolver: hangingResolver{}, Registerer: prometheus.NewRegistry(), CloseTimeout: 200 * time.Millisecond, ErrFallback: io.Discard})
+	logger := zap.New(never)
+	for i := range 10 {
+		logger.Info("never delivered", zap.Int("i", i))
 	}
-	start = time.Now()
-	several := New(Config{Servers: servers, Resolver: hangingResolver{}, Registerer: prometheus.NewRegistry(), CloseTimeout: time.Second})
-	took = time.Since(start)
-	t.Cleanup(func() { _ = several.Close() })
-	if took > lookupTimeout+time.Second {
-		t.Fatalf("New took %v with four names and a resolver that never answers; the bound is %v, for all of them", took, lookupTimeout)
+	_ = never.Close()
+	st := never.Stats()
+	identityHolds(t, st)
+	if st.Info.Entries != 10 || st.Info.Delivered != 0 || st.Info.DroppedTotal() != 10 {
+		t.Fatalf("info: %d entries, %d delivered, dropped %v; want the 10 counted as not delivered", st.Info.Entries, st.Info.Delivered, st.Info.Dropped)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -176,13 +177,13 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 				cfg.SharedKey, cfg.SelfHostname = NewSecret("k"), "client.test"
 			}
 			f := newForwarder(settingsFor(cfg).connFor(infoStream))
-			defer f.close()
+			defer f.Close()
 			entries := testkit.Entries(1, "x")
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			_, _, err := f.send(context.Background(), "t", entries, 1)
+			_, _, err := f.Send(context.Background(), "t", entries, 1)
 			d := time.Since(start)
 			runtime.ReadMemStats(&after)
 			if err == nil || !slices.ContainsFunc(strings.Split(tc.want, "|"), func(w string) bool { return strings.Contains(err.Error(), w) }) {
@@ -197,35 +198,6 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 				t.Errorf("send allocated %d bytes", alloc)
 			}
 		})
-	}
-}
-
-// A receiver that sends what nobody asked for (no acks requested) loses the connection:
-// the client reads at most 512 bytes of it and never blocks on it.
-func TestUnaskedBytesEndTheConnection(t *testing.T) {
-	addr := hostileServer(t, func(c net.Conn) { flood(c, nil, 0) })
-	f := newForwarder(settingsFor(Config{Addr: addr, WriteTimeout: time.Second}).connFor(infoStream))
-	defer f.close()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1)
-	if err != nil && !strings.Contains(err.Error(), "did not ask for") {
-		t.Fatalf("send: %v", err)
-	}
-	if f.conn != nil {
-		select {
-		case <-f.conn.dead:
-			if !strings.Contains(f.conn.err.Error(), "did not ask for") {
-				t.Fatalf("reader ended with %v", f.conn.err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the reader kept a connection that sends unasked bytes")
-		}
-	}
-	runtime.ReadMemStats(&after)
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<10 {
-		t.Errorf("allocated %d bytes", alloc)
 	}
 }
 
@@ -332,8 +304,8 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 			if err := core.Sync(); err != nil {
 				said.WriteString(err.Error() + "\n")
 			}
-			for _, f := range []*forwarder{sinkOf(core).streams[infoStream].senders[0].fwd, sinkOf(core).streams[errStream].senders[0].fwd} {
-				if err := f.lastError(); err != nil {
+			for _, f := range []*forward.Forwarder{sinkOf(core).streams[infoStream].senders[0].fwd, sinkOf(core).streams[errStream].senders[0].fwd} {
+				if err := f.Status().LastError(); err != nil {
 					said.WriteString(err.Error() + "\n")
 				}
 			}

@@ -12,62 +12,12 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 )
-
-// tableResolver knows names that the system's DNS does not: A records and SRV records from
-// tables the test sets. It counts the lookups of each name.
-type tableResolver struct {
-	mu      sync.Mutex
-	ips     map[string][]string
-	srv     map[string][]*net.SRV
-	lookups map[string]int
-}
-
-func newTableResolver() *tableResolver {
-	return &tableResolver{ips: map[string][]string{}, srv: map[string][]*net.SRV{}, lookups: map[string]int{}}
-}
-
-func (r *tableResolver) set(host string, ips ...string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ips[host] = ips
-}
-
-func (r *tableResolver) looked(host string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lookups[host]
-}
-
-func (r *tableResolver) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lookups[host]++
-	ips, ok := r.ips[host]
-	if !ok {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-	}
-	out := make([]net.IPAddr, len(ips))
-	for i, ip := range ips {
-		out[i] = net.IPAddr{IP: net.ParseIP(ip)}
-	}
-	return out, nil
-}
-
-func (r *tableResolver) LookupSRV(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lookups[name]++
-	recs, ok := r.srv[name]
-	if !ok {
-		return "", nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
-	}
-	return name, recs, nil
-}
 
 // dialLog records the addresses every connection of a core hands its transport.
 type dialLog struct {
@@ -75,20 +25,13 @@ type dialLog struct {
 	addrs []string
 }
 
-// attach has every forwarder of core dial through l. Race-free: a sender reads dialRaw
-// only once it has a batch, and the caller logs nothing before this.
-func (l *dialLog) attach(core *Core) {
-	for _, st := range core.sink.streams {
-		for _, snd := range st.senders {
-			snd.fwd.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
-				l.mu.Lock()
-				l.addrs = append(l.addrs, address)
-				l.mu.Unlock()
-				var d net.Dialer
-				return d.DialContext(ctx, network, address)
-			}
-		}
-	}
+// dial records address and dials it: the transport of a core made by newWith.
+func (l *dialLog) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	l.mu.Lock()
+	l.addrs = append(l.addrs, address)
+	l.mu.Unlock()
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
 }
 
 // names returns the addresses dialed whose host is not an IP address.
@@ -140,12 +83,11 @@ func TestAOneAddressNameIsDialledAtTheResolversAddress(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
 			t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // last: after the receiver's cleanup
 			r := forwardtest.NewReceiver(t, append(tc.opts, forwardtest.WithLogf(nil))...)
-			res := newTableResolver()
-			res.set("single.test", "127.0.0.1")
-			core := New(Config{Addr: tc.scheme + "://single.test:" + portOf(t, r), TLS: tc.tls, Resolver: res, Registerer: prometheus.NewRegistry()})
-			t.Cleanup(func() { _ = core.Close() })
+			res := testkit.NewResolver()
+			res.Set("single.test", "127.0.0.1")
 			var dials dialLog
-			dials.attach(core)
+			core := newWith(Config{Addr: tc.scheme + "://single.test:" + portOf(t, r), TLS: tc.tls, Resolver: res, Registerer: prometheus.NewRegistry()}, nil, dials.dial)
+			t.Cleanup(func() { _ = core.Close() })
 			logger := zap.New(core)
 			for i := range 10 {
 				logger.Info("one address", zap.Int("i", i))
@@ -158,7 +100,7 @@ func TestAOneAddressNameIsDialledAtTheResolversAddress(t *testing.T) {
 			if err := core.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if n := res.looked("single.test"); n == 0 {
+			if n := res.Looked("single.test"); n == 0 {
 				t.Error("the Resolver was never asked for single.test")
 			}
 			if dials.count() == 0 {
@@ -177,17 +119,14 @@ func TestAOneAddressNameIsDialledAtTheResolversAddress(t *testing.T) {
 func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // last: after the receivers' cleanups
-	port, rs := loopbackFleet(t, 2)
-	res := newTableResolver()
-	res.set("pair.test", fleetIPs(2)...)
+	port, rs := forwardtest.NewFleet(t, 2)
+	res := testkit.NewResolver()
+	res.Set("pair.test", fleetIPs(2)...)
 	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
-	core := NewWithClock(Config{Addr: "tcp://pair.test:" + port, Resolver: res, Registerer: prometheus.NewRegistry(), CloseTimeout: 5 * time.Second}, clock)
-	t.Cleanup(func() { _ = core.Close() })
 	var dials dialLog
-	dials.attach(core)
-	if n := len(core.sink.streams[infoStream].senders); n != 2 {
-		t.Fatalf("info connections %d, want 2 (one per address)", n)
-	}
+	core := newWith(Config{Addr: "tcp://pair.test:" + port, Resolver: res, Registerer: prometheus.NewRegistry(), CloseTimeout: 5 * time.Second}, clock, dials.dial)
+	t.Cleanup(func() { _ = core.Close() })
+	testkit.WaitUntil(t, "the first lookup counts 2 info connections, one per address", func() bool { return sendingOn(core) == 2 })
 	stays := "127.0.0.1:" + port
 	logUntil(t, core, "each address takes entries", func() bool {
 		return rs[0].Len() > 0 && rs[1].Len() > 0 && core.Stats().Info.Servers[0].Connections == 2
@@ -195,16 +134,14 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 
 	// The connections on the address that stays, and how often each has connected.
 	type onStays struct {
-		f        *forwarder
+		f        *forward.Forwarder
 		connects uint64
 	}
 	var kept []onStays
 	for _, st := range core.sink.streams {
 		for _, snd := range st.senders {
-			if i := snd.fwd.server.Load(); i >= 0 {
-				if tg, _ := snd.fwd.bal.Target(int(i)); tg == stays {
-					kept = append(kept, onStays{snd.fwd, snd.fwd.connects.Load()})
-				}
+			if snd.fwd.Target() == stays {
+				kept = append(kept, onStays{snd.fwd, snd.fwd.Status().Connects()})
 			}
 		}
 	}
@@ -213,15 +150,15 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	}
 	before := core.Stats()
 
-	res.set("pair.test", "127.0.0.1")
+	res.Set("pair.test", "127.0.0.1")
 	clock.add(DefaultResolveInterval)
-	all := len(core.sink.streams[infoStream].senders) + len(core.sink.streams[errStream].senders)
+	all := sendingOn(core) + len(core.sink.streams[errStream].senders)
 	last := rs[0].Len()
 	logUntil(t, core, "every connection on the address that stays, taking entries", func() bool {
 		return connsTo(core, stays) == all && rs[0].Len() > last
 	})
 	for _, k := range kept {
-		if n := k.f.connects.Load(); n != k.connects {
+		if n := k.f.Status().Connects(); n != k.connects {
 			t.Errorf("a connection on the address that stayed reconnected (%d connects, was %d)", n, k.connects)
 		}
 	}
@@ -260,18 +197,17 @@ func TestEverySRVTargetIsLookedUpThroughTheResolver(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	primary := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
 	standby := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
-	res := newTableResolver()
-	res.set("primary.test", "127.0.0.1")
-	res.set("standby.test", "127.0.0.1")
+	res := testkit.NewResolver()
+	res.Set("primary.test", "127.0.0.1")
+	res.Set("standby.test", "127.0.0.1")
 	for i, r := range []*forwardtest.Receiver{primary, standby} {
 		p, _ := strconv.Atoi(portOf(t, r))
 		target := []string{"primary.test.", "standby.test."}[i]
-		res.srv["_fluentd._tcp.srv.test"] = append(res.srv["_fluentd._tcp.srv.test"], &net.SRV{Target: target, Port: uint16(p), Priority: uint16(10 * (i + 1)), Weight: 1})
+		res.AddSRV("_fluentd._tcp.srv.test", &net.SRV{Target: target, Port: uint16(p), Priority: uint16(10 * (i + 1)), Weight: 1})
 	}
-	core := New(Config{Addr: "srv://_fluentd._tcp.srv.test", Resolver: res, Registerer: prometheus.NewRegistry(), RetryMax: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = core.Close() })
 	var dials dialLog
-	dials.attach(core)
+	core := newWith(Config{Addr: "srv://_fluentd._tcp.srv.test", Resolver: res, Registerer: prometheus.NewRegistry(), RetryMax: 200 * time.Millisecond}, nil, dials.dial)
+	t.Cleanup(func() { _ = core.Close() })
 	logUntil(t, core, "the regular target takes entries", func() bool { return primary.Len() > 0 })
 	if err := primary.Close(); err != nil {
 		t.Fatal(err)
@@ -281,7 +217,7 @@ func TestEverySRVTargetIsLookedUpThroughTheResolver(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	for _, host := range []string{"primary.test", "standby.test"} {
-		if res.looked(host) == 0 {
+		if res.Looked(host) == 0 {
 			t.Errorf("the Resolver was never asked for %s", host)
 		}
 	}
@@ -293,5 +229,5 @@ func TestEverySRVTargetIsLookedUpThroughTheResolver(t *testing.T) {
 // The default resolver, and the tests', are SRVResolvers.
 var (
 	_ SRVResolver = net.DefaultResolver
-	_ SRVResolver = (*tableResolver)(nil)
+	_ SRVResolver = (*testkit.Resolver)(nil)
 )

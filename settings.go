@@ -88,6 +88,7 @@ type connSettings struct {
 	resolver                              dial.Resolver // looks the servers' names up
 	resolveInterval                       time.Duration // between lookups
 	spreadMost                            int           // the most connections a stream opens by default, one per server
+	dial                                  dial.Func     // opens a transport: given an address, never a name
 }
 
 // streamSettings is what a stream needs besides its tag, budget, policy and forwarders: the
@@ -187,10 +188,12 @@ func resolveAcks(info, err Acks, requireAck bool, endpoints []dial.Endpoint) [nu
 	return acks
 }
 
-// resolveConnection sets where and how a forwarder connects: the secrets and TLS files
-// read, the servers parsed, the compression, and the handshake's credentials. A problem
-// with the secrets or the servers also becomes addrErr (resolveSecrets, resolveServers).
+// resolveConnection sets where and how a forwarder connects: the transport's dialer (TCP
+// with keepalives), the secrets and TLS files read, the servers parsed, the compression,
+// and the handshake's credentials. A problem with the secrets or the servers also becomes
+// addrErr (resolveSecrets, resolveServers).
 func (c *connSettings) resolveConnection(cfg Config, errs *[]error) {
+	c.dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
 	c.resolveSecrets(&cfg, errs)
 	for _, f := range []struct {
 		name   string

@@ -111,3 +111,35 @@ func cfgSecret(c *wire.Credentials, key bool) string {
 	}
 	return c.Password
 }
+
+// Which streams ask for acks: the err stream unless Err.Acks is AcksOff, the info stream
+// with RequireAck or Info.Acks, Info.Acks winning.
+func TestAcksPerStream(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		cfg             Config
+		infoAck, errAck bool
+	}{
+		{"default", Config{}, false, true},
+		{"RequireAck", Config{RequireAck: true}, true, true},
+		{"Err.Acks off", Config{Err: StreamConfig{Acks: AcksOff}}, false, false},
+		{"RequireAck, Info.Acks off", Config{RequireAck: true, Info: StreamConfig{Acks: AcksOff}}, false, true},
+		{"Info.Acks on", Config{Info: StreamConfig{Acks: AcksOn}}, true, true},
+		{"RequireAck, Err.Acks off", Config{RequireAck: true, Err: StreamConfig{Acks: AcksOff}}, true, false},
+		{"unix socket", Config{Addr: "unix:///run/fluentd.sock"}, false, false},
+		{"unix socket, Err.Acks on", Config{Addr: "unix:///run/fluentd.sock", Err: StreamConfig{Acks: AcksOn}}, false, true},
+		{"unix socket, RequireAck", Config{Addr: "unix:///run/fluentd.sock", RequireAck: true}, true, false},
+		{"a unix socket and a tcp server", Config{Servers: []Server{{Addr: "unix:///run/fluentd.sock"}, {Addr: "tcp://127.0.0.1:24224"}}}, false, true},
+	} {
+		s := settingsFor(tc.cfg)
+		if got := s.connFor(infoStream).requireAck; got != tc.infoAck {
+			t.Errorf("%s: info asks for acks %v, want %v", tc.name, got, tc.infoAck)
+		}
+		if got := s.connFor(errStream).requireAck; got != tc.errAck {
+			t.Errorf("%s: err asks for acks %v, want %v", tc.name, got, tc.errAck)
+		}
+	}
+	if err := (Config{Err: StreamConfig{Acks: 7}}).Validate(); err == nil || !strings.Contains(err.Error(), "Err.Acks") {
+		t.Errorf("Validate of Err.Acks 7: %v", err)
+	}
+}

@@ -1,9 +1,11 @@
 package fluentcore
 
 import (
-	"context"
+	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math/bits"
 	"net"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap"
 )
 
@@ -86,6 +89,49 @@ func (s *errIDs) missing(logged []int) int {
 	return n
 }
 
+// tagRouter listens for a core's connections and joins each to its stream's receiver, told
+// by the tag of its first frame: err frames to errAddr, the others to infoAddr. A receiver
+// that refuses or closes closes the core's connection with it. It returns its address.
+func tagRouter(t *testing.T, infoAddr, errAddr string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	route := func(c net.Conn) {
+		defer c.Close()
+		in := bufio.NewReader(c)
+		head, err := in.Peek(16) // the frame's array header, its tag, its payload's header
+		if err != nil {
+			return
+		}
+		to := infoAddr
+		if bytes.Contains(head, []byte(".err")) {
+			to = errAddr
+		}
+		out, err := net.Dial("tcp", to)
+		if err != nil {
+			return
+		}
+		defer out.Close()
+		go func() {
+			_, _ = io.Copy(c, out) // the acks
+			_ = c.Close()
+		}()
+		_, _ = io.Copy(out, in)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go route(c)
+		}
+	}()
+	return "tcp://" + ln.Addr().String()
+}
+
 // TestSoak logs at full rate from several goroutines while the receivers restart every
 // few seconds, sampling RSS and goroutines each second: both must stay flat, the
 // accounting identity must hold, and no err entry may be lost. It runs only with -soak
@@ -94,8 +140,8 @@ func (s *errIDs) missing(logged []int) int {
 // Degrade is off, so that the info stream sends at full rate and drops only when its
 // buffers are full. The info stream goes to a count-only receiver (it only counts: storing a minute of
 // full-rate entries would measure the receiver, not the client); the err stream goes to
-// receivers that decode every entry, so each err id is checked. The err sender is pointed
-// at them through the forwarder's dial hook.
+// receivers that decode every entry, so each err id is checked. The core sends to a router
+// that joins each connection to its stream's receiver (tagRouter).
 func TestSoak(t *testing.T) {
 	if *soakFor <= 0 {
 		t.Skip("a soak: run with -soak=DURATION (make soak)")
@@ -107,7 +153,7 @@ func TestSoak(t *testing.T) {
 		downFor      = 200 * time.Millisecond
 	)
 	infoRecv := forwardtest.NewReceiver(t, forwardtest.CountOnly(), forwardtest.WithLogf(nil))
-	errAddr := freePort(t)
+	errAddr := testkit.FreePort(t)
 	startErr := func() *forwardtest.Receiver {
 		r, err := forwardtest.Start(forwardtest.WithAddr(errAddr))
 		if err != nil {
@@ -132,7 +178,7 @@ func TestSoak(t *testing.T) {
 
 	fb := new(fallbackLog)
 	cfg := Config{
-		Addr: infoRecv.Addr(), Tag: "soak", RequireAck: true, AckTimeout: 2 * time.Second,
+		Addr: tagRouter(t, strings.TrimPrefix(infoRecv.Addr(), "tcp://"), errAddr), Tag: "soak", RequireAck: true, AckTimeout: 2 * time.Second,
 		SpillDir: t.TempDir(), SpillAfter: time.Second, ErrFallback: fb, OnEvent: (&eventLog{}).add,
 		RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, CloseTimeout: 30 * time.Second,
 		// Degrading would drop most info entries in Check; the soak wants the send path
@@ -140,11 +186,6 @@ func TestSoak(t *testing.T) {
 		Degrade: DegradeConfig{Policy: DegradeOff},
 	}
 	core := New(cfg)
-	// Race-free: the sender reads dialRaw only once it has a batch, sealed after this.
-	sinkOf(core).streams[errStream].senders[0].fwd.dialRaw = func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, errAddr)
-	}
 	logger := zap.New(core)
 
 	var stop atomic.Bool

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
@@ -138,7 +139,7 @@ type stream struct {
 // newStream makes stream id with budget bytes of batches, sending on fwds: its entries
 // without a logger tag go under its own tag in tags (index 0), and its send times to
 // sendDuration.
-func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, sendDuration prometheus.Observer, fwds ...*forwarder) *stream {
+func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	// Up to tagShards more shards for the logger tags, while open batches stay at most half
@@ -170,11 +171,7 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 	st.ring = ring.New(nb, s.batchBytes, len(fwds), ring.Hooks{Finished: st.finished, Merged: st.unclaim})
 	st.recent.start(s.clock.Now())
 	for _, f := range fwds {
-		// The connections hold at most all but rshards of the batches in flight together:
-		// that many stay out of flight, for the writers to fill and the senders to take next
-		// (the logger tags' shards are not counted: a core without tags keeps its window).
-		f.setMaxInflight(min(f.s.maxInflight, (nb-rshards)/len(fwds)))
-		st.senders = append(st.senders, &sender{fwd: f, bo: f.s.newBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb)})
+		st.senders = append(st.senders, &sender{fwd: f, bo: f.NewBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb)})
 	}
 	for i := range st.shards {
 		sh := &st.shards[i]
@@ -320,10 +317,14 @@ func (s *stream) lost(ent *zapcore.Entry, tag uint16) {
 	}
 }
 
+// sending returns the senders that send: the first forward.Forwarder.Sending of them (the
+// others never start, and hold nothing).
+func (s *stream) sending() []*sender { return s.senders[:s.senders[0].fwd.Sending()] }
+
 // failing reports whether every connection of the stream is failing: nothing drains.
 func (s *stream) failing() bool {
-	for _, snd := range s.senders {
-		if !snd.fwd.failing() {
+	for _, snd := range s.sending() {
+		if !snd.fwd.Status().Failing() {
 			return false
 		}
 	}
@@ -333,9 +334,9 @@ func (s *stream) failing() bool {
 // disconnectedFor is how long the stream has had no working connection at now; 0 if it has
 // one.
 func (s *stream) disconnectedFor(now time.Time) time.Duration {
-	d := s.senders[0].fwd.disconnectedFor(now)
-	for _, snd := range s.senders[1:] {
-		d = min(d, snd.fwd.disconnectedFor(now))
+	d := s.senders[0].fwd.Status().DisconnectedFor(now)
+	for _, snd := range s.sending()[1:] {
+		d = min(d, snd.fwd.Status().DisconnectedFor(now))
 	}
 	return d
 }
@@ -343,7 +344,7 @@ func (s *stream) disconnectedFor(now time.Time) time.Duration {
 // lastError is the last send error of a connection, if one has one.
 func (s *stream) lastError() error {
 	for _, snd := range s.senders {
-		if err := snd.fwd.lastError(); err != nil {
+		if err := snd.fwd.Status().LastError(); err != nil {
 			return err
 		}
 	}
@@ -370,8 +371,8 @@ func (s *stream) stats() StreamStats {
 	}
 	var busy int64 // when the oldest send under way began
 	for _, snd := range s.senders {
-		st.HandshakeFailures += snd.fwd.handshakeFailures.Load()
-		if at := snd.fwd.busySince(); at != 0 && (busy == 0 || at < busy) {
+		st.HandshakeFailures += snd.fwd.Status().HandshakeFailures()
+		if at := snd.fwd.Status().BusySince(); at != 0 && (busy == 0 || at < busy) {
 			busy = at
 		}
 	}
@@ -479,7 +480,7 @@ func (s *stream) rollRecent(now time.Time) {
 
 // serverStats sums the senders' connections, frames in flight and deliveries by server.
 func (s *stream) serverStats() []ServerStats {
-	eps := s.senders[0].fwd.s.endpoints
+	eps := s.senders[0].fwd.Servers()
 	rows := make([]ServerStats, 0, len(eps))
 	row := make([]int, len(eps)) // endpoint -> its address's row
 	for i, ep := range eps {
@@ -491,13 +492,14 @@ func (s *stream) serverStats() []ServerStats {
 		row[i] = r
 	}
 	for _, snd := range s.senders {
-		if i := snd.fwd.server.Load(); i >= 0 {
+		fs := snd.fwd.Status()
+		if i := fs.Server(); i >= 0 {
 			rows[row[i]].Connections++
-			rows[row[i]].FramesInFlight += snd.fwd.loadInFlight()
+			rows[row[i]].FramesInFlight += fs.FramesInFlight()
 		}
-		for i := range snd.fwd.deliveredTo {
-			rows[row[i]].Delivered += snd.fwd.deliveredTo[i].Load()
-			if at := snd.fwd.lastTaken[i].Load(); at != 0 {
+		for i := range eps {
+			rows[row[i]].Delivered += fs.Delivered(i)
+			if at := fs.LastTaken(i); at != 0 {
 				if t := time.Unix(0, at); t.After(rows[row[i]].LastDelivery) {
 					rows[row[i]].LastDelivery = t
 				}

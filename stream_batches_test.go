@@ -174,7 +174,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 func usageStream(t *testing.T) *stream {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
-	t.Cleanup(st.senders[0].fwd.close)
+	t.Cleanup(st.senders[0].fwd.Close)
 	if len(st.shards) < 3 {
 		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
 	}
@@ -257,7 +257,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 		if n == 1 && st.ring.LastSealed() != sealed+1 {
 			t.Fatalf("the reserve was not sealed when its shard moved on (%d sealed, was %d)", st.ring.LastSealed(), sealed)
 		}
-		st.senders[0].fwd.close()
+		st.senders[0].fwd.Close()
 	}
 }
 
@@ -268,7 +268,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
-	defer st.senders[0].fwd.close()
+	defer st.senders[0].fwd.Close()
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 	log := func(msg string, pad int) {
@@ -313,7 +313,7 @@ func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
 	// A policy that keeps no entry whole: the floor alone decides.
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
-	defer st.senders[0].fwd.close()
+	defer st.senders[0].fwd.Close()
 	flood := st.tags.lookup("flood")
 	rare := flood
 	for i := 0; rare == flood || st.homeShard(rare.idx) != st.homeShard(flood.idx); i++ {

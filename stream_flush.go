@@ -59,7 +59,7 @@ func (s *stream) sealAfterSend() {
 // may be on the way then).
 func (s *stream) fewInFlight() bool {
 	for _, snd := range s.senders {
-		if snd.fwd.loadInFlight() > 1 {
+		if snd.fwd.Status().FramesInFlight() > 1 {
 			return false
 		}
 	}

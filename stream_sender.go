@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/ring"
 )
 
 // sender is one of a stream's connections and the goroutine that sends on it.
 type sender struct {
-	fwd *forwarder
+	fwd *forward.Forwarder
 	bo  backoff.BackOff
 	// out holds the batches the sender has taken and not written on its connection, oldest
 	// first: the one it is sending, and those whose frames a failed connection lost. spare
@@ -40,6 +41,12 @@ type sender struct {
 // first replays whatever the spill holds — also what a previous process left there — and
 // sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, snd *sender) {
+	// The connections hold at most all but randShards of the batches in flight together:
+	// that many stay out of flight, for the writers to fill and the senders to take next
+	// (the logger tags' shards are not counted: a core without tags keeps its window).
+	if !snd.fwd.Start(ctx, len(s.ring.Batches())-s.randShards) {
+		return // a connection past the stream's count, or Close before the first lookup ended
+	}
 	wake, spillKick, evacuate := s.policy.signals()
 	for {
 		if s.policy.replaying() {
@@ -59,21 +66,21 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 			}
 			continue
 		}
-		acks, dead, due := snd.fwd.ackEvents() // nil while no frame is in flight
+		acks, dead, due := snd.fwd.AckEvents() // nil while no frame is in flight
 		_, stuck, _ := s.stuckSpill(snd)
 		select {
 		case b := <-s.ring.Queue():
 			snd.out = append(snd.out, b)
 		case tok := <-acks:
-			fl, err := snd.fwd.onAck(tok)
+			fl, err := snd.fwd.OnAck(tok)
 			if s.acked(snd, fl, err) {
 				s.sealAfterSend() // a flush owed while acks lagged
 			}
 		case <-dead:
-			fl, err := snd.fwd.onDead()
+			fl, err := snd.fwd.OnDead()
 			s.acked(snd, fl, err)
 		case <-due:
-			s.acked(snd, flight{}, snd.fwd.onDue())
+			s.acked(snd, forward.Flight{}, snd.fwd.OnDue())
 		case <-wake:
 			if s.fewInFlight() {
 				s.flush()
@@ -202,7 +209,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 			if !s.pollAcks(snd) {
 				return false
 			}
-			if !snd.fwd.full() {
+			if !snd.fwd.Full() {
 				if spilled, _, _ := s.stuckSpill(snd); spilled {
 					return true
 				}
@@ -218,11 +225,11 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 		}
 		tag, entries, n := b.Frame(i)
 		var chunk string
-		if snd.fwd.s.requireAck {
+		if snd.fwd.RequireAck() {
 			chunk = b.Token(i)
 		}
 		start = s.clock.Now()
-		size, fresh, err := snd.fwd.post(ctx, s.tagOf(tag), entries, n, chunk, b)
+		size, fresh, err := snd.fwd.Post(ctx, s.tagOf(tag), entries, n, chunk, b)
 		if !s.countSend(snd, fresh, size, err) {
 			if ctx.Err() == nil {
 				snd.failed(start)
@@ -235,7 +242,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 			s.countDelivered(tag, entries, n)
 		}
 	}
-	if !snd.fwd.s.requireAck || b.AllSent() {
+	if !snd.fwd.RequireAck() || b.AllSent() {
 		s.observeSend(start)
 		s.ring.Finish(b)
 		snd.recovered()
@@ -247,17 +254,17 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 // frames in flight. It reports false if the connection failed.
 func (s *stream) pollAcks(snd *sender) bool {
 	for {
-		acks, dead, _ := snd.fwd.ackEvents()
+		acks, dead, _ := snd.fwd.AckEvents()
 		if acks == nil {
 			return true // no connection
 		}
-		var fl flight
+		var fl forward.Flight
 		var err error
 		select {
 		case tok := <-acks:
-			fl, err = snd.fwd.onAck(tok)
+			fl, err = snd.fwd.OnAck(tok)
 		case <-dead:
-			fl, err = snd.fwd.onDead()
+			fl, err = snd.fwd.OnDead()
 		default:
 			return true
 		}
@@ -270,29 +277,29 @@ func (s *stream) pollAcks(snd *sender) bool {
 // acked handles what the forwarder reported of snd's frames in flight: an ack delivers its
 // batch; an error (the connection failed) puts the frames that were in flight back in
 // snd.out, ahead of the rest. It reports false on an error.
-func (s *stream) acked(snd *sender, fl flight, err error) bool {
+func (s *stream) acked(snd *sender, fl forward.Flight, err error) bool {
 	if err != nil {
 		if !errors.Is(err, context.Canceled) { // Close
 			s.sendErrors.Add(1)
 			// The failure began with the oldest frame that was waiting for its ack.
-			snd.failed(cmp.Or(snd.fwd.oldestLost(), s.clock.Now()))
+			snd.failed(cmp.Or(snd.fwd.Window().OldestLost(), s.clock.Now()))
 		}
 		s.requeue(snd)
 		return false
 	}
-	if b := fl.b; b != nil {
-		s.observeSend(fl.at)
-		if i := b.FrameOf(fl.chunk); i >= 0 && !b.Sent[i] {
+	if b := fl.Batch; b != nil {
+		s.observeSend(fl.At)
+		if i := b.FrameOf(fl.Chunk); i >= 0 && !b.Sent[i] {
 			b.Sent[i] = true
 			s.countDelivered(b.Frame(i))
 		}
 		if b.AllSent() {
 			s.ring.Finish(b)
 		}
-	} else if fl.spilled {
-		s.duplicated.Add(uint64(fl.n)) // in the spill too (stuckSpill): counted there
+	} else if fl.Spilled {
+		s.duplicated.Add(uint64(fl.N)) // in the spill too (stuckSpill): counted there
 	}
-	if fl.chunk != "" {
+	if fl.Chunk != "" {
 		snd.recovered()
 	}
 	return true
@@ -301,7 +308,7 @@ func (s *stream) acked(snd *sender, fl flight, err error) bool {
 // settle waits until every frame snd has in flight is acked, or has failed and is back in
 // snd.out. It reports false if ctx was cancelled first.
 func (s *stream) settle(ctx context.Context, snd *sender) bool {
-	for snd.fwd.inFlight() > 0 {
+	for snd.fwd.Window().InFlight() > 0 {
 		fl, _, err := s.awaitAck(ctx, snd)
 		s.acked(snd, fl, err)
 		if ctx.Err() != nil {
@@ -311,25 +318,25 @@ func (s *stream) settle(ctx context.Context, snd *sender) bool {
 	return true
 }
 
-// awaitAck is snd.fwd.awaitAck with, on the err stream, the care of a stuck connection
+// awaitAck is snd.fwd.AwaitAck with, on the err stream, the care of a stuck connection
 // while it waits: stuckSpill, which its own deadline and the entries written (which may
 // also owe a flush) have it look at again. It reports spilled when
 // the pending batches went to the spill, snd.out with them; once they have, it moves what
 // is sealed to the spill as it comes, until the frames in flight are acked or fail.
-func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled bool, err error) {
+func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl forward.Flight, spilled bool, err error) {
 	if s.errSpill == nil {
-		fl, err = snd.fwd.awaitAck(ctx)
+		fl, err = snd.fwd.AwaitAck(ctx)
 		return fl, false, err
 	}
 	wake, _, _ := s.policy.signals()
 	for {
-		acks, dead, due := snd.fwd.ackEvents()
+		acks, dead, due := snd.fwd.AckEvents()
 		if dead == nil {
-			return flight{}, false, nil // nothing in flight
+			return forward.Flight{}, false, nil // nothing in flight
 		}
 		spilled, stuck, past := s.stuckSpill(snd)
 		if spilled {
-			return flight{}, true, nil
+			return forward.Flight{}, true, nil
 		}
 		var queue <-chan *ring.Batch
 		if past {
@@ -337,11 +344,11 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled 
 		}
 		select {
 		case tok := <-acks:
-			fl, err = snd.fwd.onAck(tok)
+			fl, err = snd.fwd.OnAck(tok)
 		case <-dead:
-			fl, err = snd.fwd.onDead()
+			fl, err = snd.fwd.OnDead()
 		case <-due:
-			err = snd.fwd.onDue()
+			err = snd.fwd.OnDue()
 		case <-stuck:
 		case b := <-queue:
 			s.spillSealed(b)
@@ -352,9 +359,9 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled 
 				s.flushOwed.Store(true) // see fewInFlight
 			}
 		case <-ctx.Done():
-			return flight{}, false, ctx.Err()
+			return forward.Flight{}, false, ctx.Err()
 		}
-		if err != nil || fl.chunk != "" {
+		if err != nil || fl.Chunk != "" {
 			return fl, false, err
 		}
 	}
@@ -365,10 +372,10 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl flight, spilled 
 // flight, some not written). Nothing is allocated: both slices can hold every batch of the
 // stream.
 func (s *stream) requeue(snd *sender) {
-	if !snd.fwd.hasUnacked() {
+	if !snd.fwd.Window().HasUnacked() {
 		return
 	}
-	next := snd.fwd.takeUnacked(snd.spare[:0])
+	next := snd.fwd.Window().TakeUnacked(snd.spare[:0])
 	if len(next) > 0 && len(snd.out) > 0 && next[len(next)-1] == snd.out[0] {
 		next = next[:len(next)-1]
 	}
@@ -378,7 +385,7 @@ func (s *stream) requeue(snd *sender) {
 
 // countSend counts one attempt to write a frame, and reports whether it succeeded.
 func (s *stream) countSend(snd *sender, fresh bool, size int, err error) bool {
-	if fresh && snd.fwd.connects.Load() > 1 {
+	if fresh && snd.fwd.Status().Connects() > 1 {
 		s.reconnects.Add(1)
 	}
 	if err != nil {

@@ -38,7 +38,7 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 	s := settingsFor(Config{Addr: ln.Addr().String()})
 	// A stream whose sender is this test: deliver is what run calls for the batches it takes.
 	st := newTestStream(s, 1<<20, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
-	defer st.senders[0].fwd.close()
+	defer st.senders[0].fwd.Close()
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
 	frame := func() {
 		b := st.ring.Take(nil)

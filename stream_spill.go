@@ -39,7 +39,7 @@ func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
 // (no frame may be in flight), and counts it.
 func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
 	start := s.clock.Now()
-	size, fresh, err := snd.fwd.send(ctx, tag, entries, n)
+	size, fresh, err := snd.fwd.Send(ctx, tag, entries, n)
 	if !s.countSend(snd, fresh, size, err) {
 		return false
 	}
@@ -71,7 +71,7 @@ func (s *stream) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent *zap
 // Frames in flight are not waited for: their connection is closed, and they are spilled
 // with the rest (at least once: they may have arrived).
 func (s *stream) evacuate(snd *sender, done chan struct{}) {
-	snd.fwd.reclaim()
+	snd.fwd.Reclaim()
 	s.requeue(snd)
 	s.flush()
 	s.drainToSpill(snd)
@@ -171,7 +171,7 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 
 // stuckSpill is the err sender's care of a connection stuck in one attempt: a write that
 // has not completed, or the oldest frame in flight not acked, with no frame taken since
-// (forwarder.stuckSince). Once that has lasted SpillAfter, the pending batches go to the
+// (forward.Status.StuckSince). Once that has lasted SpillAfter, the pending batches go to the
 // spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall spills
 // nothing here, as its frames may still be acked (the writers spill their own entries
 // once it has lasted ErrMaxWait and the buffers are full). Before that it returns the
@@ -183,7 +183,7 @@ func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, pa
 	if s.errSpill == nil {
 		return false, nil, false
 	}
-	at := snd.fwd.stuckSince()
+	at := snd.fwd.Status().StuckSince()
 	if at == 0 {
 		return false, nil, false
 	}
@@ -195,7 +195,7 @@ func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, pa
 		}
 		return false, snd.stuckT.C, false
 	}
-	if !snd.fwd.carriesBatches() && len(snd.out) == 0 && s.ring.Idle() {
+	if !snd.fwd.Window().CarriesBatches() && len(snd.out) == 0 && s.ring.Idle() {
 		return false, nil, true
 	}
 	s.spillStuck(snd)
@@ -205,7 +205,7 @@ func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, pa
 // spillStuck moves to the spill, oldest first, the batches of snd's frames in flight (which
 // stay in flight without them: detach), snd.out, and the held and queued batches.
 func (s *stream) spillStuck(snd *sender) {
-	stuck := snd.fwd.detach(snd.spare[:0])
+	stuck := snd.fwd.Window().Detach(snd.spare[:0])
 	if n := len(stuck); n > 0 && len(snd.out) > 0 && stuck[n-1] == snd.out[0] {
 		stuck = stuck[:n-1] // some of its frames in flight, the others not written: spilled with snd.out
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -105,7 +106,7 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 // newTestStream builds an info stream of budget bytes on settings s as newSink builds it,
 // alone: with a tag table of its own and a histogram of send times that no registry
 // collects. The test is its sender, or starts one.
-func newTestStream(s *settings, budget int, policy streamPolicy, fwds ...*forwarder) *stream {
+func newTestStream(s *settings, budget int, policy streamPolicy, fwds ...*forward.Forwarder) *stream {
 	tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	sendDuration := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
 	return newStream(infoStream, tags, budget, s.stream, policy, sendDuration, fwds...)

@@ -223,12 +223,12 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 
 // stuckSince returns since when every connection of the stream has been stuck (unix nanos,
 // the stream's clock): in one attempt — a dial, a write, or the oldest frame waiting for
-// its ack — with no frame taken since (forwarder.stuckSince). 0 while a connection is in no
+// its ack — with no frame taken since (forward.Status.StuckSince). 0 while a connection is in no
 // attempt. Safe for concurrent use.
 func (s *stream) stuckSince() int64 {
 	var since int64
-	for _, snd := range s.senders {
-		at := snd.fwd.stuckSince()
+	for _, snd := range s.sending() {
+		at := snd.fwd.Status().StuckSince()
 		if at == 0 {
 			return 0
 		}

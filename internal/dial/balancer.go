@@ -48,7 +48,8 @@ func (c capped) NextBackOff() time.Duration {
 type Health struct {
 	mu      sync.Mutex
 	servers []health
-	names   names // the lookups of the servers given by host names (resolve.go)
+	names   names         // the lookups of the servers given by host names (resolve.go)
+	looked  chan struct{} // closed once the first lookup has ended, or by Track without a name (Looked)
 }
 
 type health struct {
@@ -69,7 +70,7 @@ type health struct {
 // NewHealth returns the health of n servers, all up; newBackOff gives each server its retry
 // schedule.
 func NewHealth(n int, newBackOff func() backoff.BackOff) *Health {
-	h := &Health{servers: make([]health, n)}
+	h := &Health{servers: make([]health, n), looked: make(chan struct{})}
 	for i := range h.servers {
 		h.servers[i].bo = newBackOff()
 	}

@@ -76,6 +76,7 @@ type names struct {
 	last    time.Time     // when the last one began
 	asked   bool          // a failed connection asked for a lookup
 	running bool
+	ended   bool // the first lookup has ended: Health.looked is closed
 	closed  bool
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -88,7 +89,8 @@ type names struct {
 // are left out until then; a name with one address has it in one slot, as a name with
 // several has each in one. Refresh looks the names up every period (and sooner after a
 // failure, at most every MinLookupGap), each lookup bounded by timeout; Close stops the
-// lookups. It does nothing when eps has no name. Call it once, before h is shared.
+// lookups. Without a name in eps it looks nothing up, and Looked is closed at once. Call it
+// once, before h is shared.
 func (h *Health) Track(eps []Endpoint, r Resolver, period, timeout time.Duration) {
 	h.place(eps)
 	hasName := false
@@ -99,39 +101,18 @@ func (h *Health) Track(eps []Endpoint, r Resolver, period, timeout time.Duration
 		hasName = hasName || ep.Slots > 1
 	}
 	if !hasName {
+		close(h.looked)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.names = names{eps: eps, r: r, period: period, timeout: timeout, ctx: ctx, cancel: cancel}
 }
 
-// Lookup looks every name up now and waits for the answers, at most the timeout Track was
-// given whatever the number of names (they are looked up at once, under one deadline) and
-// whatever the resolver does: for New, which counts the addresses to spread its
-// connections over. A lookup that outlasts the wait goes on in the background. now is when
-// it began.
-func (h *Health) Lookup(now time.Time) {
-	h.mu.Lock()
-	if h.names.r == nil || h.names.closed || h.names.running {
-		h.mu.Unlock()
-		return
-	}
-	h.names.running, h.names.last, h.names.next, h.names.asked = true, now, now.Add(h.names.period), false
-	h.names.wg.Add(1)
-	timeout := h.names.timeout
-	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.lookup()
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
+// Looked returns a channel closed once the first lookup of the names has ended, whatever it
+// found (its timeout bounds it, unless the resolver ignores its context), or at once when
+// Track has no name to look up: until then a name is one server, and a count of the servers
+// (Spread) counts it once.
+func (h *Health) Looked() <-chan struct{} { return h.looked }
 
 // Refresh starts a lookup of the names in the background if one is due at now: the period
 // has passed since the last, or a failed connection to one of the names' addresses asked
@@ -203,6 +184,10 @@ func (h *Health) lookup() {
 		}
 	}
 	nm.running = false
+	if !nm.ended {
+		nm.ended = true
+		close(h.looked)
+	}
 }
 
 // target is one server of a name: the address to dial (an IP address and port; an SRV

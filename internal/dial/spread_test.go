@@ -144,7 +144,8 @@ func TestNameAddressesAreFollowed(t *testing.T) {
 	if got := targetsOf(b); !slices.Equal(got, []string{"", ""}) {
 		t.Fatalf("before the first lookup: %q, want the name and the IP server, dialed as configured", got)
 	}
-	h.Lookup(t0)
+	h.Refresh(t0)
+	<-h.Looked()
 	want := []string{"", "10.0.0.1:24224", "10.0.0.2:24224", "10.0.0.3:24224"}
 	if got := targetsOf(b); !slices.Equal(got, want) {
 		t.Fatalf("after the lookup: %q, want %q (IPv4 only)", got, want)
@@ -310,7 +311,8 @@ func TestSRVTargetsAreServers(t *testing.T) {
 	h := NewHealth(len(servers), constantBackOff(time.Second))
 	h.Track(servers, r, 30*time.Second, time.Second)
 	b := NewBalancer(servers, h)
-	h.Lookup(t0) // nothing yet
+	h.Refresh(t0)
+	<-h.Looked() // nothing yet
 	if got := targetsOf(b); len(got) != 0 {
 		t.Fatalf("before an answer: %q, want no server", got)
 	}
@@ -345,4 +347,62 @@ func TestSRVTargetsAreServers(t *testing.T) {
 	if got["a.logging.svc:24224"] != 2 || got["b.logging.svc:24224"] != 1 || got["c.logging.svc:24225"] != 1 {
 		t.Fatalf("connections by target %v, want a 2, b 1, c 1 and the standby d none", got)
 	}
+}
+
+// gatedResolver answers as its fakeResolver once open is closed, and until then only when
+// its context ends.
+type gatedResolver struct {
+	*fakeResolver
+	open chan struct{}
+}
+
+func (r gatedResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
+	select {
+	case <-r.open:
+		return r.fakeResolver.LookupIPAddr(ctx, host)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Looked is closed at once without a name; with one, once the first lookup has ended,
+// whether it found addresses or failed, and a name counts as one server until then.
+func TestLookedClosesOnceTheFirstLookupEnds(t *testing.T) {
+	ips := Expand(eps(Server{Addr: "10.9.9.9:24224"}), 4)
+	h := NewHealth(len(ips), constantBackOff(time.Second))
+	h.Track(ips, &fakeResolver{addrs: map[string][]string{}}, 30*time.Second, time.Second)
+	select {
+	case <-h.Looked():
+	default:
+		t.Fatal("Looked not closed without a name to look up")
+	}
+
+	servers := Expand(eps(Server{Addr: "fleet.test:24224"}), 4)
+	r := gatedResolver{&fakeResolver{addrs: map[string][]string{}}, make(chan struct{})}
+	r.set("fleet.test", "10.0.0.1", "10.0.0.2")
+	h = NewHealth(len(servers), constantBackOff(time.Second))
+	h.Track(servers, r, 30*time.Second, time.Minute)
+	h.Refresh(t0)
+	select {
+	case <-h.Looked():
+		t.Fatal("Looked closed while the first lookup waits for its answer")
+	case <-time.After(10 * time.Millisecond):
+	}
+	if n := h.Spread(servers, 8); n != 1 {
+		t.Fatalf("Spread before the first lookup = %d, want 1 (the name as one server)", n)
+	}
+	close(r.open)
+	<-h.Looked()
+	if n := h.Spread(servers, 8); n != 2 {
+		t.Fatalf("Spread after the first lookup = %d, want 2", n)
+	}
+	h.Refresh(t0.Add(time.Hour)) // a later lookup leaves Looked as it is
+	h.Close()
+
+	failed := &fakeResolver{addrs: map[string][]string{}} // no such host
+	h = NewHealth(len(servers), constantBackOff(time.Second))
+	h.Track(servers, failed, 30*time.Second, time.Second)
+	h.Refresh(t0)
+	<-h.Looked() // a failed lookup ends too
+	h.Close()
 }

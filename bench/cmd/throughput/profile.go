@@ -26,7 +26,7 @@ type cpuShares struct {
 // The roots of the sink's goroutines. A sample is the sink's if one of these is on its stack.
 var deliveryRoots = []string{
 	"github.com/fluentcore/fluentcore.(*stream).run",
-	"github.com/fluentcore/fluentcore.(*forwarder).readLoop",
+	"github.com/fluentcore/fluentcore/internal/forward.(*conn).readLoop",
 	"github.com/fluentcore/fluentcore.(*sink).clock",
 }
 

@@ -1,4 +1,4 @@
-package fluentcore
+package forward
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"errors"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/dial"
 	"github.com/fluentcore/fluentcore/internal/testkit"
@@ -18,33 +18,33 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// A name's address comes from Config.Resolver, never from the dialer: the transport is
+// A name's address comes from Settings.Resolver, never from the dialer: the transport is
 // handed the address the Resolver gave. When a name with one address moves (its receiver
 // gone from the old address, the name giving a new one), the failed connection asks for a
 // lookup, and the reconnect dials the new address.
 func TestReconnectFollowsANameThatMoves(t *testing.T) {
-	port, rs := loopbackFleet(t, 2)
-	res := newTableResolver()
-	res.set("moving.test", "127.0.0.1")
-	s := settingsFor(Config{Addr: "moving.test:" + port, RequireAck: true, Resolver: res})
-	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
-	s.setClock(clock)
-	f := newForwarder(s.connFor(infoStream))
-	defer f.close()
+	port, rs := forwardtest.NewFleet(t, 2)
+	res := testkit.NewResolver()
+	res.Set("moving.test", "127.0.0.1")
+	s := settingsFor(t, nil, "moving.test:"+port)
+	s.RequireAck, s.Resolver = true, res
+	clock := &steppedClock{now: time.Unix(1_700_000_000, 0)}
+	s.Clock = clock
 	var mu sync.Mutex
 	var dialed []string
-	onDial(f, func(address string) {
+	s.Dial = onDial(s.Dial, func(address string) {
 		mu.Lock()
 		dialed = append(dialed, address)
 		mu.Unlock()
 	})
+	f := newOne(t, s)
 	entries := testkit.Entries(1, "x")
 	ctx := context.Background()
 	send := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			_, _, err := f.send(ctx, "t", entries, 1)
+			_, _, err := f.Send(ctx, "t", entries, 1)
 			if err == nil {
 				return
 			}
@@ -58,7 +58,7 @@ func TestReconnectFollowsANameThatMoves(t *testing.T) {
 	if _, err := rs[0].WaitForEntries(1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	res.set("moving.test", "127.0.0.2")
+	res.Set("moving.test", "127.0.0.2")
 	if err := rs[0].Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,21 +79,22 @@ func TestReconnectFollowsANameThatMoves(t *testing.T) {
 }
 
 func TestDialTimeout(t *testing.T) {
-	f := newForwarder(settingsFor(Config{Addr: "192.0.2.1:24224", DialTimeout: 50 * time.Millisecond}).connFor(infoStream))
-	defer f.close()
-	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+	s := settingsFor(t, nil, "192.0.2.1:24224")
+	s.DialTimeout = 50 * time.Millisecond
+	s.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 		<-ctx.Done() // a peer that never answers
 		return nil, ctx.Err()
 	}
+	f := newOne(t, s)
 	start := time.Now()
-	_, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1)
+	_, _, err := f.Send(context.Background(), "t", testkit.Entries(1, "x"), 1)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("send: %v, want the dial deadline", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("send took %v with a 50ms dial timeout", d)
 	}
-	if f.disconnectedFor(time.Now()) == 0 || f.lastError() == nil {
+	if f.Status().DisconnectedFor(time.Now()) == 0 || f.Status().LastError() == nil || !f.Status().Failing() {
 		t.Fatal("failure not recorded")
 	}
 }
@@ -102,13 +103,14 @@ func TestDialTimeout(t *testing.T) {
 // the next attempt goes through.
 func TestWriteTimeout(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	f := newForwarder(settingsFor(Config{Addr: r.Addr(), WriteTimeout: 50 * time.Millisecond}).connFor(infoStream))
-	defer f.close()
+	s := settingsFor(t, nil, r.Addr())
+	s.WriteTimeout = 50 * time.Millisecond
+	f := newOne(t, s)
 	entries := testkit.Entries(40_000, "fills the socket buffers quickly") // about 2 MB
 	r.Stall()
 	var err error
 	for i := 0; i < 200 && err == nil; i++ {
-		_, _, err = f.send(context.Background(), "t", entries, 40_000)
+		_, _, err = f.Send(context.Background(), "t", entries, 40_000)
 	}
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("send into a stalled receiver: %v, want a write deadline error", err)
@@ -117,7 +119,7 @@ func TestWriteTimeout(t *testing.T) {
 	// The receiver first drains what was written; attempts may still time out meanwhile.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, _, err := f.send(context.Background(), "t", entries, 40_000)
+		_, _, err := f.Send(context.Background(), "t", entries, 40_000)
 		if err == nil {
 			break
 		}
@@ -130,10 +132,11 @@ func TestWriteTimeout(t *testing.T) {
 // The largest batch, incompressible, still makes a frame fluent-bit accepts: forwardtest
 // enforces its 6144000-byte limit on the frame and on the decompressed entries.
 func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
+	const maxBatchLimit = 6_000_000 // the largest Config.MaxBatchBytes
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	s := settingsFor(Config{Addr: r.Addr(), Compression: "gzip", MaxBatchBytes: maxBatchLimit, RequireAck: true})
-	f := newForwarder(s.connFor(infoStream))
-	defer f.close()
+	s := settingsFor(t, nil, r.Addr())
+	s.Compression, s.RequireAck = wire.Gzip, true
+	f := newOne(t, s)
 
 	noise := make([]byte, maxBatchLimit-64)
 	_, _ = rand.Read(noise)
@@ -148,7 +151,7 @@ func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	size, _, err := f.send(ctx, "big", entries, 1)
+	size, _, err := f.Send(ctx, "big", entries, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,25 +168,26 @@ func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
 // that is up instead of dialing the dead one again (for a server that swallows SYNs, a whole
 // DialTimeout per connection).
 func TestConnectionsShareTheServersHealth(t *testing.T) {
-	dead := freePort(t) // nothing listens there: dials are refused
+	dead := testkit.FreePort(t) // nothing listens there: dials are refused
 	r := forwardtest.NewReceiver(t)
-	up := strings.TrimPrefix(r.Addr(), "tcp://")
-	s := settingsFor(Config{Servers: []Server{{Addr: dead}, {Addr: up}}, RetryMin: time.Hour, RetryMax: time.Hour})
-	fs := newForwarders(s.connFor(infoStream), 3)
+	up := hostPort(r)
+	s := settingsFor(t, nil, dead, up)
+	s.NewBackoff = func() backoff.BackOff { return dial.NewBackOff(time.Hour, time.Hour) }
 	var mu sync.Mutex
 	dials := map[string]int{}
+	s.Dial = onDial(s.Dial, func(address string) {
+		mu.Lock()
+		dials[address]++
+		mu.Unlock()
+	})
+	fs := New(s, 3)
 	for _, f := range fs {
-		defer f.close()
-		onDial(f, func(address string) {
-			mu.Lock()
-			dials[address]++
-			mu.Unlock()
-		})
+		defer f.Close()
 	}
 	// Connections 0 and 2 both start their round robin at the dead server.
 	ctx := context.Background()
-	for _, f := range []*forwarder{fs[0], fs[2]} {
-		if _, _, err := f.send(ctx, "t", testkit.Entries(1, "x"), 1); err != nil {
+	for _, f := range []*Forwarder{fs[0], fs[2]} {
+		if _, _, err := f.Send(ctx, "t", testkit.Entries(1, "x"), 1); err != nil {
 			t.Fatalf("send: %v", err)
 		}
 	}
@@ -201,32 +205,21 @@ func TestConnectionsShareTheServersHealth(t *testing.T) {
 // first, and leaves the next try to the sender's backoff: a connection that arrives just
 // after another found them all down does not dial each one again.
 func TestWhenNoServerIsDueAnAttemptTriesOne(t *testing.T) {
-	var dead []Server
-	for range 2 {
-		dead = append(dead, Server{Addr: freePort(t)}) // nothing listens there: dials are refused
-	}
-	fs := newForwarders(settingsFor(Config{Servers: dead, RetryMin: time.Hour, RetryMax: time.Hour}).connFor(infoStream), 2)
-	dials := make([]int, len(fs))
-	for k, f := range fs {
-		defer f.close()
-		onDial(f, func(string) { dials[k]++ }) // each forwarder is used from this goroutine only
-	}
+	s := settingsFor(t, nil, testkit.FreePort(t), testkit.FreePort(t)) // nothing listens there: dials are refused
+	s.NewBackoff = func() backoff.BackOff { return dial.NewBackOff(time.Hour, time.Hour) }
+	dials := make([]int, 2)
+	var k int // the connection that dials: each is used from this goroutine only, in turn
+	s.Dial = onDial(s.Dial, func(string) { dials[k]++ })
+	fs := New(s, 2)
 	ctx := context.Background()
-	for _, f := range fs {
-		if _, _, err := f.send(ctx, "t", testkit.Entries(1, "x"), 1); err == nil {
+	for i, f := range fs {
+		defer f.Close()
+		k = i
+		if _, _, err := f.Send(ctx, "t", testkit.Entries(1, "x"), 1); err == nil {
 			t.Fatal("send succeeded with every server refusing")
 		}
 	}
 	if dials[0] != 2 || dials[1] != 1 {
 		t.Fatalf("dials per connection = %v, want [2 1]: the first finds both servers down, the second tries one", dials)
-	}
-}
-
-// onDial calls seen with each address f dials, before dialing it.
-func onDial(f *forwarder, seen func(address string)) {
-	real := f.dialRaw
-	f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
-		seen(address)
-		return real(ctx, network, address)
 	}
 }

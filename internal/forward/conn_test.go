@@ -1,11 +1,12 @@
-package fluentcore
+package forward
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
-	"os"
+	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,65 +15,8 @@ import (
 	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
-// Tests of one connection's parts (forward_conn.go): closing it, bounded, when the
-// receiver stopped reading.
-
-// stallConn is a transport whose writes block, as into a receiver that stopped reading
-// with the socket buffers full, while stalled is set: until the write deadline or Close.
-type stallConn struct {
-	net.Conn
-	stalled *atomic.Bool
-	mu      sync.Mutex
-	wdl     time.Time
-	changed chan struct{} // closed and replaced when the deadline changes
-	closed  chan struct{}
-	once    sync.Once
-}
-
-func (c *stallConn) setWriteDeadline(t time.Time) {
-	c.mu.Lock()
-	c.wdl = t
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-}
-
-func (c *stallConn) SetDeadline(t time.Time) error {
-	c.setWriteDeadline(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *stallConn) SetWriteDeadline(t time.Time) error {
-	c.setWriteDeadline(t)
-	return c.Conn.SetWriteDeadline(t)
-}
-
-func (c *stallConn) Write(p []byte) (int, error) {
-	for c.stalled.Load() {
-		c.mu.Lock()
-		dl, changed := c.wdl, c.changed
-		c.mu.Unlock()
-		var expire <-chan time.Time
-		if !dl.IsZero() {
-			t := time.NewTimer(time.Until(dl))
-			defer t.Stop()
-			expire = t.C
-		}
-		select {
-		case <-expire:
-			return 0, &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
-		case <-c.closed:
-			return 0, net.ErrClosed
-		case <-changed:
-		}
-	}
-	return c.Conn.Write(p)
-}
-
-func (c *stallConn) Close() error {
-	c.once.Do(func() { close(c.closed) })
-	return c.Conn.Close()
-}
+// Tests of one connection's parts (conn.go): closing it, bounded, when the receiver
+// stopped reading.
 
 // Failed attempts and Close on a TLS connection are bounded by their own timeouts.
 // crypto/tls closes a connection with a close_notify alert, a write it gives 5 s of its
@@ -98,18 +42,20 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 			if tc.ack {
 				r.SetAckFault(forwardtest.AckWithhold)
 			}
-			f := newForwarder(settingsFor(Config{Addr: r.Addr(), TLS: cert.ClientConfig(), WriteTimeout: timeout, AckTimeout: timeout, RequireAck: tc.ack}).connFor(infoStream))
+			s := settingsFor(t, cert.ClientConfig(), r.Addr())
+			s.WriteTimeout, s.AckTimeout, s.RequireAck = timeout, timeout, tc.ack
 			var stalled atomic.Bool
-			f.dialRaw = func(ctx context.Context, network, address string) (net.Conn, error) {
+			s.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 				var d net.Dialer
 				c, err := d.DialContext(ctx, network, address)
 				if err != nil {
 					return nil, err
 				}
-				return &stallConn{Conn: c, stalled: &stalled, changed: make(chan struct{}), closed: make(chan struct{})}, nil
+				return testkit.NewStallConn(c, &stalled), nil
 			}
+			f := New(s, 1)[0]
 			if !tc.ack {
-				if _, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1); err != nil {
+				if _, _, err := f.Send(context.Background(), "t", testkit.Entries(1, "x"), 1); err != nil {
 					t.Fatal(err) // connected, TLS done
 				}
 			}
@@ -123,17 +69,66 @@ func TestTLSCloseIsBoundedWhenTheReceiverStopsReading(t *testing.T) {
 				}
 			}()
 			start := time.Now()
-			_, _, err := f.send(context.Background(), "t", testkit.Entries(1, "x"), 1)
+			_, _, err := f.Send(context.Background(), "t", testkit.Entries(1, "x"), 1)
 			<-armed
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("send: %v, want %q", err, tc.want)
 			}
 			stalled.Store(true)
-			f.close()
+			f.Close()
 			// Functional bounds with slack, not performance figures: the bug took 5 s more.
 			if d := time.Since(start); d > timeout+2*time.Second {
 				t.Fatalf("send and close took %v; the timeout is %v", d, timeout)
 			}
 		})
+	}
+}
+
+// A receiver that sends what nobody asked for (no acks requested) loses the connection:
+// the client reads at most 512 bytes of it and never blocks on it.
+func TestUnaskedBytesEndTheConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // bytes nobody asked for, as long as the client reads them
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		fill := bytes.Repeat([]byte{'x'}, 4096)
+		for {
+			if _, err := c.Write(fill); err != nil {
+				return
+			}
+		}
+	}()
+	s := settingsFor(t, nil, ln.Addr().String())
+	s.WriteTimeout = time.Second
+	f := newOne(t, s)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err = f.Send(context.Background(), "t", testkit.Entries(1, "x"), 1)
+	if err != nil && !strings.Contains(err.Error(), "did not ask for") {
+		t.Fatalf("send: %v", err)
+	}
+	if c := f.link.conn; c != nil {
+		select {
+		case <-c.dead:
+			if !strings.Contains(c.err.Error(), "did not ask for") {
+				t.Fatalf("reader ended with %v", c.err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the reader kept a connection that sends unasked bytes")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<10 {
+		t.Errorf("allocated %d bytes", alloc)
 	}
 }
