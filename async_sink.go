@@ -170,7 +170,7 @@ func (k *sink) clock() {
 		for _, st := range k.streams {
 			st.rollRecent(now) // once a second: the windows of KeepRatio and Dropping
 		}
-		k.info.observe(k.infoObservation())
+		k.info.step()
 		if d := k.info.stepEvery(slow); d != every {
 			every = d
 			observe.Reset(d)

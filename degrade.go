@@ -149,18 +149,19 @@ type infoPolicy struct {
 	// left, weighs entries and has shed callers yield; nil under the switching kinds,
 	// which do none of that.
 	adaptive *degrade.Adaptive
-	clock    zapcore.Clock // the time of a transition on a shed entry
-	kickAt   float64       // a fill share that wakes the clock at once, read without a lock
-	kick     chan struct{} // wakes the clock when the fill reaches kickAt
+	clock    zapcore.Clock              // the time of a transition on a shed entry
+	read     func() degrade.Observation // the stream, as its steps read it
+	kickAt   float64                    // a fill share that wakes the clock at once, read without a lock
+	kick     chan struct{}              // wakes the clock when the fill reaches kickAt
 }
 
 // newInfoPolicy returns the info stream's policy under cfg, whose every field is set
-// (withDefaults). clock and observe are what a logging call that finds the clock late
-// steps DegradeAdaptive with (observe is read only then); onChange, if not nil, reports
+// (withDefaults). observe reads the stream for each step, of the clock (step) and of a
+// logging call that finds the clock late (DegradeAdaptive: due on clock); onChange, if not nil, reports
 // each transition, before any entry is counted as shed in the new state.
 func newInfoPolicy(cfg DegradeConfig, clock zapcore.Clock, observe func() degrade.Observation,
 	onChange func(now time.Time, degraded bool)) *infoPolicy {
-	p := &infoPolicy{gate: degrade.NewGate(onChange), clock: clock, kick: make(chan struct{}, 1)}
+	p := &infoPolicy{gate: degrade.NewGate(onChange), clock: clock, read: observe, kick: make(chan struct{}, 1)}
 	if cfg.Policy == DegradeAdaptive {
 		p.adaptive = degrade.NewAdaptive(cfg.LowWatermark, clock, observe)
 		p.admission, p.controller, p.kickAt = p.adaptive, p.adaptive, p.adaptive.CountsFrom()
@@ -202,8 +203,12 @@ func (p *infoPolicy) admit(level zapcore.Level, tag uint16, msg string, at int64
 // (degrade.Adaptive.Yields).
 func (p *infoPolicy) yields() bool { return p.adaptive != nil && p.adaptive.Yields() }
 
-// observe feeds one observation from the clock and moves the degraded state.
-func (p *infoPolicy) observe(o degrade.Observation) { p.gate.Apply(o.Now, p.controller.Step(o)) }
+// step steps the policy's kind on the clock, which reads the stream through read, and moves
+// the degraded state.
+func (p *infoPolicy) step() {
+	st := p.controller.Step(p.read)
+	p.gate.Apply(st.Now, st)
+}
 
 // stepEvery is how often the clock should observe: every degrade.AdaptiveStep while the
 // adaptive shedder counts keys, else every slow.

@@ -237,7 +237,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			var owed, credit float64
 			tick := func(i int, hotRate float64) {
 				clk.add(step)
-				k.info.observe(k.infoObservation())
+				k.info.step()
 				owed += hotRate * step.Seconds()
 				for ; owed >= 1; owed-- {
 					hot++

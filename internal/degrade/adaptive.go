@@ -92,13 +92,16 @@ func (a *Adaptive) stepLate() {
 	a.mu.Unlock()
 }
 
-// Step steps the shedder on the clock. The stream shows degraded while an entry has been
-// shed within adaptiveHold, and Check asks Admit while the shedder counts keys.
-func (a *Adaptive) Step(o Observation) State {
+// Step steps the shedder on the clock, reading the stream under the lock that a caller's
+// step takes too (stepLate), so that the two step observations in the order they read
+// them. The stream shows degraded while an entry has been shed within adaptiveHold, and
+// Check asks Admit while the shedder counts keys.
+func (a *Adaptive) Step(read func() Observation) State {
 	a.mu.Lock()
+	o := read()
 	a.stepLocked(o)
 	a.mu.Unlock()
-	return State{Degraded: o.Now.UnixNano()-a.lastShed.Load() < int64(adaptiveHold), Checking: a.shed.Counting()}
+	return State{Now: o.Now, Degraded: o.Now.UnixNano()-a.lastShed.Load() < int64(adaptiveHold), Checking: a.shed.Counting()}
 }
 
 // stepLocked steps the shedder; a.mu is held.

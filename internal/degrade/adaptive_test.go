@@ -33,7 +33,7 @@ func TestCallerStepsOnTheRealClock(t *testing.T) {
 		observed = append(observed, at)
 		return calm(at)
 	})
-	a.Step(calm(now))
+	a.Step(func() Observation { return calm(now) })
 	a.Admit(zapcore.InfoLevel, 0, "m", now.Add(time.Hour).UnixNano())
 	if len(observed) != 0 || a.lastStep.Load() != now.UnixNano() {
 		t.Fatalf("an entry an hour ahead stepped the controller 1 ms after its last step on the real clock: %v", observed)
@@ -52,6 +52,32 @@ func TestCallerStepsOnTheRealClock(t *testing.T) {
 	}
 }
 
+// The clock's step reads the stream under the lock a caller's step takes: a caller whose
+// entry finds a step due while the clock reads does not step in between, so that the steps
+// take their observations in the order they were read (what only grows in them, Delivered,
+// never goes back).
+func TestCallerDoesNotStepWhileTheClockReads(t *testing.T) {
+	now := time.Now()
+	clock := &clockAt{now: now}
+	var callers int
+	a := NewAdaptive(0.25, clock, func() Observation {
+		callers++
+		return calm(clock.Now())
+	})
+	a.Step(func() Observation { return calm(now) })
+	a.Step(func() Observation {
+		clock.now = now.Add(2 * AdaptiveStep)
+		a.Admit(zapcore.InfoLevel, 0, "m", clock.now.UnixNano()) // a step is due by its time
+		return calm(clock.now)
+	})
+	if callers != 0 {
+		t.Fatalf("a caller stepped %d times while the clock read the stream", callers)
+	}
+	if got := a.lastStep.Load(); got != now.Add(2*AdaptiveStep).UnixNano() {
+		t.Errorf("lastStep %d; want the clock's step's time", got)
+	}
+}
+
 // Shed callers yield only while goroutines wait for a CPU: the step reads the scheduler's
 // runnable goroutines.
 func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
@@ -59,7 +85,7 @@ func TestShedCallersYieldOnlyWhenCrowded(t *testing.T) {
 	a := NewAdaptive(0.25, &clockAt{now: now}, func() Observation { return calm(now) })
 	step := func() {
 		now = now.Add(AdaptiveStep)
-		a.Step(calm(now))
+		a.Step(func() Observation { return calm(now) })
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup

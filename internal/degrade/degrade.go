@@ -46,15 +46,19 @@ type Admission interface {
 	Admit(level zapcore.Level, tag uint16, msg string, at int64) Verdict
 }
 
-// Controller is the clock's side of a kind of policy. Step feeds one Observation and
-// returns the state it leads to. One call at a time.
+// Controller is the clock's side of a kind of policy. Step reads one Observation through
+// read and returns the state it leads to. It reads it when the step can use it, in the
+// order of its steps (a kind stepped from elsewhere too reads it under the lock that orders
+// them): an observation read before another must not be stepped after it, or what only
+// grows in it (Delivered) would go back.
 type Controller interface {
-	Step(o Observation) State
+	Step(read func() Observation) State
 }
 
 // State is what a step leads to: whether the stream is degraded, and whether Check must
-// ask Admit.
+// ask Admit, at Now, the observation's time.
 type State struct {
+	Now      time.Time
 	Degraded bool
 	Checking bool
 }

@@ -26,7 +26,7 @@ func TestShedEntersDegradedFirst(t *testing.T) {
 		t.Fatalf("a second shed fired again: %v", events)
 	}
 	// The clock leaves the state once nothing has been shed for adaptiveHold.
-	g.Apply(now.Add(2*adaptiveHold), a.Step(calm(now.Add(2*adaptiveHold))))
+	g.Apply(now.Add(2*adaptiveHold), a.Step(func() Observation { return calm(now.Add(2 * adaptiveHold)) }))
 	if g.Degraded() || len(events) != 2 || events[1] {
 		t.Fatalf("after adaptiveHold without a shed: degraded %v, events %v", g.Degraded(), events)
 	}

@@ -52,9 +52,10 @@ func NewSwitch(cfg SwitchConfig) *Switch {
 }
 
 // Step runs the state machine: Check asks Admit exactly while degraded.
-func (s *Switch) Step(o Observation) State {
+func (s *Switch) Step(read func() Observation) State {
+	o := read()
 	s.sm.observe(o.Now, float64(o.Buffered)/float64(o.Limit), o.DisconnectedFor)
-	return State{Degraded: s.sm.degraded, Checking: s.sm.degraded}
+	return State{Now: o.Now, Degraded: s.sm.degraded, Checking: s.sm.degraded}
 }
 
 // Admit drops by the kind; Check asks it only while degraded.

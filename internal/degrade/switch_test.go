@@ -165,10 +165,10 @@ func TestSwitchAdmitsByKind(t *testing.T) {
 func TestSwitchStepReportsTheMachine(t *testing.T) {
 	s := NewSwitch(defaults(SwitchConfig{Kind: KeepWarn}))
 	now := time.Unix(1_000, 0)
-	if st := s.Step(Observation{Now: now, Buffered: 50, Limit: 100}); st != (State{}) {
+	if st := s.Step(func() Observation { return Observation{Now: now, Buffered: 50, Limit: 100} }); st != (State{Now: now}) {
 		t.Fatalf("at half the budget: %+v", st)
 	}
-	if st := s.Step(Observation{Now: now, Buffered: 75, Limit: 100}); st != (State{Degraded: true, Checking: true}) {
+	if st := s.Step(func() Observation { return Observation{Now: now, Buffered: 75, Limit: 100} }); st != (State{Now: now, Degraded: true, Checking: true}) {
 		t.Fatalf("at the high watermark: %+v", st)
 	}
 }
