@@ -4,17 +4,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
 // Test helpers shared with the external test package (core_test.go): the conformance
 // normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way,
 // and the accounting identity, so both check it one way.
 var (
-	NormMsgp      = normMsgp
-	NormJSON      = normJSON
-	DiffValues    = diff
+	NormMsgp      = testkit.NormMsgp
+	NormJSON      = testkit.NormJSON
+	DiffValues    = testkit.Diff
 	IdentityHolds = identityHolds
 	EnvNames      = envNames
 )
@@ -63,6 +65,6 @@ func NewWithClock(cfg Config, c zapcore.Clock) *Core {
 func sinkOf(c *Core) *sink { return c.sink }
 
 // MaxDepth and TooDeepMarker are the encoder's nesting cap and what it writes at the cut.
-const MaxDepth = maxDepth
+const MaxDepth = msgpenc.MaxDepth
 
-var TooDeepMarker = tooDeepMarker
+var TooDeepMarker = msgpenc.TooDeepMarker
