@@ -24,6 +24,7 @@ func TestInternalPackagesImportOneWay(t *testing.T) {
 		"internal/spill":       {"internal/wire"},
 		"internal/dial":        nil,
 		"internal/reflectplan": nil,
+		"internal/msgpenc":     {"internal/reflectplan", "internal/wire"},
 		"internal/shed":        nil,
 		"internal/degrade":     {"internal/shed"},
 		"internal/order":       nil,

@@ -13,6 +13,8 @@ import (
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 )
 
 // Receivers' nesting limits, counted in open non-empty containers including the entry's
@@ -66,13 +68,13 @@ func nesting(v any) int {
 	return 1 + deepest
 }
 
-// checkRecordNesting fails unless rec's values nest at most maxDepth containers, and unless
+// checkRecordNesting fails unless rec's values nest at most msgpenc.MaxDepth containers, and unless
 // the cap itself leaves the entry within what fluent-bit and fluentd read.
 func checkRecordNesting(t *testing.T, rec map[string]any) {
 	t.Helper()
 	n := nesting(rec) - 1
-	if n > maxDepth {
-		t.Errorf("record nests %d levels, the cap is %d", n, maxDepth)
+	if n > msgpenc.MaxDepth {
+		t.Errorf("record nests %d levels, the cap is %d", n, msgpenc.MaxDepth)
 	}
 	if 2+n > fluentBitNesting || 2+n > fluentdNesting {
 		t.Errorf("entry nests %d containers: fluent-bit reads %d, fluentd %d", 2+n, fluentBitNesting, fluentdNesting)
@@ -102,16 +104,16 @@ func followTo(t *testing.T, v any, step any, levels int) any {
 	return v
 }
 
-// checkDepthCut checks a field cut at the cap: the value at depth maxDepth holds the marker
+// checkDepthCut checks a field cut at the cap: the value at depth msgpenc.MaxDepth holds the marker
 // where the next container would be, and the field's error names the cap.
 func checkDepthCut(t *testing.T, rec map[string]any, key string, step any, wantErr bool) {
 	t.Helper()
-	// rec[key] is at depth 1; the container at maxDepth holds the marker.
-	if got := followTo(t, rec[key], step, maxDepth); got != tooDeepMarker {
-		t.Errorf("%s: in the container at depth %d %#v, want the marker %q", key, maxDepth, got, tooDeepMarker)
+	// rec[key] is at depth 1; the container at msgpenc.MaxDepth holds the marker.
+	if got := followTo(t, rec[key], step, msgpenc.MaxDepth); got != msgpenc.TooDeepMarker {
+		t.Errorf("%s: in the container at depth %d %#v, want the marker %q", key, msgpenc.MaxDepth, got, msgpenc.TooDeepMarker)
 	}
 	errText, _ := rec[key+"Error"].(string)
-	if wantErr && !strings.Contains(errText, fmt.Sprintf("deeper than %d", maxDepth)) {
+	if wantErr && !strings.Contains(errText, fmt.Sprintf("deeper than %d", msgpenc.MaxDepth)) {
 		t.Errorf("%sError = %q, want the cap named", key, errText)
 	}
 	if !wantErr && errText != "" {
@@ -120,7 +122,7 @@ func checkDepthCut(t *testing.T, rec map[string]any, key string, step any, wantE
 }
 
 // An entry nested far past the cap, through ObjectMarshaler, ArrayMarshaler and namespaces,
-// is cut at maxDepth with a visible marker; every other field of the entry is kept and the
+// is cut at msgpenc.MaxDepth with a visible marker; every other field of the entry is kept and the
 // entry stays within what fluent-bit and fluentd read.
 func TestNestingPastTheDepthCapIsMarked(t *testing.T) {
 	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
@@ -136,7 +138,7 @@ func TestNestingPastTheDepthCapIsMarked(t *testing.T) {
 		zap.Object("obj", nestedObj(1500)),
 		zap.Array("arr", nestedArr(1500)),
 		zap.Object("spaces", namespaces),
-		zap.Object("fits", nestedObj(maxDepth)),
+		zap.Object("fits", nestedObj(msgpenc.MaxDepth)),
 		zap.Int("after", 2),
 	}
 	out := enc.appendEntry(nil, nil, ptr(baseEntry()), fields)
@@ -145,25 +147,25 @@ func TestNestingPastTheDepthCapIsMarked(t *testing.T) {
 		t.Errorf("neighbours lost: before %v, after %v", rec["before"], rec["after"])
 	}
 	checkRecordNesting(t, rec)
-	// {"level": 1500, "next": {...}}: the map at depth maxDepth holds "next": marker.
+	// {"level": 1500, "next": {...}}: the map at depth msgpenc.MaxDepth holds "next": marker.
 	checkDepthCut(t, rec, "obj", "next", true)
-	if lvl := followTo(t, rec["obj"], "next", maxDepth-1).(map[string]any)["level"]; lvl != int64(1500-maxDepth+1) {
-		t.Errorf("the deepest map kept is level %v, want %d", lvl, 1500-maxDepth+1)
+	if lvl := followTo(t, rec["obj"], "next", msgpenc.MaxDepth-1).(map[string]any)["level"]; lvl != int64(1500-msgpenc.MaxDepth+1) {
+		t.Errorf("the deepest map kept is level %v, want %d", lvl, 1500-msgpenc.MaxDepth+1)
 	}
-	// [1500, [1499, [...]]]: the array at depth maxDepth holds the marker second.
+	// [1500, [1499, [...]]]: the array at depth msgpenc.MaxDepth holds the marker second.
 	checkDepthCut(t, rec, "arr", 1, true)
 	// Namespaces cannot fail: past the cap the first one is its key and the marker, the
 	// others nothing, and the fields after them stay in the deepest map.
-	deepest := followTo(t, rec["spaces"], "ns", maxDepth-1).(map[string]any)
-	if deepest["ns"] != tooDeepMarker || deepest["end"] != "here" {
+	deepest := followTo(t, rec["spaces"], "ns", msgpenc.MaxDepth-1).(map[string]any)
+	if deepest["ns"] != msgpenc.TooDeepMarker || deepest["end"] != "here" {
 		t.Errorf("deepest namespace %v, want ns: the marker and end: here", deepest)
 	}
-	if n := bytes.Count(out, []byte(tooDeepMarker)); n != 3 {
+	if n := bytes.Count(out, []byte(msgpenc.TooDeepMarker)); n != 3 {
 		t.Errorf("%d markers in the entry, want 3 (obj, arr, one for the namespaces)", n)
 	}
 	// A value that reaches the cap exactly is whole.
-	if got := followTo(t, rec["fits"], "next", maxDepth-1).(map[string]any); got["level"] != int64(1) || got["next"] != nil {
-		t.Errorf("a value maxDepth deep was cut: %v", got)
+	if got := followTo(t, rec["fits"], "next", msgpenc.MaxDepth-1).(map[string]any); got["level"] != int64(1) || got["next"] != nil {
+		t.Errorf("a value msgpenc.MaxDepth deep was cut: %v", got)
 	}
 	if _, ok := rec["fitsError"]; ok {
 		t.Errorf("fitsError = %v for a value within the cap", rec["fitsError"])
@@ -181,8 +183,8 @@ func TestContextNamespacesCountTowardsTheDepthCap(t *testing.T) {
 	_, _, rec := decodeEntry(t, enc.appendEntry(nil, ctx, ptr(baseEntry()), []zapcore.Field{zap.Object("obj", nestedObj(100))}))
 	checkRecordNesting(t, rec)
 	inner := followTo(t, rec, "ns", 10).(map[string]any)
-	if got := followTo(t, inner["obj"], "next", maxDepth-10); got != tooDeepMarker {
-		t.Errorf("at depth %d under 10 namespaces: %#v, want the marker", maxDepth, got)
+	if got := followTo(t, inner["obj"], "next", msgpenc.MaxDepth-10); got != msgpenc.TooDeepMarker {
+		t.Errorf("at depth %d under 10 namespaces: %#v, want the marker", msgpenc.MaxDepth, got)
 	}
 }
 
@@ -220,7 +222,7 @@ func TestDepthCapIsSharedByReflection(t *testing.T) {
 		return zap.Object(key, m)
 	}
 	refused := func(t *testing.T, m map[string]any) {
-		if errText, _ := m["vError"].(string); !strings.Contains(errText, fmt.Sprintf("deeper than %d", maxDepth)) || m["v"] != nil {
+		if errText, _ := m["vError"].(string); !strings.Contains(errText, fmt.Sprintf("deeper than %d", msgpenc.MaxDepth)) || m["v"] != nil {
 			t.Errorf("a value past the cap: %v, want only vError naming the cap", m)
 		}
 	}
@@ -229,9 +231,9 @@ func TestDepthCapIsSharedByReflection(t *testing.T) {
 		fits, over any
 		checkOver  func(*testing.T, map[string]any)
 	}{
-		{"map", deepMap(maxDepth - outer), deepMap(maxDepth - outer + 1), refused},
-		{"json.Marshaler", deepJSON(maxDepth - outer), deepJSON(maxDepth - outer + 1), refused},
-		{"msgp.Marshaler", deepMsgp(maxDepth - outer - 1), deepMsgp(maxDepth - outer), func(t *testing.T, m map[string]any) {
+		{"map", deepMap(msgpenc.MaxDepth - outer), deepMap(msgpenc.MaxDepth - outer + 1), refused},
+		{"json.Marshaler", deepJSON(msgpenc.MaxDepth - outer), deepJSON(msgpenc.MaxDepth - outer + 1), refused},
+		{"msgp.Marshaler", deepMsgp(msgpenc.MaxDepth - outer - 1), deepMsgp(msgpenc.MaxDepth - outer), func(t *testing.T, m map[string]any) {
 			if m["vError"] != nil || nesting(m["v"]) != 2 { // {"M": {}}: rawMsgp reflected
 				t.Errorf("msgp output past the cap: %v, want the value reflected instead", m)
 			}
@@ -242,7 +244,7 @@ func TestDepthCapIsSharedByReflection(t *testing.T) {
 			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, ptr(baseEntry()), fields))
 			checkRecordNesting(t, rec)
 			in := func(key string) map[string]any { return followTo(t, rec[key], "o", outer-1).(map[string]any) }
-			if f := in("fits"); f["vError"] != nil || nesting(f["v"]) != maxDepth-outer {
+			if f := in("fits"); f["vError"] != nil || nesting(f["v"]) != msgpenc.MaxDepth-outer {
 				t.Errorf("a value that reaches the cap exactly was refused or changed: %v", f)
 			}
 			c.checkOver(t, in("over"))
@@ -334,7 +336,7 @@ func TestCyclicMarshalersStopAtTheDepthCap(t *testing.T) {
 	checkDepthCut(t, rec, "arr", 1, true)
 	// Through reflection the cut is a reflection error, and a reflected value that fails is
 	// left out whole, at every turn of the cycle back to the field: "refl" stays empty.
-	if errText, _ := rec["reflError"].(string); !strings.Contains(errText, fmt.Sprintf("deeper than %d", maxDepth)) {
+	if errText, _ := rec["reflError"].(string); !strings.Contains(errText, fmt.Sprintf("deeper than %d", msgpenc.MaxDepth)) {
 		t.Errorf("reflError = %q, want the cap named", errText)
 	}
 	if m, ok := rec["refl"].(map[string]any); !ok || len(m) != 0 {
@@ -344,7 +346,7 @@ func TestCyclicMarshalersStopAtTheDepthCap(t *testing.T) {
 
 // The marker and the error it goes with name the cap.
 func TestDepthCapMarkerNamesTheCap(t *testing.T) {
-	if want := fmt.Sprintf("%d", maxDepth); !strings.Contains(tooDeepMarker, want) || !strings.Contains(errTooDeep.Error(), want) {
-		t.Errorf("marker %q, error %q: want both to name %s", tooDeepMarker, errTooDeep, want)
+	if want := fmt.Sprintf("%d", msgpenc.MaxDepth); !strings.Contains(msgpenc.TooDeepMarker, want) || !strings.Contains(msgpenc.ErrTooDeep.Error(), want) {
+		t.Errorf("marker %q, error %q: want both to name %s", msgpenc.TooDeepMarker, msgpenc.ErrTooDeep, want)
 	}
 }

@@ -8,19 +8,21 @@ import (
 	"reflect"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/multierr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
 // fuzzInput hands out the fuzzer's bytes as values; past the end everything is zero.
 type fuzzInput struct {
 	b []byte
 	// namespaces counts the namespaces built so far: they nest without a limit of their own,
-	// and the records must stay within maxDepth, where they match zap's JSON.
+	// and the records must stay within msgpenc.MaxDepth, where they match zap's JSON.
 	namespaces int
 }
 
@@ -113,7 +115,7 @@ func fuzzFields(in *fuzzInput, depth int) []zapcore.Field {
 		case 10:
 			fs = append(fs, zap.Time(k, time.Unix(0, int64(in.u64())).In(time.FixedZone("z", int(int8(in.byte()))*900))))
 		case 11:
-			if in.namespaces < maxDepth/2 { // the rest of the cap covers objects, arrays and reflected values
+			if in.namespaces < msgpenc.MaxDepth/2 { // the rest of the cap covers objects, arrays and reflected values
 				in.namespaces++
 				fs = append(fs, zap.Namespace(k))
 			}
@@ -264,46 +266,6 @@ func fuzzAny(in *fuzzInput, depth int) any {
 	}
 }
 
-// checkRaw walks one msgpack value: no extension anywhere, str keys only, valid UTF-8 in
-// every str. It returns the rest of b.
-func checkRaw(t *testing.T, b []byte) []byte {
-	t.Helper()
-	if len(b) > 0 && (b[0] >= 0xd4 && b[0] <= 0xd8 || b[0] >= 0xc7 && b[0] <= 0xc9) {
-		t.Fatalf("extension in the record: % x", b[:min(len(b), 12)])
-	}
-	var err error
-	switch msgp.NextType(b) {
-	case msgp.MapType:
-		var sz uint32
-		sz, b, err = msgp.ReadMapHeaderBytes(b)
-		for i := uint32(0); i < sz && err == nil; i++ {
-			if msgp.NextType(b) != msgp.StrType {
-				t.Fatalf("map key of type %v", msgp.NextType(b))
-			}
-			b = checkRaw(t, b)
-			b = checkRaw(t, b)
-		}
-	case msgp.ArrayType:
-		var sz uint32
-		sz, b, err = msgp.ReadArrayHeaderBytes(b)
-		for i := uint32(0); i < sz && err == nil; i++ {
-			b = checkRaw(t, b)
-		}
-	case msgp.StrType:
-		var s []byte
-		s, b, err = msgp.ReadStringZC(b)
-		if err == nil && !utf8.Valid(s) {
-			t.Fatalf("invalid UTF-8 in str %q", s)
-		}
-	default:
-		b, err = msgp.Skip(b)
-	}
-	if err != nil {
-		t.Fatalf("record: %v", err)
-	}
-	return b
-}
-
 // FuzzAppendEntry builds an entry (context, fields of every kind, entry metadata) from the
 // input and checks that the output is one Forward entry, [ext 0 time, map], with no other
 // extension, str keys and valid UTF-8 everywhere; that it round-trips through msgp's own
@@ -336,93 +298,30 @@ func FuzzAppendEntry(f *testing.F) {
 		out := enc.appendEntry(nil, ctx, &ent, c.fields)
 
 		_, _, rec := decodeEntry(t, out) // one value, [fixext8 type 0, map], plain types
-		if rest := checkRaw(t, out[11:]); len(rest) != 0 {
+		if rest := testkit.CheckRaw(t, out[11:]); len(rest) != 0 {
 			t.Fatalf("%d bytes after the record", len(rest))
 		}
 		again, err := msgp.AppendIntf(nil, rec)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		back, _, err := readIntf(again)
+		back, _, err := testkit.ReadIntf(again)
 		if err != nil || !reflect.DeepEqual(back, any(rec)) {
 			t.Fatalf("record does not round-trip: %v", err)
 		}
-		if d := diff(normMsgp(rec), zapRecord(t, zc, c, ent), "record"); d != "" {
+		if d := testkit.Diff(testkit.NormMsgp(rec), zapRecord(t, zc, c, ent), "record"); d != "" {
 			t.Fatal(d)
 		}
 
 		limit := len(out) - int(capSeed)%(len(out)+1)
 		if capped, ok := enc.capEntry(out, limit); ok {
 			if len(capped) < len(out) {
-				checkCapped(t, out, capped, limit, "msgTruncated")
+				testkit.CheckCapped(t, out, capped, limit, "msgTruncated")
 			} else if !bytes.Equal(capped, out) {
 				t.Fatal("capEntry changed an entry within its limit")
 			}
 		}
 	})
-}
-
-// FuzzAppendJSON checks the JSON to msgpack conversion against encoding/json: the same
-// texts are accepted, with the same error, and decode to the same value.
-func FuzzAppendJSON(f *testing.F) {
-	for _, s := range []string{`{"a":[1,-2.5e3,"x\u00e9\ud83c\udf89",true,false,null,{}]}`, `"\ud800"`, "\"\xff\"",
-		"18446744073709551616", "-0", "1e400", "[", `{"a" 1}`, " 0 ", "01", `"\u12"`} {
-		f.Add([]byte(s))
-	}
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
-	f.Fuzz(func(t *testing.T, js []byte) {
-		out, err := enc.appendJSON([]byte{0xc0}, js, 0)
-		var compacted bytes.Buffer
-		jerr := json.Compact(&compacted, js)
-		if errors.Is(err, errTooDeep) && jerr == nil { // valid, but past the cap: refused
-			if len(out) != 1 || jsonNesting(js) <= maxDepth {
-				t.Fatalf("refused as too deep (%d bytes left), nesting %d", len(out), jsonNesting(js))
-			}
-			return
-		}
-		if (err == nil) != (jerr == nil) {
-			t.Fatalf("ours: %v, encoding/json: %v", err, jerr)
-		}
-		if err != nil {
-			if err.Error() != jerr.Error() || len(out) != 1 {
-				t.Fatalf("error %q (%d bytes left), encoding/json: %q", err, len(out), jerr)
-			}
-			return
-		}
-		got, rest, rerr := readIntf(out[1:])
-		if rerr != nil || len(rest) != 0 {
-			t.Fatalf("not one msgpack value: %v, %d left", rerr, len(rest))
-		}
-		checkRaw(t, out[1:])
-		dec := json.NewDecoder(bytes.NewReader(js))
-		dec.UseNumber()
-		var want any
-		if err := dec.Decode(&want); err != nil {
-			t.Fatalf("encoding/json can't decode what it accepted: %v", err)
-		}
-		if d := diff(normMsgp(got), normJSON(want), "value"); d != "" {
-			t.Fatal(d)
-		}
-	})
-}
-
-// jsonNesting is how deep the objects and arrays of js, valid JSON, nest.
-func jsonNesting(js []byte) int {
-	depth, deepest := 0, 0
-	dec := json.NewDecoder(bytes.NewReader(js))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			deepest = max(deepest, depth)
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
 }
 
 // TestFuzzHelpers keeps the fuzz builders honest: the seeds reach every field kind.

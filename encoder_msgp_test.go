@@ -2,14 +2,12 @@ package fluentcore
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,11 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/multierr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
+	"github.com/fluentcore/fluentcore/internal/testkit"
+	"github.com/fluentcore/fluentcore/internal/wire"
 )
 
 // ---- marshalers and values used by the corpus ----
@@ -324,7 +325,7 @@ func corpus() []confCase {
 			}
 			return a.AppendReflected(func() {})
 		})))
-	// deepObj(23) is the deepest of its kind within maxDepth: past the cap the record
+	// deepObj(23) is the deepest of its kind within msgpenc.MaxDepth: past the cap the record
 	// differs from zap's on purpose (encoder_depth_test.go).
 	add("deep nesting", zap.Object("deep", deepObj(23)), zap.String("after", "x"))
 	add("duplicate keys", zap.String("dup", "first"), zap.Int("dup", 2), zap.String("msg", "field named msg"))
@@ -454,7 +455,7 @@ func decodeEntry(t *testing.T, b []byte) (sec, nsec uint32, rec map[string]any) 
 	if err != nil || len(rest) != 0 {
 		t.Fatalf("entry is not exactly one msgpack value: err=%v, %d trailing bytes", err, len(rest))
 	}
-	v, _, err := readIntf(b)
+	v, _, err := testkit.ReadIntf(b)
 	if err != nil {
 		t.Fatalf("decode entry: %v", err)
 	}
@@ -489,45 +490,6 @@ func decodeEntry(t *testing.T, b []byte) (sec, nsec uint32, rec map[string]any) 
 	return et.Sec, et.Nsec, rec
 }
 
-// readIntf decodes one msgpack value to the types msgp.ReadIntfBytes uses. That function
-// refuses maps whose keys and values are 1 byte each (it assumes 2-byte keys), which our
-// records can be: many fields with "" keys and values.
-func readIntf(b []byte) (v any, rest []byte, err error) {
-	switch msgp.NextType(b) {
-	case msgp.MapType:
-		var sz uint32
-		if sz, b, err = msgp.ReadMapHeaderBytes(b); err != nil {
-			return nil, b, err
-		}
-		m := make(map[string]any, min(int(sz), len(b)))
-		for range sz {
-			var k []byte
-			if k, b, err = msgp.ReadMapKeyZC(b); err != nil {
-				return nil, b, err
-			}
-			if m[string(k)], b, err = readIntf(b); err != nil {
-				return nil, b, err
-			}
-		}
-		return m, b, nil
-	case msgp.ArrayType:
-		var sz uint32
-		if sz, b, err = msgp.ReadArrayHeaderBytes(b); err != nil {
-			return nil, b, err
-		}
-		a := make([]any, 0, min(int(sz), len(b)))
-		for range sz {
-			var x any
-			if x, b, err = readIntf(b); err != nil {
-				return nil, b, err
-			}
-			a = append(a, x)
-		}
-		return a, b, nil
-	}
-	return msgp.ReadIntfBytes(b)
-}
-
 // checkPlain fails on anything in a decoded record that isn't a plain msgpack type
 // (extensions, msgp's complex or time types).
 func checkPlain(t *testing.T, v any, path string) {
@@ -545,134 +507,6 @@ func checkPlain(t *testing.T, v any, path string) {
 	default:
 		t.Errorf("%s: %T is not a plain msgpack value", path, v)
 	}
-}
-
-// intNum is an integer kept exactly (decimal text), so min/max ints compare exactly.
-type intNum string
-
-// normMsgp turns a decoded msgpack value into the shape zap's JSON decodes to.
-func normMsgp(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, x := range v {
-			m[k] = normMsgp(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(v))
-		for i, x := range v {
-			s[i] = normMsgp(x)
-		}
-		return s
-	case []byte: // zap JSON writes binary as base64
-		return base64.StdEncoding.EncodeToString(v)
-	case int64:
-		return intNum(strconv.FormatInt(v, 10))
-	case uint64:
-		return intNum(strconv.FormatUint(v, 10))
-	case float32: // zap JSON writes float32 in its shortest 32-bit form
-		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
-		return f
-	}
-	return v
-}
-
-func normJSON(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			v[k] = normJSON(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = normJSON(x)
-		}
-	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil {
-			return string(v) // beyond float64: we keep the text
-		}
-		if !strings.ContainsAny(string(v), ".eE") {
-			if i, ok := new(big.Int).SetString(string(v), 10); ok {
-				return intNum(i.String())
-			}
-		}
-		return f
-	}
-	return v
-}
-
-func numFloat(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, true
-	case intNum:
-		f, _ := strconv.ParseFloat(string(v), 64)
-		return f, true
-	}
-	return 0, false
-}
-
-// diff returns the first difference between two normalised values, or "".
-func diff(got, want any, path string) string {
-	if gi, ok := got.(intNum); ok {
-		if wi, ok := want.(intNum); ok {
-			if gi != wi {
-				return fmt.Sprintf("%s: got %s, want %s", path, gi, wi)
-			}
-			return ""
-		}
-	}
-	if gf, ok := numFloat(got); ok {
-		if wf, ok := numFloat(want); ok && gf == wf {
-			return ""
-		}
-		return fmt.Sprintf("%s: got number %v, want %#v", path, got, want)
-	}
-	switch g := got.(type) {
-	case map[string]any:
-		w, ok := want.(map[string]any)
-		if !ok {
-			return fmt.Sprintf("%s: got map, want %T", path, want)
-		}
-		keys := make([]string, 0, len(g)+len(w))
-		for k := range g {
-			keys = append(keys, k)
-		}
-		for k := range w {
-			if _, ok := g[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			gv, gok := g[k]
-			wv, wok := w[k]
-			if gok != wok {
-				return fmt.Sprintf("%s.%q: present %v in ours, %v in zap's", path, k, gok, wok)
-			}
-			if d := diff(gv, wv, path+"."+strconv.Quote(k)); d != "" {
-				return d
-			}
-		}
-		return ""
-	case []any:
-		w, ok := want.([]any)
-		if !ok || len(g) != len(w) {
-			return fmt.Sprintf("%s: got %d-array, want %#v", path, len(g), want)
-		}
-		for i := range g {
-			if d := diff(g[i], w[i], path+"["+strconv.Itoa(i)+"]"); d != "" {
-				return d
-			}
-		}
-		return ""
-	}
-	if got != want {
-		return fmt.Sprintf("%s: got %#v, want %#v", path, got, want)
-	}
-	return ""
 }
 
 // zapRecord encodes the case with zap's JSON encoder, the reference.
@@ -700,7 +534,13 @@ func zapRecord(t *testing.T, cfg zapcore.EncoderConfig, c confCase, ent zapcore.
 	if err := dec.Decode(&rec); err != nil {
 		t.Fatalf("zap wrote invalid JSON: %v\n%s", err, buf.Bytes())
 	}
-	return normJSON(rec).(map[string]any)
+	return testkit.NormJSON(rec).(map[string]any)
+}
+
+// appendEntry is encodeEntry with no budget and no owner: the whole entry, whatever its
+// size.
+func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) []byte {
+	return e.encodeEntry(dst, ctx, ent, fields, msgpenc.Budget{}, nil)
 }
 
 func buildContext(cfg *encoderConfig, layers [][]zapcore.Field) *encodedContext {
@@ -729,7 +569,7 @@ func TestEncoderMatchesZapJSON(t *testing.T) {
 				if !bytes.Equal(out[:len(prefix)], prefix) {
 					t.Fatalf("prefix changed: % x", out[:len(prefix)])
 				}
-				if shared.buf != nil {
+				if shared.Buf != nil {
 					t.Error("encoder retains dst after appendEntry")
 				}
 				sec, nsec, rec := decodeEntry(t, out[len(prefix):])
@@ -737,7 +577,7 @@ func TestEncoderMatchesZapJSON(t *testing.T) {
 					t.Errorf("EventTime %d.%09d, want %d.%09d", sec, nsec, wantSec, wantNsec)
 				}
 				want := zapRecord(t, zc, c, ent)
-				if d := diff(normMsgp(rec), want, "record"); d != "" {
+				if d := testkit.Diff(testkit.NormMsgp(rec), want, "record"); d != "" {
 					t.Error(d)
 				}
 				// A fresh encoder writes the very same bytes.
@@ -792,7 +632,7 @@ func TestEncoderCustomConfigValues(t *testing.T) {
 		"L": "WARN", "T": entTime.In(jst).Format("2006-01-02T15:04:05.000Z0700"), "N": "a.b",
 		"C": "orders/handler.go:42", "F": testCaller.Function, "M": "hello", "d": (90 * time.Second).String(),
 	}
-	if d := diff(rec, want, "record"); d != "" {
+	if d := testkit.Diff(rec, want, "record"); d != "" {
 		t.Error(d)
 	}
 }
@@ -826,7 +666,7 @@ func TestEncoderMultiValueEncoders(t *testing.T) {
 	want := map[string]any{"level": pair, "ts": pair, "logger": pair, "caller": pair, "msg": "hello",
 		"cd": pair, "d": pair, "ds": []any{"a", int64(1), "a", int64(1)}, "t": pair,
 		"r": map[string]any{"T": pair, "Ds": []any{pair}}} // reflected arrays have a fixed size
-	if d := diff(normMsgp(rec), normMsgp(want), "record"); d != "" {
+	if d := testkit.Diff(testkit.NormMsgp(rec), testkit.NormMsgp(want), "record"); d != "" {
 		t.Error(d)
 	}
 }
@@ -998,7 +838,7 @@ func TestReflectedMsgpMarshaler(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			enc := newMsgpEncoder(cfg)
 			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("r", c.v)}))
-			if d := diff(normMsgp(rec["r"]), normMsgp(c.want), "r"); d != "" {
+			if d := testkit.Diff(testkit.NormMsgp(rec["r"]), testkit.NormMsgp(c.want), "r"); d != "" {
 				t.Error(d)
 			}
 		})
@@ -1051,10 +891,10 @@ func TestReflectedEncoderOutput(t *testing.T) {
 				}
 				return
 			}
-			if d := diff(normMsgp(rec["r"]), normMsgp(c.want), "r"); d != "" {
+			if d := testkit.Diff(testkit.NormMsgp(rec["r"]), testkit.NormMsgp(c.want), "r"); d != "" {
 				t.Error(d)
 			}
-			if d := diff(normMsgp(rec["a"]), normMsgp([]any{c.want}), "a"); d != "" {
+			if d := testkit.Diff(testkit.NormMsgp(rec["a"]), testkit.NormMsgp([]any{c.want}), "a"); d != "" {
 				t.Error(d)
 			}
 		})
@@ -1073,7 +913,7 @@ func FuzzStringsMatchZap(f *testing.F) {
 		ent := baseEntry()
 		ent.Message = s
 		_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, c.fields))
-		if d := diff(normMsgp(rec), zapRecord(t, zc, c, ent), "record"); d != "" {
+		if d := testkit.Diff(testkit.NormMsgp(rec), zapRecord(t, zc, c, ent), "record"); d != "" {
 			t.Error(d)
 		}
 	})
@@ -1171,7 +1011,7 @@ func TestStandardRecordMatchesZap(t *testing.T) {
 	ent, fields := standardRecord()
 	cfg := newEncoderConfig(defaultCfg())
 	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, fields))
-	if d := diff(normMsgp(rec), zapRecord(t, defaultCfg(), confCase{fields: fields}, ent), "record"); d != "" {
+	if d := testkit.Diff(testkit.NormMsgp(rec), zapRecord(t, defaultCfg(), confCase{fields: fields}, ent), "record"); d != "" {
 		t.Error(d)
 	}
 	if len(rec) != 12 {

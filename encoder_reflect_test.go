@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
 // ---- types for the reflected corpus: encoding/json's rules, case by case ----
@@ -339,8 +340,8 @@ func TestReflectedDeviations(t *testing.T) {
 		zapWants any    // what zap's JSON writes instead (nil: zap fails or panics)
 	}{
 		{"msg and msgpack tags win", tagged{1, 2, 3, 4, 0},
-			map[string]any{"a": intNum("1"), "b": intNum("2"), "c": intNum("3")}, "",
-			map[string]any{"x": intNum("1"), "y": intNum("2"), "c": intNum("3"), "d": intNum("4"), "e": intNum("0")}},
+			map[string]any{"a": testkit.IntNum("1"), "b": testkit.IntNum("2"), "c": testkit.IntNum("3")}, "",
+			map[string]any{"x": testkit.IntNum("1"), "y": testkit.IntNum("2"), "c": testkit.IntNum("3"), "d": testkit.IntNum("4"), "e": testkit.IntNum("0")}},
 		{"nested ObjectMarshaler wins", struct{ U logUser }{logUser{"ann", "secret"}},
 			map[string]any{"U": map[string]any{"name": "ann"}}, "",
 			map[string]any{"U": map[string]any{"Name": "ann", "Password": "secret"}}},
@@ -349,9 +350,9 @@ func TestReflectedDeviations(t *testing.T) {
 		{"error as its text", struct{ Err error }{errVal}, map[string]any{"Err": "bad thing"}, "",
 			map[string]any{"Err": map[string]any{}}},
 		{"nested msgp.Marshaler", struct{ M rawMsgp }{rawMsgp{msgp.AppendInt64(nil, 42)}},
-			map[string]any{"M": intNum("42")}, "", map[string]any{"M": map[string]any{}}},
+			map[string]any{"M": testkit.IntNum("42")}, "", map[string]any{"M": map[string]any{}}},
 		{"msgp pointer receiver on a value", rawMsgpPtr{1}, map[string]any{"via msgp": true}, "",
-			map[string]any{"V": intNum("1")}},
+			map[string]any{"V": testkit.IntNum("1")}},
 		{"pointer cycle", cyc, nil, "deeper than", nil},
 		{"map cycle", cycMap, nil, "deeper than", nil},
 		{"panicking MarshalJSON", panicJSON{}, nil, "PANIC=json exploded", nil},
@@ -372,12 +373,12 @@ func TestReflectedDeviations(t *testing.T) {
 				}
 				return
 			}
-			if d := diff(normMsgp(rec["r"]), c.want, "r"); d != "" {
+			if d := testkit.Diff(testkit.NormMsgp(rec["r"]), c.want, "r"); d != "" {
 				t.Error(d)
 			}
 			// Show the deviation is real: zap's JSON encoder writes something else.
 			zapRec := zapRecord(t, defaultCfg(), confCase{fields: []zapcore.Field{zap.Reflect("r", c.v)}}, baseEntry())
-			if d := diff(zapRec["r"], c.zapWants, "zap r"); d != "" {
+			if d := testkit.Diff(zapRec["r"], c.zapWants, "zap r"); d != "" {
 				t.Error(d)
 			}
 		})
@@ -471,99 +472,12 @@ func TestReflectedMsgpMatchesReflection(t *testing.T) {
 	cfg := newEncoderConfig(defaultCfg())
 	_, _, viaMsgp := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &m)}))
 	_, _, viaReflect := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &r)}))
-	if d := diff(normMsgp(viaMsgp), normMsgp(viaReflect), "record"); d != "" {
+	if d := testkit.Diff(testkit.NormMsgp(viaMsgp), testkit.NormMsgp(viaReflect), "record"); d != "" {
 		t.Error(d)
 	}
 	zapRec := zapRecord(t, defaultCfg(), confCase{fields: []zapcore.Field{zap.Reflect("o", &r)}}, baseEntry())
-	if d := diff(normMsgp(viaReflect), zapRec, "record"); d != "" {
+	if d := testkit.Diff(testkit.NormMsgp(viaReflect), zapRec, "record"); d != "" {
 		t.Error(d)
-	}
-}
-
-// ---- JSON to msgpack ----
-
-func TestAppendJSON(t *testing.T) {
-	cases := []struct {
-		in   string
-		want any
-	}{
-		{`{"b":1,"a":[true,null,"s"]}`, map[string]any{"b": int64(1), "a": []any{true, nil, "s"}}},
-		{" \n[ ] ", []any{}},
-		{`{}`, map[string]any{}},
-		{`"\"\\\/\b\f\n\r\t\u0000\u00e9\ud83c\udf89"`, "\"\\/\b\f\n\r\t\x00é🎉"},
-		{`"\ud83c"`, "\uFFFD"},
-		{`"\udf89\ud83c\u0041"`, "\uFFFD\uFFFDA"},
-		{"\"a\xffb\"", "a\uFFFDb"},
-		{"-0", int64(0)},
-		{"-9223372036854775809", -9223372036854775809.0},
-		{"18446744073709551615", uint64(math.MaxUint64)},
-		{"1.5e3", 1500.0},
-		{"1E-2", 0.01},
-		{"1e400", "1e400"},
-	}
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
-	for _, c := range cases {
-		out, err := enc.appendJSON([]byte{0xc0}, []byte(c.in), 0)
-		if err != nil {
-			t.Errorf("%q: %v", c.in, err)
-			continue
-		}
-		got, rest, err := readIntf(out[1:])
-		if err != nil || len(rest) != 0 || out[0] != 0xc0 {
-			t.Errorf("%q: not one value: %v, %d left", c.in, err, len(rest))
-			continue
-		}
-		if d := diff(normMsgp(got), normMsgp(c.want), c.in); d != "" {
-			t.Error(d)
-		}
-	}
-	for _, bad := range []string{"", " ", "nope", "tru", "01", "1.", "-", "1e", "[1,]", `{"a"}`, `{"a":1,}`, `{1:2}`,
-		"[1 2]", `"\x"`, `"\u12"`, "\"\x01\"", `"open`, "[", "1 2", `{"a":1}}`} {
-		out, err := enc.appendJSON([]byte{0xc0}, []byte(bad), 0)
-		if err == nil || len(out) != 1 {
-			t.Errorf("%q: accepted (%v, % x)", bad, err, out)
-			continue
-		}
-		var buf bytes.Buffer
-		if jerr := json.Compact(&buf, []byte(bad)); jerr == nil || jerr.Error() != err.Error() {
-			t.Errorf("%q: error %q, encoding/json says %v", bad, err, jerr)
-		}
-	}
-	// Nesting: up to the cap, counted from where the value starts, and no deeper.
-	nested := func(n int) []byte { return []byte(strings.Repeat("[", n) + "1" + strings.Repeat("]", n)) }
-	for _, start := range []int{0, maxDepth / 2, maxDepth} {
-		if _, err := enc.appendJSON(nil, nested(maxDepth-start), start); err != nil {
-			t.Errorf("%d levels from depth %d refused: %v", maxDepth-start, start, err)
-		}
-		if out, err := enc.appendJSON([]byte{0xc0}, nested(maxDepth-start+1), start); !errors.Is(err, errTooDeep) || len(out) != 1 {
-			t.Errorf("%d levels from depth %d: %v (%d bytes), want errTooDeep", maxDepth-start+1, start, err, len(out))
-		}
-	}
-}
-
-func TestAppendJSONStringAndFloat(t *testing.T) {
-	for _, s := range []string{"", "plain", "q\"\\/<>&", "\x00\x1f\x7f\b\f\n\r\t", "\u2028\u2029é🎉", badUTF8, "\xff"} {
-		var b bytes.Buffer
-		je := json.NewEncoder(&b)
-		je.SetEscapeHTML(false) // zap's setting
-		_ = je.Encode(s)
-		want := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("%q: %s, want %s", s, got, want)
-		}
-	}
-	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-7, 1e-6, 1e20, 1e21, 123456789.123, math.MaxFloat64, math.SmallestNonzeroFloat64} {
-		want, _ := json.Marshal(f)
-		if got := appendJSONFloat(nil, f, 64); !bytes.Equal(got, want) {
-			t.Errorf("%v: %s, want %s", f, got, want)
-		}
-		if float32(f)-float32(f) != 0 {
-			continue
-		}
-		want, _ = json.Marshal(float32(f))
-		if got := appendJSONFloat(nil, float64(float32(f)), 32); !bytes.Equal(got, want) {
-			t.Errorf("float32 %v: %s, want %s", f, got, want)
-		}
 	}
 }
 
@@ -609,78 +523,5 @@ func BenchmarkZapJSONReflected(b *testing.B) {
 				buf.Free()
 			}
 		})
-	}
-}
-
-// TestPlainValue: every kind of msgpack value passes, whole; no prefix of it does, nor an
-// extension, a str with invalid UTF-8, or trailing bytes.
-func TestPlainValue(t *testing.T) {
-	var b []byte
-	b = msgp.AppendArrayHeader(b, 21)
-	b = msgp.AppendNil(b)
-	b = msgp.AppendBool(msgp.AppendBool(b, true), false)
-	for _, i := range []int64{0, 127, -32, -33, 200, -200, 40000, -40000, 1 << 40, -(1 << 40)} {
-		b = msgp.AppendInt64(b, i)
-	}
-	b = msgp.AppendUint64(b, math.MaxUint64)
-	b = msgp.AppendFloat32(msgp.AppendFloat64(b, 1.5), 2.5)
-	b = msgp.AppendString(b, "short é")
-	b = msgp.AppendString(b, strings.Repeat("s", 300))
-	b = msgp.AppendBytes(b, bytes.Repeat([]byte{0xff}, 70000))
-	b = msgp.AppendMapHeader(b, 2)
-	b = msgp.AppendString(msgp.AppendString(b, "k"), "v")
-	b = msgp.AppendString(b, "a")
-	b = msgp.AppendArrayHeader(b, 20)
-	for range 20 {
-		b = msgp.AppendMapHeader(b, 0)
-	}
-	b = msgp.AppendBytes(b, nil)
-	if rest, err := msgp.Skip(b); err != nil || len(rest) != 0 {
-		t.Fatalf("test value itself is bad: %v, %d left", err, len(rest))
-	}
-	if !plainValue(b, 0) {
-		t.Fatal("a plain value was refused")
-	}
-	for i := range b {
-		if plainValue(b[:i], 0) {
-			t.Fatalf("the %d-byte prefix passed", i)
-		}
-	}
-	if plainValue(append(append([]byte(nil), b...), 0xc0), 0) {
-		t.Error("trailing bytes passed")
-	}
-	// Nesting up to the cap passes, counted from the depth the value starts at; one more
-	// level, even an empty one, does not.
-	nested := func(n int) []byte {
-		var v []byte
-		for i := range n {
-			if i%2 == 0 {
-				v = msgp.AppendNil(msgp.AppendArrayHeader(v, 2)) // [nil, the rest]
-				continue
-			}
-			v = msgp.AppendString(msgp.AppendMapHeader(v, 1), "k") // {"k": the rest}
-		}
-		return v
-	}
-	for _, start := range []int{0, 1, maxDepth / 2, maxDepth} {
-		fits := msgp.AppendNil(nested(maxDepth - start))
-		if !plainValue(fits, start) {
-			t.Errorf("%d levels from depth %d refused", maxDepth-start, start)
-		}
-		if over := msgp.AppendArrayHeader(nested(maxDepth-start), 0); plainValue(over, start) {
-			t.Errorf("%d levels from depth %d passed", maxDepth-start+1, start)
-		}
-	}
-	bad := [][]byte{
-		msgp.AppendString(nil, "\xff"),
-		wire.AppendEventTime(msgp.AppendArrayHeader(nil, 1), 1, 2),
-		msgp.AppendComplex64(nil, 1i),
-		{0xc1},
-		msgp.AppendMapHeader(nil, 1<<31),
-	}
-	for _, v := range bad {
-		if plainValue(v, 0) {
-			t.Errorf("% x passed", v)
-		}
 	}
 }

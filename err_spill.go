@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"go.uber.org/zap/zapcore"
 )
@@ -155,7 +156,7 @@ func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Ent
 	e.mu.Lock()
 	out, cut := e.enc.encodeCapped(e.buf[:0], ctx, ent, fields, p.entryCap)
 	entry := bytes.Clone(out)
-	if cap(out) <= keptScratch {
+	if cap(out) <= msgpenc.KeptScratch {
 		e.buf = out[:0]
 	} else {
 		e.buf = nil // a rare large entry: do not keep its buffer

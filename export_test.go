@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap/zapcore"
 )
@@ -13,9 +14,9 @@ import (
 // normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way,
 // and the accounting identity, so both check it one way.
 var (
-	NormMsgp      = normMsgp
-	NormJSON      = normJSON
-	DiffValues    = diff
+	NormMsgp      = testkit.NormMsgp
+	NormJSON      = testkit.NormJSON
+	DiffValues    = testkit.Diff
 	IdentityHolds = identityHolds
 	EnvNames      = envNames
 )
@@ -77,6 +78,6 @@ func newWith(cfg Config, c zapcore.Clock, d dial.Func) *Core {
 func sinkOf(c *Core) *sink { return c.sink }
 
 // MaxDepth and TooDeepMarker are the encoder's nesting cap and what it writes at the cut.
-const MaxDepth = maxDepth
+const MaxDepth = msgpenc.MaxDepth
 
-var TooDeepMarker = tooDeepMarker
+var TooDeepMarker = msgpenc.TooDeepMarker

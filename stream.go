@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/forward"
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
@@ -103,9 +104,11 @@ type stream struct {
 	reservedOpen atomic.Int32  // reserved batches open in a shard now: the reserve less those
 	givenBack    atomic.Uint64 // empty reserved batches given back from a shard (usage)
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
-	// for a stream that cuts oversized entries, what capEntry may cut (encoder_cap.go).
-	firstPass budget
-	// unweigh gives an entry's weight back to its key (Degrade.WeightKey; nil without).
+	// for a stream that cuts oversized entries, what capEntry may cut (msgpenc.FirstPass).
+	firstPass msgpenc.Budget
+	// weigh weighs an entry before it is encoded, and unweigh gives an entry's weight back
+	// to its key (Degrade.WeightKey; nil without).
+	weigh   func(level zapcore.Level, tag uint16, msg string) uint32
 	unweigh func(level zapcore.Level, tag uint16, msg string, w uint32)
 	closed  atomic.Bool
 	senders []*sender     // one per connection; the err stream has one
@@ -162,7 +165,7 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		sealAt:     s.batchBytes - s.batchBytes/16,
 		entryCap:   s.entryBytes,
 		reserve:    reserveOf(nb),
-		firstPass:  firstPass(s.entryBytes, policy.cutsOversized()),
+		firstPass:  msgpenc.FirstPass(s.entryBytes, policy.cutsOversized()),
 		clock:      s.clock,
 
 		sendDuration:  sendDuration,
@@ -176,7 +179,6 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.enc = newMsgpEncoder(s.enc)
-		sh.enc.release = sh.release
 	}
 	return st
 }
@@ -299,14 +301,34 @@ func (s *stream) reservedBytes() int64 {
 	return int64(s.reserve * s.sealAt)
 }
 
-// weighWith has the stream's encoders write each entry's weight under key (the info stream
-// with Degrade.WeightKey): weigh weighs an entry, unweigh gives a weight back.
+// weighWith has the stream weigh each entry it encodes and its encoders write the weight
+// under key (the info stream with Degrade.WeightKey): weigh weighs an entry, unweigh gives
+// a weight back.
 func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, uint16, string) uint32, unweigh func(zapcore.Level, uint16, string, uint32)) {
-	s.unweigh = unweigh
+	s.weigh, s.unweigh = weigh, unweigh
 	for i := range s.shards {
-		enc := s.shards[i].enc
-		enc.weightKey, enc.weigh, enc.unweigh = key, weigh, unweigh
+		s.shards[i].enc.weightKey = key
 	}
+}
+
+// weighFor gives enc the weight of the entry of tag it is about to encode. The level and
+// message are passed, not the entry: handing its pointer to a function value would move
+// every entry to the heap, and a logging call allocates nothing.
+func (s *stream) weighFor(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
+	if s.weigh != nil {
+		enc.weight = s.weigh(ent.Level, tag, ent.Message)
+	}
+}
+
+// discard gives back the weight enc wrote for the entry of tag it just encoded, which the
+// stream does not keep after all (it did not fit, or failed to encode): the entries its
+// weight stood for besides itself pass back to its key, so that the next kept entry
+// carries them and the weights still add up to what was logged.
+func (s *stream) discard(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
+	if enc.weight > 1 {
+		s.unweigh(ent.Level, tag, ent.Message, enc.weight-1)
+	}
+	enc.weight = 0
 }
 
 // lost passes an entry of tag Check kept, which the stream then dropped, to its key's next

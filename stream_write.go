@@ -3,8 +3,9 @@ package fluentcore
 // The write path: a caller's entry is encoded into the open batch of a shard under the
 // shard's lock. Contract with the ring (stream_batches.go): takeFor for a batch, seal for a
 // full one; nothing here waits on I/O except an err entry's bounded wait for a free batch.
-// An entry that passes its budget (encoder_cap.go) gives the shard up at once (release): it
-// is dropped, or cut down to size without the lock and then copied into a batch.
+// An entry that passes its budget (msgpenc's Appender) gives the shard up at once: the
+// encoder reports it to the shard (OverBudget), which releases itself; the entry is then
+// dropped, or cut down to size without the lock and copied into a batch.
 
 import (
 	"math/rand/v2"
@@ -52,14 +53,19 @@ func (sh *shard) unlockForSink() {
 	sh.sinkHolds.Add(-1)
 }
 
+// OverBudget is the shard's answer to its encoder's report (msgpenc.Owner) that the entry
+// it is encoding for the shard's writer passed its budget: the shard is released at once.
+// The report comes from within the encoder, while the writer's marshalers may still walk
+// on, so that the writers behind this one need not wait for that walk, which may be long
+// (a marshaler's million fields) and which touches nothing of the shard's.
+func (sh *shard) OverBudget() { sh.release() }
+
 // release gives the shard up, unlocked, while its encoder is still in an entry that passed
-// its budget (the encoder's stop calls it, or appendLocked): the shard gets a new encoder,
-// and the old one stays with its writer, whose marshalers may go on calling it, and never
-// touches the shard or its batch again. What the old encoder kept is let go with it.
+// its budget (OverBudget, or appendLocked): the shard gets a new encoder, and the old one
+// stays with its writer, whose marshalers may go on calling it, and never touches the
+// shard or its batch again. What the old encoder kept is let go with it.
 func (sh *shard) release() {
-	old := sh.enc
-	sh.enc = old.fork()
-	old.release, old.released = nil, true
+	sh.enc = sh.enc.fork()
 	sh.mu.Unlock()
 }
 
@@ -159,7 +165,7 @@ func (s *stream) countEntry(sh *shard, tag tagRef) {
 // encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
 func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
 	if !s.policy.cutsOversized() {
-		enc.discard(ent)
+		s.discard(enc, ent, tag)
 		s.lost(ent, tag)
 		sh.dropped[dropTooLarge].Add(1)
 		s.droppedTag(tag, 1)
@@ -347,7 +353,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 // to where the entry began) and could not keep: counted for why, its weight passed on, and
 // the batch given back if it was a reserve taken for this entry.
 func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zapcore.Entry, why dropReason) {
-	enc.discard(ent)
+	s.discard(enc, ent, tag)
 	s.lost(ent, tag)
 	sh.dropped[why].Add(1)
 	s.droppedTag(tag, 1)
@@ -413,19 +419,16 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 	b := sh.cur
 	start := len(b.Buf)
 	enc := sh.enc
-	enc.tag = tag
 	truncated := cut != nil
 	var out []byte
 	if truncated {
 		out = append(b.Buf, cut...)
 	} else {
 		var ok bool
-		out, ok = encodeSafely(enc, b.Buf, ctx, ent, fields, s.firstPass)
-		if enc.abandoned {
-			if !enc.released { // a shard's encoder gives it up as it stops; never left locked
-				sh.release()
-			}
-			return overBudget, enc
+		s.weighFor(enc, ent, tag)
+		out, ok = encodeSafely(enc, b.Buf, ctx, ent, fields, s.firstPass, sh)
+		if enc.Abandoned() {
+			return overBudget, enc // the encoder told sh as it stopped: sh is released
 		}
 		if !ok {
 			b.Buf = b.Buf[:start]
@@ -455,7 +458,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		b.Buf = b.Buf[:start]
 		if !own {
 			if cut == nil {
-				enc.discard(ent)
+				s.discard(enc, ent, tag)
 			}
 			return needBatch, nil
 		}
@@ -469,7 +472,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		}
 		if nb == nil {
 			if cut == nil {
-				enc.discard(ent)
+				s.discard(enc, ent, tag)
 			}
 			return needBatch, nil
 		}

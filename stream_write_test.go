@@ -2,12 +2,15 @@ package fluentcore
 
 import (
 	"io"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/fluentcore/fluentcore/forwardtest"
 	"go.uber.org/zap"
+
+	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 )
 
 // One goroutine's entries reach the receiver in the order they were logged, across many
@@ -41,19 +44,30 @@ func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
 	}
 }
 
-// scratchBytes is the capacity of each scratch buffer an encoder keeps between entries.
+// scratchBytes is the capacity, in bytes, of each slice an encoder keeps between entries,
+// by field path: every slice among its fields, those of the msgpenc types it holds
+// included (pointers and interfaces not followed), so that a scratch buffer added to any of
+// them is checked too.
 func scratchBytes(e *msgpEncoder) map[string]int {
-	return map[string]int{
-		"scratch": cap(e.scratch), "jsonStr": cap(e.jsonStr), "capOut": cap(e.capOut),
-		"capSpans": cap(e.capSpans) * capSpanSize, "precut": cap(e.precut) * capSpanSize,
-		"mapKVs": cap(e.mapKVs) * mapKVSize, "anyKVs": cap(e.anyKVs) * anyKVSize,
-		"strKVs": cap(e.strKVs) * strKVSize, "reflectBuf": e.reflectBuf.Cap(),
+	held := map[string]int{}
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		case reflect.Slice:
+			held[path] = v.Cap() * int(v.Type().Elem().Size())
+		}
 	}
+	walk(reflect.ValueOf(e).Elem(), "msgpEncoder")
+	return held
 }
 
 // An entry within MaxEntryBytes can still grow an encoder's scratch far past its own size
 // (sorting a reflected map's keys takes tens of bytes per key); once it is written, no
-// shard's encoder keeps more than keptScratch in any scratch buffer.
+// shard's encoder keeps more than msgpenc.KeptScratch in any scratch buffer.
 func TestShardEncodersKeepBoundedScratch(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := New(Config{Addr: r.Addr(), MaxBatchBytes: 1 << 20, MaxEntryBytes: 1 << 20, ErrFallback: io.Discard})
@@ -79,8 +93,8 @@ func TestShardEncodersKeepBoundedScratch(t *testing.T) {
 			sh := &st.shards[i]
 			sh.lockForSink()
 			for name, n := range scratchBytes(sh.enc) {
-				if n > keptScratch {
-					t.Errorf("%s stream, shard %d: %s keeps %d bytes, more than %d", st.id, i, name, n, keptScratch)
+				if n > msgpenc.KeptScratch {
+					t.Errorf("%s stream, shard %d: %s keeps %d bytes, more than %d", st.id, i, name, n, msgpenc.KeptScratch)
 				}
 			}
 			sh.unlockForSink()

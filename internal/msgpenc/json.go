@@ -1,9 +1,10 @@
-package fluentcore
+package msgpenc
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -24,11 +25,11 @@ var errJSONSyntax = errors.New("fluentcore: invalid JSON")
 // fit, else float64 (a number beyond float64 keeps its text, as a str); strings are
 // unescaped, with invalid UTF-8 and lone surrogates replaced by U+FFFD as encoding/json
 // decodes them. The value starts inside depth maps and arrays, and objects and arrays that
-// would nest past maxDepth are refused (errTooDeep). On error dst is returned as it was,
+// would nest past MaxDepth are refused (ErrTooDeep). On error dst is returned as it was,
 // with encoding/json's syntax error when js is not valid JSON.
-func (e *msgpEncoder) appendJSON(dst, js []byte, depth int) ([]byte, error) {
+func (r *Reflector) appendJSON(dst, js []byte, depth int) ([]byte, error) {
 	mark := len(dst)
-	p := jsonParser{src: js, str: e.jsonStr[:0]}
+	p := jsonParser{src: js, str: r.jsonStr[:0]}
 	p.space()
 	dst, err := p.value(dst, depth)
 	if err == nil {
@@ -36,7 +37,7 @@ func (e *msgpEncoder) appendJSON(dst, js []byte, depth int) ([]byte, error) {
 			err = errJSONSyntax
 		}
 	}
-	e.jsonStr = p.str[:0]
+	r.jsonStr = p.str[:0]
 	if err != nil {
 		return dst[:mark], jsonSyntaxError(js, err)
 	}
@@ -84,8 +85,8 @@ func (p *jsonParser) next() byte {
 func (p *jsonParser) value(dst []byte, depth int) ([]byte, error) {
 	switch c := p.next(); {
 	case c == '{' || c == '[':
-		if depth++; depth > maxDepth {
-			return dst, errTooDeep
+		if depth++; depth > MaxDepth {
+			return dst, ErrTooDeep
 		}
 		return p.container(dst, c == '{', depth)
 	case c == '"':
@@ -168,7 +169,7 @@ func (p *jsonParser) string(dst []byte) ([]byte, error) {
 		c := p.src[p.i]
 		if c == '"' {
 			p.i++
-			return appendStrBytes(dst, p.src[start:p.i-1]), nil
+			return AppendStrBytes(dst, p.src[start:p.i-1]), nil
 		}
 		if c == '\\' {
 			break
@@ -184,7 +185,7 @@ func (p *jsonParser) string(dst []byte) ([]byte, error) {
 		switch {
 		case c == '"':
 			p.i++
-			return appendStrBytes(dst, p.str), nil
+			return AppendStrBytes(dst, p.str), nil
 		case c < 0x20:
 			return dst, errJSONSyntax
 		case c != '\\':
@@ -317,7 +318,7 @@ func appendNumberText[S string | []byte](dst []byte, s S, isInt bool) []byte {
 	if f, err := strconv.ParseFloat(string(s), 64); err == nil {
 		return msgp.AppendFloat64(dst, f)
 	}
-	return append(appendStrHeader(dst, len(s)), s...) // digits, signs and letters: ASCII
+	return append(AppendStrHeader(dst, len(s)), s...) // digits, signs and letters: ASCII
 }
 
 // appendJSONNumber writes a json.Number already checked by validJSONNumber.
@@ -391,4 +392,22 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendJSONFloat formats f as encoding/json does (ES6 number formatting).
+func appendJSONFloat(b []byte, f float64, bits int) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// e-07 -> e-7
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
