@@ -304,3 +304,76 @@ func (w *recentWindow) before(now time.Time, d time.Duration) recentCounts {
 	}
 	return recentCounts{}
 }
+
+// addCounters adds o's counters to s's, the servers' matched by address.
+func (s *StreamStats) addCounters(o *StreamStats) {
+	s.Entries += o.Entries
+	s.Delivered += o.Delivered
+	s.Truncated += o.Truncated
+	s.Spilled += o.Spilled
+	s.Replayed += o.Replayed
+	s.Duplicated += o.Duplicated
+	s.SpillCorruptSegments += o.SpillCorruptSegments
+	s.DegradeTransitions += o.DegradeTransitions
+	s.SentBatches += o.SentBatches
+	s.SentBytes += o.SentBytes
+	s.SendErrors += o.SendErrors
+	s.Reconnects += o.Reconnects
+	s.HandshakeFailures += o.HandshakeFailures
+	if s.Dropped == nil {
+		s.Dropped = make(map[string]uint64, len(o.Dropped))
+	}
+	for r, v := range o.Dropped {
+		s.Dropped[r] += v
+	}
+	for _, sv := range o.Servers {
+		p := s.server(sv.Addr)
+		p.Delivered += sv.Delivered
+		if sv.LastDelivery.After(p.LastDelivery) {
+			p.LastDelivery = sv.LastDelivery
+		}
+	}
+	s.TagOverflow += o.TagOverflow
+	for tag, ts := range o.Tags {
+		if s.Tags == nil {
+			s.Tags = map[string]TagStats{}
+		}
+		t := s.Tags[tag]
+		s.Tags[tag] = TagStats{t.Entries + ts.Entries, t.Delivered + ts.Delivered, t.Dropped + ts.Dropped, t.Spilled + ts.Spilled}
+	}
+}
+
+// addGauges adds o's gauges to s's: amounts (and the window counts KeepRatio is taken from)
+// are summed, Degraded and Dropping are either's, the ages the larger, AdmitRatio the
+// lower. KeepRatio is left for the caller to take from the summed window counts.
+func (s *StreamStats) addGauges(o *StreamStats) {
+	s.SpillBytes += o.SpillBytes
+	s.BufferedBytes += o.BufferedBytes
+	s.CapacityBytes += o.CapacityBytes
+	s.Capacity += o.Capacity
+	s.Pending += o.Pending
+	s.OldestPending = max(s.OldestPending, o.OldestPending)
+	s.SendInProgress = max(s.SendInProgress, o.SendInProgress)
+	s.Degraded = s.Degraded || o.Degraded
+	s.Dropping = s.Dropping || o.Dropping
+	s.AdmitRatio = min(s.AdmitRatio, o.AdmitRatio)
+	s.recent.offered += o.recent.offered
+	s.recent.dropped += o.recent.dropped
+	s.recent.pressed += o.recent.pressed
+	for _, sv := range o.Servers {
+		p := s.server(sv.Addr)
+		p.Connections += sv.Connections
+		p.FramesInFlight += sv.FramesInFlight
+	}
+}
+
+// server returns s's row for addr, adding it if there is none.
+func (s *StreamStats) server(addr string) *ServerStats {
+	for i := range s.Servers {
+		if s.Servers[i].Addr == addr {
+			return &s.Servers[i]
+		}
+	}
+	s.Servers = append(s.Servers, ServerStats{Addr: addr})
+	return &s.Servers[len(s.Servers)-1]
+}
