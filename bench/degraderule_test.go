@@ -138,9 +138,9 @@ func BenchmarkDegradeRule(b *testing.B) {
 			}
 		}
 	}
-	// 6: flat out from 1, 16, 256 and 1024 goroutines into a receiver that takes all it
+	// 6: flat out from 1, 8, 16, 256 and 1024 goroutines into a receiver that takes all it
 	// gets: delivered against off, and the share of calls the default drops as queue_full.
-	for _, g := range []int{1, 16, 256, 1024} {
+	for _, g := range []int{1, 8, 16, 256, 1024} {
 		b.Run(fmt.Sprintf("scenario=flat-out/goroutines=%d", g), func(b *testing.B) {
 			var queueFull float64
 			pair(b, func(b *testing.B, p fluentcore.DegradePolicy) ruleResult {

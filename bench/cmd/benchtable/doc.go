@@ -351,9 +351,27 @@ func (d *doc) degradeRuleTargets(t *table) {
 				status(g.sum("adaptive-dropped") == 0))
 		}
 	}
+	for _, load := range []string{"alone", "neighbour"} {
+		for _, gs := range []string{"8", "64"} {
+			for _, sc := range []string{"bursty30%", "bursty50%", "bursty80%"} {
+				g := rule(map[string]string{"scenario": sc, "goroutines": gs, "load": load})
+				if g == nil {
+					continue
+				}
+				t.add(pre+strings.Replace(strings.TrimPrefix(sc, "bursty"), "%", " %", 1)+" of capacity in bursts of 64 from "+gs+" goroutines, "+where[load]+": 0 dropped",
+					fmt.Sprintf("%s offered; dropped %s in %s rounds (off: %s)", med(g, "adaptive-offered/s", rate), count(g.sum("adaptive-dropped")), count(float64(len(g.runs))), count(g.sum("off-dropped"))),
+					status(g.sum("adaptive-dropped") == 0))
+			}
+		}
+	}
 	if g := rule(map[string]string{"scenario": "startup5%"}); g != nil {
 		t.add(pre+"start-up, 5 % of capacity from the first call: 0 dropped",
 			fmt.Sprintf("dropped %s", count(g.sum("adaptive-dropped"))), status(g.sum("adaptive-dropped") == 0))
+	}
+	if g := rule(map[string]string{"scenario": "flat-out", "goroutines": "8"}); g != nil {
+		low, _ := g.min("delivered-ratio")
+		t.add(pre+"flat out, 8 goroutines: ≥ 0.9 × degrade off in every round",
+			fmt.Sprintf("lowest %s, median %s of %s rounds", ratio(low), ratio(medv(g, "delivered-ratio")), count(float64(len(g.runs)))), status(low >= 0.9))
 	}
 	for _, n := range []string{"1", "16", "256", "1024"} {
 		g := rule(map[string]string{"scenario": "flat-out", "goroutines": n})
