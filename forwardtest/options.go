@@ -12,6 +12,7 @@ import (
 // Start.
 type Option func(*options)
 
+// options are what the Options set; Start fixes them, and nothing changes them after.
 type options struct {
 	addr            string
 	countOnly       bool

@@ -94,6 +94,12 @@ type Stats struct {
 // fluent-bit together, stores the entries in arrival order and answers acks. All its
 // methods are safe for concurrent use.
 type Receiver struct {
+	// A Receiver holds nothing that changes but through the parts it is built of, each of
+	// which owns its state and its lock: what arrived is its ledger's; whether connections
+	// may read is its stall's, and how fast its pacer's; the listener, the connections and
+	// every goroutine are its acceptor's, whose close ends them all and closes the done
+	// channel every part waits on. Each connection is served by a conn that newConn
+	// builds from these parts. opts, addr and logf are fixed by Start.
 	opts   options
 	addr   string
 	logf   func(format string, args ...any) // never nil
