@@ -11,9 +11,9 @@ import (
 // ledger is what a receiver has been sent: the stored entries, the counters, the entries by
 // tag and the violations, and the waiters to wake when any of them changes.
 //
-// Invariants: every field is read and written with mu held; every change is followed,
+// Invariants: every field after mu is read and written with mu held; every change is followed,
 // under the same hold, by notifyLocked, so a waiter that saw the state before the change
-// sees changed closed after it; entries stays nil while no entry was stored (CountOnly
+// sees changed closed after it; entries is nil until the first entry is stored (CountOnly
 // stores none); reset forgets all but the violations. The ledger never blocks while it
 // holds mu.
 type ledger struct {
