@@ -19,7 +19,9 @@ import (
 // Batches that have failed for SpillAfter go to the spill too, in order, and so do those
 // pending while the sender has waited SpillAfter for an ack, so that in an outage or a
 // stall nothing waits in memory for longer than that. Every write wakes the sender, so err
-// entries do not wait for FlushInterval.
+// entries do not wait for FlushInterval. It is the err stream's streamPolicy, and holds the
+// spill; its carrier (carry) builds errSpill, which moves there what the stream cannot
+// carry.
 type errPolicy struct {
 	maxWait    time.Duration      // ErrMaxWait
 	spillAfter time.Duration      // SpillAfter

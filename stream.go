@@ -4,8 +4,9 @@ package fluentcore
 // policy (streamPolicy: the info stream's in degrade.go, the err stream's in err_spill.go).
 // Its batches go round its ring (internal/ring.Ring). Its concerns each have a room: the
 // write path (stream_write.go), its side of the ring (stream_batches.go: which batch a tag
-// may take, what it holds), the flush policy (stream_flush.go), the senders
-// (stream_sender.go) and the spill (stream_spill.go).
+// may take, what it holds), the flush policy (stream_flush.go: flusher), the senders
+// (stream_sender.go: sender, one per connection) and what it cannot carry (stream_spill.go:
+// its overflow, the err stream's spill).
 
 import (
 	"math/rand/v2"

@@ -1,6 +1,6 @@
 package fluentcore
 
-// What a stream cannot carry: the info stream drops it, counted by reason (dropping); the
+// What a stream cannot carry: the info stream drops it, counted by reason (dropOverflow); the
 // err stream waits for room, cuts what is too large and spills the rest (errSpill): to the
 // durable spill (SpillDir) or to ErrFallback, counted, and with SpillDir its sender replays
 // the spill before sending from memory again.
@@ -17,7 +17,7 @@ import (
 )
 
 // overflow is what a stream does with what it cannot carry, as its write path, its Close
-// and its flush policy ask: the info stream's (dropping) drops it, the err stream's
+// and its flush policy ask: the info stream's (dropOverflow) drops it, the err stream's
 // (errSpill) waits, cuts and spills.
 type overflow interface {
 	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
@@ -44,7 +44,7 @@ type overflow interface {
 }
 
 // spillRoute is where a sender's batches go that cannot be delivered, as the sender asks
-// at each step: the info stream's (dropping) has none, and its sender only retries; the err
+// at each step: the info stream's (dropOverflow) has none, and its sender only retries; the err
 // stream's (errSpill) is the spill, which may also be the queue (replay).
 type spillRoute interface {
 	// signals are what the sender listens to besides its queue and its acks (see
@@ -75,34 +75,35 @@ type spillRoute interface {
 // err stream.
 type carrier func(r *ring.Ring, view streamView, clock zapcore.Clock) (overflow, spillRoute)
 
-// dropping is the info stream's overflow and route: it waits for nothing, cuts nothing and
-// spills nothing; what it cannot carry is dropped, counted by reason (queue_full,
+// dropOverflow is the info stream's overflow and route: it waits for nothing, cuts nothing
+// and spills nothing; what it cannot carry is dropped, counted by reason (queue_full,
 // too_large, shutdown ...), and its batches wait out an outage in the buffer, whose budget
 // the degrade policy spends on entries.
-type dropping struct{}
+type dropOverflow struct{}
 
+// dropsAll is the info stream's carrier.
 func dropsAll(*ring.Ring, streamView, zapcore.Clock) (overflow, spillRoute) {
-	return dropping{}, dropping{}
+	return dropOverflow{}, dropOverflow{}
 }
 
-func (dropping) roomWait() time.Duration { return 0 }
-func (dropping) noRoom()                 {}
-func (dropping) cutsOversized() bool     { return false }
-func (dropping) spillEntry(*shard, uint16, *encodedContext, zapcore.Entry, []zapcore.Field, []byte) bool {
+func (dropOverflow) roomWait() time.Duration { return 0 }
+func (dropOverflow) noRoom()                 {}
+func (dropOverflow) cutsOversized() bool     { return false }
+func (dropOverflow) spillEntry(*shard, uint16, *encodedContext, zapcore.Entry, []zapcore.Field, []byte) bool {
 	return false
 }
-func (dropping) spillBatch(*ring.Batch) bool                  { return false }
-func (dropping) sealsNow(time.Time, bool, senders) bool       { return false }
-func (dropping) replay(context.Context, *sender) (bool, bool) { return false, true }
-func (dropping) kicked(context.Context, *sender) (bool, bool) { return false, true }
-func (dropping) stuck(*sender) (bool, <-chan time.Time, bool) { return false, nil, false }
-func (dropping) evacuate(_ *sender, done chan struct{})       { close(done) } // nothing to move
+func (dropOverflow) spillBatch(*ring.Batch) bool                  { return false }
+func (dropOverflow) sealsNow(time.Time, bool, senders) bool       { return false }
+func (dropOverflow) replay(context.Context, *sender) (bool, bool) { return false, true }
+func (dropOverflow) kicked(context.Context, *sender) (bool, bool) { return false, true }
+func (dropOverflow) stuck(*sender) (bool, <-chan time.Time, bool) { return false, nil, false }
+func (dropOverflow) evacuate(_ *sender, done chan struct{})       { close(done) } // nothing to move
 
-func (dropping) overdue(context.Context, *sender) (bool, bool, time.Duration) {
+func (dropOverflow) overdue(context.Context, *sender) (bool, bool, time.Duration) {
 	return false, true, time.Duration(math.MaxInt64)
 }
 
-func (dropping) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
+func (dropOverflow) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
 	return nil, nil, nil
 }
 
