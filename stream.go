@@ -94,8 +94,8 @@ type stream struct {
 	// over is what the stream does with what it cannot carry: drop it (info) or wait, cut
 	// and spill it (err); its senders' route is the same value's.
 	over    overflow
-	senders senders // one per connection; the err stream has one
-	flusher flusher // when partly filled batches are sealed
+	senders senders  // one per connection; the err stream has one
+	flusher *flusher // when partly filled batches are sealed
 	sends   sendCounts
 
 	delivered, spilled atomic.Uint64
@@ -148,13 +148,13 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 	over, route := carry(st.ring, st, s.clock)
 	st.over = over
 	st.firstPass = msgpenc.FirstPass(s.entryBytes, over.cutsOversized())
-	st.flusher = flusher{ring: st.ring, stream: st, over: over}
+	st.flusher = newFlusher(st.ring, st, over)
 	// The connections hold at most all but randShards of the batches in flight together:
 	// that many stay out of flight, for the writers to fill and the senders to take next
 	// (the logger tags' shards are not counted: a core without tags keeps its window).
 	window := nb - st.randShards
 	for _, f := range fwds {
-		st.senders = append(st.senders, newSender(f, st.ring, st, route, &st.flusher, &st.sends, s.clock, window))
+		st.senders = append(st.senders, newSender(f, st.ring, st, route, st.flusher, &st.sends, s.clock, window))
 	}
 	st.flusher.senders = st.senders
 	for i := range st.shards {

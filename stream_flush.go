@@ -35,6 +35,12 @@ type flusher struct {
 	owed    atomic.Bool  // a flush tick found a sender busy, or acks lagging
 }
 
+// newFlusher returns the flush policy of a stream of the ring r, sealing through view,
+// whose overflow is over; its senders are set once they are made, with the flusher.
+func newFlusher(r *ring.Ring, view streamView, over overflow) *flusher {
+	return &flusher{ring: r, stream: view, over: over}
+}
+
 // tick is the clock's flush, every FlushInterval at now.
 func (f *flusher) tick(now time.Time) {
 	failing := f.senders.failing()
