@@ -131,6 +131,9 @@ func (e *errSpill) roomWait() time.Duration { return e.p.maxWait }
 func (e *errSpill) noRoom()                 { e.p.kickSpill() }
 func (e *errSpill) cutsOversized() bool     { return true } // delivered truncated, marked
 
+// signals: wake (an entry is waiting), spillKick (a writer found the buffers full while
+// sends fail, or spilled) and evacuate (a DPanic, Panic or Fatal: everything undelivered to
+// the spill now).
 func (e *errSpill) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
 	return e.p.wake, e.p.spillKick, e.p.evacuate
 }
