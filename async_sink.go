@@ -24,7 +24,7 @@ import (
 // The two streams share all of that; what differs is a policy value per stream: the info
 // stream's (infoPolicy, degrade.go) drops what it cannot carry and counts it, the err
 // stream's (errPolicy, err_spill.go) waits, truncates and spills instead, through the
-// spill the err stream holds (stream.errSpill).
+// overflow the err stream holds (errSpill, stream_spill.go).
 
 // sink is the two streams, their senders and the clock that flushes them and steps the
 // info stream's degrade policy. It implements entrySink.
@@ -54,13 +54,12 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		s.onEvent.emit(now, kind, nil)
 	})
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
-	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
+	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, dropsAll, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		info.weighWith(appendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
-	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
-	errs.errSpill = k.err
+	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, k.err.carry, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,7 +76,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 			k.wg.Add(1)
 			go func() {
 				defer k.wg.Done()
-				st.run(ctx, snd)
+				snd.run(ctx)
 			}()
 		}
 	}
@@ -202,7 +201,7 @@ func (k *sink) infoObservation() degrade.Observation {
 	}
 	return degrade.Observation{
 		Now: now, Buffered: u.buffered, Limit: info.capacity(), Room: u.room, Reserved: info.reservedBytes(),
-		DisconnectedFor: info.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
+		DisconnectedFor: info.senders.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
 		Written: u.taken,
 	}
 }
@@ -229,7 +228,7 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 		st := k.streams[id]
 		if !st.ring.WaitDone(targets[id], t.C) {
 			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
-			if last := st.lastError(); last != nil {
+			if last := st.senders.lastError(); last != nil {
 				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
 			}
 			return id, err
@@ -286,12 +285,7 @@ func (k *sink) close(timeout time.Duration) error {
 				st.abandon(b)
 			}
 			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue
-				st.pollAcks(snd) // acks that came in before the senders stopped
-				st.requeue(snd)
-				for _, b := range snd.out {
-					abandon(b)
-				}
-				snd.out = snd.out[:0]
+				snd.giveBack(abandon)
 			}
 			st.ring.Drain(abandon)
 			for _, snd := range st.senders {

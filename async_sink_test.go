@@ -44,9 +44,9 @@ func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
 	r.Stall()
 	r.Allow(1) // one more frame acked, the others written and waiting
 	st := core.sink.streams[infoStream]
-	for i := 0; st.sentBatches.Load() < 5; i++ {
+	for i := 0; st.sends.sentBatches.Load() < 5; i++ {
 		if i == 100_000 {
-			t.Fatalf("%d frames written after %d entries", st.sentBatches.Load(), i)
+			t.Fatalf("%d frames written after %d entries", st.sends.sentBatches.Load(), i)
 		}
 		logger.Info("sized", zap.String("pad", strings.Repeat("p", 200)))
 	}

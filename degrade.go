@@ -2,7 +2,6 @@ package fluentcore
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/degrade"
@@ -237,9 +236,6 @@ func (p *infoPolicy) freed(n int) {
 	}
 }
 
-func (*infoPolicy) roomWait() time.Duration { return 0 } // a full info stream drops: queue_full
-func (*infoPolicy) noRoom()                 {}
-
 // reserves while the shedder counts keys against the room left (the adaptive policy): the
 // reserve is then the margin it keeps for the keys it keeps whole, in batches, not only in
 // its count, which partly filled batches sealed between two steps can outrun.
@@ -253,21 +249,6 @@ func (p *infoPolicy) keepsWhole(level zapcore.Level, tag uint16, msg string) boo
 
 // roomAdmitted while the adaptive shedder counts keys: what it admits fits the room left.
 func (p *infoPolicy) roomAdmitted() bool { return p.reserves() }
-
-func (*infoPolicy) cutsOversized() bool                  { return false } // too_large
-func (*infoPolicy) losesToSpill() bool                   { return false } // dropped, counted by reason
-func (*infoPolicy) replaying() bool                      { return false }
-func (*infoPolicy) sealsWhileFailing(time.Duration) bool { return false }
-
-// spillDue is never: info batches wait out an outage in the buffer, whose budget the
-// policy spends on entries, and are dropped only when it is full.
-func (*infoPolicy) spillDue(time.Time, time.Time) (bool, time.Duration) {
-	return false, time.Duration(math.MaxInt64)
-}
-
-func (*infoPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
-	return nil, nil, nil
-}
 
 // wakes once the queue alone passes kickAt while Check does not consult the policy yet;
 // wakeWith then wakes the policy and the clock early, so that it reads the whole fill at

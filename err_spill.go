@@ -19,7 +19,9 @@ import (
 // Batches that have failed for SpillAfter go to the spill too, in order, and so do those
 // pending while the sender has waited SpillAfter for an ack, so that in an outage or a
 // stall nothing waits in memory for longer than that. Every write wakes the sender, so err
-// entries do not wait for FlushInterval.
+// entries do not wait for FlushInterval. It is the err stream's streamPolicy, and holds the
+// spill; its carrier (carry) builds errSpill, which moves there what the stream cannot
+// carry.
 type errPolicy struct {
 	maxWait    time.Duration      // ErrMaxWait
 	spillAfter time.Duration      // SpillAfter
@@ -75,39 +77,10 @@ func (p *errPolicy) written() {
 func (*errPolicy) freed(int)          {}
 func (*errPolicy) roomAdmitted() bool { return false }
 
-func (p *errPolicy) roomWait() time.Duration                     { return p.maxWait }
-func (p *errPolicy) noRoom()                                     { p.kickSpill() }
 func (*errPolicy) reserves() bool                                { return false } // nothing is thinned
 func (*errPolicy) keepsWhole(zapcore.Level, uint16, string) bool { return true }
-func (p *errPolicy) cutsOversized() bool                         { return true } // delivered truncated, marked
-func (p *errPolicy) losesToSpill() bool                          { return true } // never dropped silently
 func (*errPolicy) wakes(float64) bool                            { return false }
 func (*errPolicy) wakeWith(uint64)                               {}
-
-// sealsWhileFailing: the err stream's sealed batches leave at once while sends fail, to the
-// durable spill (which frees them, and an entry there survives a crash), or, without one,
-// to ErrFallback once they have failed for SpillAfter.
-func (p *errPolicy) sealsWhileFailing(failingFor time.Duration) bool {
-	return p.disk != nil || failingFor >= p.spillAfter
-}
-
-// spillDue reports whether batches whose sends have failed since failingSince go to the
-// spill at now: after SpillAfter, or at once when the durable spill is already the queue;
-// and if not, how long until they will. Without SpillDir the spill is ErrFallback: an
-// outage longer than SpillAfter puts err entries there, in order, rather than keeping them
-// in memory, where a crash would lose them, a full buffer would slow the callers and
-// nothing would show them.
-func (p *errPolicy) spillDue(failingSince, now time.Time) (bool, time.Duration) {
-	left := failingSince.Add(p.spillAfter).Sub(now)
-	return left <= 0 || p.replaying(), left
-}
-
-// signals: wake (an entry is waiting), spillKick (a writer found the buffers full while
-// sends fail, or spilled) and evacuate (a DPanic, Panic or Fatal: everything undelivered to
-// the spill now).
-func (p *errPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
-	return p.wake, p.spillKick, p.evacuate
-}
 
 func (p *errPolicy) report(st *StreamStats) {
 	if p.disk != nil {

@@ -639,7 +639,7 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 	logger := zap.New(core)
 	logger.Error("first")
 	errSt := sinkOf(core).streams[errStream]
-	waitUntil(t, "the err stream sees the receiver down", errSt.failing)
+	waitUntil(t, "the err stream sees the receiver down", errSt.senders.failing)
 	pad := strings.Repeat("e", 200)
 	var slowest time.Duration
 	for i, start := 0, time.Now(); core.Stats().Err.Spilled < 40; i++ {

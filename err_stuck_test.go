@@ -75,7 +75,7 @@ func TestErrCallersDoNotWaitOnAStuckSender(t *testing.T) {
 		}
 		logger.Error("stalled", zap.Int64("id", faultID(0, n)), zap.String("pad", pad))
 	}
-	if errSt.failing() {
+	if errSt.senders.failing() {
 		t.Fatal("a send failed: the receiver only stopped reading")
 	}
 

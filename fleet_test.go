@@ -88,7 +88,7 @@ func connsTo(core *Core, target string) int {
 
 // sendingOn returns how many connections the info stream of core sends on: 1 while a
 // name's first lookup is under way, then one per server it found (Info.Connections 0).
-func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].sending()) }
+func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].senders.sending()) }
 
 // received is the entries of every receiver.
 func received(rs ...*forwardtest.Receiver) int {

@@ -4,8 +4,9 @@ package fluentcore
 // policy (streamPolicy: the info stream's in degrade.go, the err stream's in err_spill.go).
 // Its batches go round its ring (internal/ring.Ring). Its concerns each have a room: the
 // write path (stream_write.go), its side of the ring (stream_batches.go: which batch a tag
-// may take, what it holds), the flush policy (stream_flush.go), the senders
-// (stream_sender.go) and the spill (stream_spill.go).
+// may take, what it holds), the flush policy (stream_flush.go: flusher), the senders
+// (stream_sender.go: sender, one per connection) and what it cannot carry (stream_spill.go:
+// its overflow, the err stream's spill).
 
 import (
 	"math/rand/v2"
@@ -21,48 +22,24 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// streamPolicy is what makes a stream the info stream or the err stream. The stream asks it
-// at each point where the two differ: the info stream's (infoPolicy, degrade.go) drops what
-// it cannot carry, counted by reason; the err stream's (errPolicy, err_spill.go) waits, cuts
-// and spills instead, and has its sender seal every entry at once. A policy is told what
-// happened and answers; it never reaches back into the stream. The err stream also holds
-// its policy as errSpill, for the spill and replay paths the policy opens.
+// streamPolicy is what makes a stream's write path the info stream's or the err stream's:
+// the info stream's (infoPolicy, degrade.go) admits and thins under backpressure; the err
+// stream's (errPolicy, err_spill.go) keeps every entry whole and has its sender seal every
+// entry at once. A policy is told what happened and answers; it never reaches back into
+// the stream. What the stream cannot carry is its overflow's (stream_spill.go).
 type streamPolicy interface {
 	// written is told of each entry put in a batch, and freed of the entries of each batch
 	// that leaves the buffer (delivered, spilled or dropped).
 	written()
 	freed(entries int)
-	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
-	// all, the entry is lost (losesToSpill says where) at once.
-	roomWait() time.Duration
-	// noRoom is told that a writer found no free batch while every connection fails: the
-	// policy's sender may make room at once rather than wait out its backoff.
-	noRoom()
 	// roomAdmitted reports whether the entries the stream gets now were admitted against
 	// the room it has left: then a writer that finds no free batch waits for the other
 	// shards' locks rather than skip them (writeElsewhere).
 	roomAdmitted() bool
-	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
-	// than dropped (too_large).
-	cutsOversized() bool
-	// losesToSpill reports whether entries the stream cannot carry go to the spill rather
-	// than being dropped and counted by reason.
-	losesToSpill() bool
 	// wakes reports whether a batch sealed with this share of the budget queued wakes the
 	// policy: the stream then calls wakeWith with the entries it has taken in so far.
 	wakes(queuedShare float64) bool
 	wakeWith(taken uint64)
-	// sealsWhileFailing reports whether the clock seals partly filled batches while sends
-	// have failed for failingFor: when sealed batches leave at once, to the spill.
-	sealsWhileFailing(failingFor time.Duration) bool
-	// spillDue reports whether batches whose sends have failed since failingSince go to
-	// the spill at now and, if not, the longest the sender may wait for its next attempt.
-	spillDue(failingSince, now time.Time) (due bool, within time.Duration)
-	// replaying reports whether the durable spill holds frames: then it is the queue.
-	replaying() bool
-	// signals are what the stream's senders listen to besides their queue and their acks
-	// (see errPolicy); nil channels, never ready, for a policy without them.
-	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
 	// report adds the policy's own figures to the stream's Stats.
 	report(st *StreamStats)
 	// reserves reports whether the stream's reserve of free batches (stream.reserve) goes
@@ -111,25 +88,21 @@ type stream struct {
 	weigh   func(level zapcore.Level, tag uint16, msg string) uint32
 	unweigh func(level zapcore.Level, tag uint16, msg string, w uint32)
 	closed  atomic.Bool
-	senders []*sender     // one per connection; the err stream has one
 	clock   zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
 
 	policy streamPolicy
-	// errSpill is the err policy's spill, which only the paths its policy opens reach
-	// (losesToSpill, spillDue, replaying, signals); nil on the info stream.
-	errSpill *errPolicy
+	// over is what the stream does with what it cannot carry: drop it (info) or wait, cut
+	// and spill it (err); its senders' route is the same value's.
+	over    overflow
+	senders senders  // one per connection; the err stream has one
+	flusher *flusher // when partly filled batches are sealed
+	sends   sendCounts
 
-	delivered, spilled                             atomic.Uint64
-	deliveredBytes                                 atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
-	waits                                          atomic.Uint64 // err writes that found no room and waited
-	waitsOut                                       atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
-	busy                                           atomic.Int32  // senders holding a batch (deliver)
-	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
-	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
-	replayed                                       atomic.Uint64 // delivered from the durable spill
-	duplicated                                     atomic.Uint64 // acked after their batch was spilled (stuckSpill)
-	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
-	sendDuration                                   prometheus.Observer // this stream's histogram
+	delivered, spilled atomic.Uint64
+	deliveredBytes     atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
+	waits              atomic.Uint64 // err writes that found no room and waited
+	waitsOut           atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
+	contended          atomic.Bool   // writers met on shard 0 since the last flush tick
 
 	// What only Stats and the clock read, after the fields of the write path and the
 	// senders.
@@ -140,9 +113,9 @@ type stream struct {
 }
 
 // newStream makes stream id with budget bytes of batches, sending on fwds: its entries
-// without a logger tag go under its own tag in tags (index 0), and its send times to
-// sendDuration.
-func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
+// without a logger tag go under its own tag in tags (index 0), what it cannot carry to the
+// overflow carry builds, and its send times to sendDuration.
+func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, carry carrier, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	nshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	// Up to tagShards more shards for the logger tags, while open batches stay at most half
@@ -165,17 +138,25 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 		sealAt:     s.batchBytes - s.batchBytes/16,
 		entryCap:   s.entryBytes,
 		reserve:    reserveOf(nb),
-		firstPass:  msgpenc.FirstPass(s.entryBytes, policy.cutsOversized()),
 		clock:      s.clock,
 
-		sendDuration:  sendDuration,
 		flushInterval: s.flushInterval,
 	}
 	st.ring = ring.New(nb, s.batchBytes, len(fwds), ring.Hooks{Finished: st.finished, Merged: st.unclaim})
 	st.recent.start(s.clock.Now())
+	st.sends.duration, st.sends.clock = sendDuration, s.clock
+	over, route := carry(st.ring, st, s.clock)
+	st.over = over
+	st.firstPass = msgpenc.FirstPass(s.entryBytes, over.cutsOversized())
+	st.flusher = newFlusher(st.ring, st, over)
+	// The connections hold at most all but randShards of the batches in flight together:
+	// that many stay out of flight, for the writers to fill and the senders to take next
+	// (the logger tags' shards are not counted: a core without tags keeps its window).
+	window := nb - st.randShards
 	for _, f := range fwds {
-		st.senders = append(st.senders, &sender{fwd: f, bo: f.NewBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb)})
+		st.senders = append(st.senders, newSender(f, st.ring, st, route, st.flusher, &st.sends, s.clock, window))
 	}
+	st.flusher.senders = st.senders
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.enc = newMsgpEncoder(s.enc)
@@ -339,40 +320,6 @@ func (s *stream) lost(ent *zapcore.Entry, tag uint16) {
 	}
 }
 
-// sending returns the senders that send: the first forward.Forwarder.Sending of them (the
-// others never start, and hold nothing).
-func (s *stream) sending() []*sender { return s.senders[:s.senders[0].fwd.Sending()] }
-
-// failing reports whether every connection of the stream is failing: nothing drains.
-func (s *stream) failing() bool {
-	for _, snd := range s.sending() {
-		if !snd.fwd.Status().Failing() {
-			return false
-		}
-	}
-	return true
-}
-
-// disconnectedFor is how long the stream has had no working connection at now; 0 if it has
-// one.
-func (s *stream) disconnectedFor(now time.Time) time.Duration {
-	d := s.senders[0].fwd.Status().DisconnectedFor(now)
-	for _, snd := range s.sending()[1:] {
-		d = min(d, snd.fwd.Status().DisconnectedFor(now))
-	}
-	return d
-}
-
-// lastError is the last send error of a connection, if one has one.
-func (s *stream) lastError() error {
-	for _, snd := range s.senders {
-		if err := snd.fwd.Status().LastError(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // stats reads the stream's counters and gauges at the sink's clock's now. The outcomes
 // (delivered, spilled, dropped) are read before Entries, each of which only grows and
 // counts an entry before its outcome, so Pending is never negative.
@@ -382,14 +329,14 @@ func (s *stream) stats() StreamStats {
 		Dropped:       make(map[string]uint64, numDropReasons),
 		Delivered:     s.delivered.Load(),
 		Spilled:       s.spilled.Load(),
-		Replayed:      s.replayed.Load(),
-		Duplicated:    s.duplicated.Load(),
+		Replayed:      s.sends.replayed.Load(),
+		Duplicated:    s.sends.duplicated.Load(),
 		BufferedBytes: s.buffered(),
 		CapacityBytes: s.capacity(),
-		SentBatches:   s.sentBatches.Load(),
-		SentBytes:     s.sentBytes.Load(),
-		SendErrors:    s.sendErrors.Load(),
-		Reconnects:    s.reconnects.Load(),
+		SentBatches:   s.sends.sentBatches.Load(),
+		SentBytes:     s.sends.sentBytes.Load(),
+		SendErrors:    s.sends.sendErrors.Load(),
+		Reconnects:    s.sends.reconnects.Load(),
 	}
 	var busy int64 // when the oldest send under way began
 	for _, snd := range s.senders {

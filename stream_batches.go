@@ -200,8 +200,7 @@ func (s *stream) finished(b *ring.Batch) {
 // abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
 // shutdown, as the policy says.
 func (s *stream) abandon(b *ring.Batch) {
-	if s.policy.losesToSpill() {
-		s.spillSealed(b)
+	if s.over.spillBatch(b) {
 		return
 	}
 	s.regroup(b)

@@ -48,13 +48,13 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		b = <-st.ring.Queue()
 		snd := st.senders[0]
 		snd.out = append(snd.out, b)
-		if !st.deliver(context.Background(), snd) {
+		if !snd.deliver(context.Background()) {
 			t.Fatal("not delivered")
 		}
 	}
 	frame() // connects
-	if st.sentBatches.Load() != 1 {
-		t.Fatalf("sent %d batches", st.sentBatches.Load())
+	if st.sends.sentBatches.Load() != 1 {
+		t.Fatalf("sent %d batches", st.sends.sentBatches.Load())
 	}
 	if a := steadyAllocs(200, frame); a != 0 {
 		t.Fatalf("the sender allocates %.1f times per frame", a)

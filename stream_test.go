@@ -109,5 +109,5 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 func newTestStream(s *settings, budget int, policy streamPolicy, fwds ...*forward.Forwarder) *stream {
 	tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	sendDuration := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
-	return newStream(infoStream, tags, budget, s.stream, policy, sendDuration, fwds...)
+	return newStream(infoStream, tags, budget, s.stream, policy, dropsAll, sendDuration, fwds...)
 }

@@ -125,7 +125,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			s.lose(sh, dropClosed, tag.idx, ctx, ent, fields, cut)
 			return
 		case needBatch:
-			maxWait := s.policy.roomWait()
+			maxWait := s.over.roomWait()
 			if maxWait <= 0 {
 				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
 				if tag.idx != 0 {
@@ -164,7 +164,7 @@ func (s *stream) countEntry(sh *shard, tag tagRef) {
 // cutOversized returns the cut and true for the caller to write it, unless it cannot be
 // encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
 func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
-	if !s.policy.cutsOversized() {
+	if !s.over.cutsOversized() {
 		s.discard(enc, ent, tag)
 		s.lost(ent, tag)
 		sh.dropped[dropTooLarge].Add(1)
@@ -197,13 +197,13 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 	if deadline.IsZero() {
 		now := s.clock.Now()
 		deadline = now.Add(maxWait)
-		if at := s.stuckSince(); at != 0 {
+		if at := s.senders.stuckSince(); at != 0 {
 			// The sender has been in one attempt since at (a dial, a write, an ack
 			// that does not come), which may last its whole timeout: it frees no
 			// batch before then. No caller waits past at + maxWait, so the waits of
 			// a stall add up to maxWait at most; after it the entry is lost (spilled)
 			// at once. The pending batches follow once the stall has lasted
-			// SpillAfter (stuckSpill).
+			// SpillAfter (errSpill.stuck).
 			if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
 				deadline = end
 			}
@@ -214,10 +214,10 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 		}
 		s.waits.Add(1)
 	}
-	if s.failing() {
+	if s.senders.failing() {
 		// The sender packs the queued batches, or moves them to the spill, at once:
 		// the wait below ends as soon as that frees a batch, and order is kept.
-		s.policy.noRoom()
+		s.over.noRoom()
 	}
 	if !s.waitForBatch(sh, deadline) {
 		s.waitsOut.Add(1)
@@ -227,26 +227,9 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 	return deadline, true
 }
 
-// stuckSince returns since when every connection of the stream has been stuck (unix nanos,
-// the stream's clock): in one attempt — a dial, a write, or the oldest frame waiting for
-// its ack — with no frame taken since (forward.Status.StuckSince). 0 while a connection is in no
-// attempt. Safe for concurrent use.
-func (s *stream) stuckSince() int64 {
-	var since int64
-	for _, snd := range s.sending() {
-		at := snd.fwd.Status().StuckSince()
-		if at == 0 {
-			return 0
-		}
-		since = max(since, at)
-	}
-	return since
-}
-
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
 func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
-	if s.policy.losesToSpill() {
-		s.spillEntry(sh, tag, ctx, ent, fields, cut)
+	if s.over.spillEntry(sh, tag, ctx, *ent, fields, cut) {
 		return
 	}
 	s.lost(ent, tag) // its weight passes to its key's next kept entry
@@ -437,7 +420,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		}
 		if len(out)-start > s.entryCap {
 			b.Buf = b.Buf[:start]
-			if !s.policy.cutsOversized() {
+			if !s.over.cutsOversized() {
 				s.dropUnwritten(sh, tag, enc, ent, dropTooLarge)
 				return written, nil
 			}
