@@ -13,18 +13,18 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// The entry size cap (Config.MaxEntryBytes). An entry is encoded within a budget: once the
+// The entry size cap (Config.Transport.MaxEntryBytes). An entry is encoded within a budget: once the
 // next key or value would take it past its limit, appending stops and every later Add* and
 // Append* call returns at once, so an entry far over the cap costs a walk of what the caller
 // passes, never its size in memory (a marshaler nested past the stop is not even called, a
 // reflected map or array whose smallest encoding cannot fit is not walked).
 //
-// An info entry is encoded within MaxEntryBytes and dropped (too_large) if it passes it. An
+// An info entry is encoded within Transport.MaxEntryBytes and dropped (too_large) if it passes it. An
 // err entry is delivered cut down to size rather than spilled, by the first of these that
 // fits:
 //
-//  1. Values truncated. The entry is encoded within cutScratch × MaxEntryBytes, its long str
-//     and bin values stored cut: the j-th value stored cut keeps MaxEntryBytes/j + 8 bytes,
+//  1. Values truncated. The entry is encoded within cutScratch × Transport.MaxEntryBytes, its long str
+//     and bin values stored cut: the j-th value stored cut keeps Transport.MaxEntryBytes/j + 8 bytes,
 //     and a value is stored cut when it is longer than that (see precutLen: no cut below
 //     keeps more). If that holds the whole entry, capEntry cuts it: every str and
 //     bin value (map keys excepted) longer than a common length L keeps its first L bytes
@@ -33,8 +33,8 @@ import (
 //     first and short ones are left alone. Types, keys and structure are unchanged; a bin
 //     value's marker is appended as bytes. No marshaler runs twice.
 //  2. Cut short (cutShort), when truncating values cannot make it fit (too many of them)
-//     or the entry passes cutScratch × MaxEntryBytes. The entry is encoded again (its
-//     marshalers run again) with every str and bin value longer than MaxEntryBytes /
+//     or the entry passes cutScratch × Transport.MaxEntryBytes. The entry is encoded again (its
+//     marshalers run again) with every str and bin value longer than Transport.MaxEntryBytes /
 //     cutValueShare cut as in 1, keeping the values in order while they fit: the first
 //     that does not (with its key), and everything after it, is left out; the maps and
 //     arrays open there end with what they hold; a reflected value is kept whole or left
@@ -45,10 +45,10 @@ import (
 // as truncated. Only an entry whose head alone passes the cap is still too large.
 
 const (
-	// cutScratch is how many times MaxEntryBytes an err entry may take, its long values
+	// cutScratch is how many times Transport.MaxEntryBytes an err entry may take, its long values
 	// stored cut, for capEntry to truncate it exactly; past it, the entry is cut short.
 	cutScratch = 4
-	// cutValueShare: an entry cut short keeps at most MaxEntryBytes / cutValueShare bytes
+	// cutValueShare: an entry cut short keeps at most Transport.MaxEntryBytes / cutValueShare bytes
 	// of each str and bin value.
 	cutValueShare = 16
 	// keptScratch is the most capacity, in bytes, each scratch buffer of an encoder keeps
@@ -67,7 +67,7 @@ const (
 
 // errNoRoom is a reflected value's error when it does not fit the budget: the value is left
 // out, and the field gets no "<key>Error".
-var errNoRoom = errors.New("fluentcore: value does not fit MaxEntryBytes")
+var errNoRoom = errors.New("fluentcore: value does not fit Transport.MaxEntryBytes")
 
 // budget is what one encoding of an entry may write.
 type budget struct {

@@ -26,18 +26,18 @@ const (
 
 // metricLabelNames is every label name the metrics set themselves, the one list that the
 // descriptors (newMetrics builds none with a label outside it) and checkConstLabels (which
-// refuses each of them in ConstLabels) read: a constant label of one of these names would
+// refuses each of them in Metrics.ConstLabels) read: a constant label of one of these names would
 // give a series the name twice, and none of the collector's series could be made (the
 // histogram's constructor panics on "le").
 var metricLabelNames = [...]string{labelStream, labelReason, labelServer, labelTag, labelBucket}
 
 // metricsHub is the collector of the metrics of every core on one Registerer, registered
 // there once and for as long as the Registerer lives; inside it the cores with the same
-// ConstLabels form a group (a metrics), one set of series. Safe for concurrent use.
+// Metrics.ConstLabels form a group (a metrics), one set of series. Safe for concurrent use.
 //
 //   - The hub is registered unchecked (its Describe sends nothing, client_golang's way for
 //     a collector whose series it cannot describe in advance), so that groups with
-//     different ConstLabels names export side by side: a registry fixes the label names of
+//     different Metrics.ConstLabels names export side by side: a registry fixes the label names of
 //     each described metric name for its lifetime, unregistering included, so checked
 //     collectors with different label names could never share it. What the registry
 //     still checks, a claim does: a checked collector (metricsClaim) that describes each
@@ -57,12 +57,12 @@ var metricLabelNames = [...]string{labelStream, labelReason, labelServer, labelT
 //     exports nothing, and a core made after that starts from zero, as a new process
 //     would.
 //
-// Empty label values are left out of the ConstLabels a group is keyed and labelled by:
+// Empty label values are left out of the Metrics.ConstLabels a group is keyed and labelled by:
 // Prometheus reads a label with an empty value as no label, so {core=""} and {} are one
 // set of series, and two groups would be duplicates to it.
 type metricsHub struct {
 	mu     sync.Mutex
-	groups map[string]*metrics // by labelsKey of their ConstLabels
+	groups map[string]*metrics // by labelsKey of their Metrics.ConstLabels
 	live   int                 // cores joined and not closed, over every group
 }
 
@@ -117,7 +117,7 @@ func (h *metricsHub) Collect(ch chan<- prometheus.Metric) {
 }
 
 // metrics is one set of fluentcore series: the group of the cores on one Registerer with
-// the same ConstLabels (a core, or two while a config reload swaps them), or a core's own
+// the same Metrics.ConstLabels (a core, or two while a config reload swaps them), or a core's own
 // collector, not registered. It reads its cores' Stats at scrape time, so the hot path pays
 // for no metric of its own; its descriptors are built once, in newMetrics. The one metric
 // the sinks feed themselves is the send-duration histogram (a distribution cannot be read
@@ -441,14 +441,14 @@ func (s *StreamStats) server(addr string) *ServerStats {
 // sendDurationBuckets are the bounds of fluentcore_send_duration_seconds: 10 µs to about 42 s
 // by factors of 4 (12 bounds, and +Inf). The lowest resolves an err frame acked on a
 // local connection (tens of µs, which a 100 µs floor would read all as "under 100 µs");
-// the highest is past AckTimeout's default (30 s) and WriteTimeout's (10 s), so that an
+// the highest is past Timeouts.Ack's default (30 s) and Timeouts.Write's (10 s), so that an
 // attempt that ran into either lands in a bucket of its own, not in +Inf; factors of 4
 // span that in 12 bounds (a stall in progress is send_in_progress_seconds').
 var sendDurationBuckets = prometheus.ExponentialBuckets(0.00001, 4, 12)
 
 // newMetrics returns a collector with no core, under constLabels, and its send-duration
 // histogram (fluentcore_send_duration_seconds, by stream). It panics if a descriptor has a
-// label outside metricLabelNames, which Validate would not keep out of ConstLabels.
+// label outside metricLabelNames, which Validate would not keep out of Metrics.ConstLabels.
 func newMetrics(constLabels prometheus.Labels) *metrics {
 	const durationName, durationHelp = "fluentcore_send_duration_seconds", "Time to write one frame and, with acks, receive its ack."
 	names := []metricName{{durationName, durationHelp}}
@@ -471,11 +471,11 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		}, []string{labelStream}),
 		entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
 		delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
-		spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback."),
+		spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (Spill.Dir), or written to Spill.Fallback."),
 		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", labelReason),
-		truncated:     d("truncated_entries_total", "Err entries larger than MaxEntryBytes cut down to fit (and still delivered or spilled)."),
+		truncated:     d("truncated_entries_total", "Err entries larger than Transport.MaxEntryBytes cut down to fit (and still delivered or spilled)."),
 		replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
-		duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback)."),
+		duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or Spill.Fallback)."),
 		spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
 		spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
 		bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
@@ -503,13 +503,13 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		handshakeFailures: d("handshake_failures_total",
 			"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
 		serverConns:    d("server_connections", "The stream's connections open to the server now.", labelServer),
-		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", labelServer),
+		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (a stream with acks).", labelServer),
 		serverDelivered: d("server_delivered_entries_total",
 			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
 		serverLastSuccess: d("last_send_success_timestamp_seconds",
 			"Unix time when the server last took a frame of the stream (written, or acknowledged when acks are on); 0 before the first. Seconds since: time() - this.", labelServer),
-		tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past MaxTags: sent under the stream's tag, the name in the record."),
-		tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most MaxTags tags).", labelTag),
+		tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past Tags.Max: sent under the stream's tag, the name in the record."),
+		tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most Tags.Max tags).", labelTag),
 		tagDelivered: d("tag_delivered_entries_total", "Entries of a logger tag the receiver has.", labelTag),
 		tagDropped:   d("tag_dropped_entries_total", "Entries of a logger tag dropped, whatever the reason.", labelTag),
 	}

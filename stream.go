@@ -41,7 +41,7 @@ type streamPolicy interface {
 	// the room it has left: then a writer that finds no free batch waits for the other
 	// shards' locks rather than skip them (writeElsewhere).
 	roomAdmitted() bool
-	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
+	// cutsOversized reports whether an entry over Transport.MaxEntryBytes is cut down to fit rather
 	// than dropped (too_large).
 	cutsOversized() bool
 	// losesToSpill reports whether entries the stream cannot carry go to the spill rather
@@ -119,7 +119,7 @@ type stream struct {
 	delivered, spilled                             atomic.Uint64
 	deliveredBytes                                 atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
 	waits                                          atomic.Uint64 // err writes that found no room and waited
-	waitsOut                                       atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
+	waitsOut                                       atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
 	busy                                           atomic.Int32  // senders holding a batch (deliver)
 	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
 	contended                                      atomic.Bool   // writers met on shard 0 since the last flush tick
@@ -425,7 +425,7 @@ func (s *stream) stats() StreamStats {
 const stallAfter = time.Second
 
 // stalled reports whether the stream delivers nothing at now, by st: an entry has waited
-// longer than FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
+// longer than Transport.FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
 func (s *stream) stalled(now time.Time, st *StreamStats) bool {
 	if st.Pending == 0 || st.OldestPending <= s.flushInterval+stallAfter {
 		return false

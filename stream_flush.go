@@ -9,13 +9,13 @@ import "time"
 // flushTick is the clock's flush: it seals the open batches when the sender is waiting for
 // work. A batch sealed while the sender is still busy (a slow receiver, an ack that does not
 // come) or failing (an outage) would wait with the rest of its buffer unused, and every
-// FlushInterval would seal one more per shard: the budget would run out on batch buffers,
+// Transport.FlushInterval would seal one more per shard: the budget would run out on batch buffers,
 // not on bytes. Then the tick only marks the flush owed, and the sender seals the open
 // batches itself once it is idle again (sealAfterSend). Full batches, Sync, Close and a
 // DPanic/Panic/Fatal seal at any time. The err stream keeps sealing while failing with a
-// durable spill, and without one once sends have failed for SpillAfter: its sealed batches
+// durable spill, and without one once sends have failed for Spill.After: its sealed batches
 // go to the spill, which frees them, and an entry there survives a crash; so it does while
-// its sender has been stuck in one attempt for SpillAfter (stuckPast), failing or not.
+// its sender has been stuck in one attempt for Spill.After (stuckPast), failing or not.
 func (s *stream) flushTick(now time.Time) {
 	if s.contended.Load() {
 		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
@@ -33,7 +33,7 @@ func (s *stream) flushTick(now time.Time) {
 }
 
 // stuckPast reports whether, at now, the err stream's sender has been stuck in one attempt
-// (stuckSince) for SpillAfter: its pending batches go to the spill (stuckSpill), and so do
+// (stuckSince) for Spill.After: its pending batches go to the spill (stuckSpill), and so do
 // those sealed while it lasts. Always false on the info stream.
 func (s *stream) stuckPast(now time.Time) bool {
 	if s.errSpill == nil {

@@ -1,9 +1,9 @@
 package fluentcore
 
 // The senders: one goroutine per connection of the stream takes sealed batches, frames them
-// through its forwarder (forward.go) and finishes each once delivered (with RequireAck, when
+// through its forwarder (forward.go) and finishes each once delivered (on a stream with acks, when
 // its ack comes); after a failure it waits its backoff and sends the same batches again.
-// The time of their attempts and failures, and so SpillAfter's, is the stream's clock
+// The time of their attempts and failures, and so Spill.After's, is the stream's clock
 // (streamSettings.clock); their waits are plain timers.
 
 import (
@@ -35,9 +35,9 @@ type sender struct {
 }
 
 // run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
-// on its own connection, until ctx is cancelled. With RequireAck it writes up to
-// MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
-// batches go out in order. With a durable spill (err stream, SpillDir, one sender) it
+// on its own connection, until ctx is cancelled. With acks it writes up to
+// Transport.MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
+// batches go out in order. With a durable spill (err stream, Spill.Dir, one sender) it
 // first replays whatever the spill holds — also what a previous process left there — and
 // sends from memory again once it is empty.
 func (s *stream) run(ctx context.Context, snd *sender) {
@@ -113,7 +113,7 @@ func (s *stream) send(ctx context.Context, snd *sender) bool {
 // snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
 // connection while frames waited for their acks, which puts them back in front — it waits
 // with backoff before the next attempt. On the err stream with a durable spill, batches
-// that have failed for SpillAfter, or once writers spill because the buffers are full, go to
+// that have failed for Spill.After, or once writers spill because the buffers are full, go to
 // the spill instead (true), and run switches to replaying.
 func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 	_, spillKick, evacuate := s.policy.signals()

@@ -1,7 +1,7 @@
 package fluentcore
 
-// The err stream's spill: what cannot be delivered goes to the durable spill (SpillDir) or
-// to ErrFallback, counted; with SpillDir the sender replays the spill before sending from
+// The err stream's spill: what cannot be delivered goes to the durable spill (Spill.Dir) or
+// to Spill.Fallback, counted; with Spill.Dir the sender replays the spill before sending from
 // memory again.
 
 import (
@@ -16,15 +16,15 @@ import (
 )
 
 // spillKicked reports whether, after a writer's kick (kickSpill) and a compact, the
-// sender's batches go to the spill now rather than after SpillAfter: the buffers are still
+// sender's batches go to the spill now rather than after Spill.After: the buffers are still
 // full while sends fail, or the durable spill holds frames, which makes it the queue.
 func (s *stream) spillKicked() bool { return s.ring.Free() == 0 || s.errSpill.replaying() }
 
 // spillFailed moves the err batches that could not be delivered to the spill. With
-// SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
-// everything held and queued goes to ErrFallback, and so does what is sealed while the
+// Spill.Dir, snd's batches go to the durable spill, and run then replays from it. Without,
+// everything held and queued goes to Spill.Fallback, and so does what is sealed while the
 // backoff runs: the next batch sent is the next attempt, and while sends fail no err entry
-// waits in memory for more than SpillAfter and a backoff wait. It reports false if ctx was
+// waits in memory for more than Spill.After and a backoff wait. It reports false if ctx was
 // cancelled.
 func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
 	if s.errSpill.disk != nil {
@@ -66,7 +66,7 @@ func (s *stream) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent *zap
 }
 
 // evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
-// queue — to the spill (SpillDir, or ErrFallback), then closes done. It answers
+// queue — to the spill (Spill.Dir, or Spill.Fallback), then closes done. It answers
 // syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
 // Frames in flight are not waited for: their connection is closed, and they are spilled
 // with the rest (at least once: they may have arrived).
@@ -101,7 +101,7 @@ func (s *stream) spillSealed(b *ring.Batch) {
 }
 
 // countSpill counts n entries by what the spill said: spilled, or dropped with the reason
-// (the spill chain has written them to ErrFallback where it could): never silently. tag is
+// (the spill chain has written them to Spill.Fallback where it could): never silently. tag is
 // the entries' logger tag.
 func (s *stream) countSpill(err error, n int, tag uint16) {
 	if err != nil {
@@ -126,7 +126,7 @@ func (s *stream) countSpill(err error, n int, tag uint16) {
 // queue: every sealed batch is appended to its tail (which frees the batch for writers at
 // once) and frames are sent from its head, oldest first, so spilled entries arrive before
 // newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
-// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
+// its frames are delivered (acknowledged, on a stream with acks: send waits for the ack). A
 // segment that cannot be read is retried like a failed send. It returns true once the spill
 // is empty, false when ctx is cancelled.
 func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
@@ -171,10 +171,10 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 
 // stuckSpill is the err sender's care of a connection stuck in one attempt: a write that
 // has not completed, or the oldest frame in flight not acked, with no frame taken since
-// (forward.Status.StuckSince). Once that has lasted SpillAfter, the pending batches go to the
+// (forward.Status.StuckSince). Once that has lasted Spill.After, the pending batches go to the
 // spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall spills
 // nothing here, as its frames may still be acked (the writers spill their own entries
-// once it has lasted ErrMaxWait and the buffers are full). Before that it returns the
+// once it has lasted Err.MaxWait and the buffers are full). Before that it returns the
 // channel that fires when they are due; past it, with nothing left to move, past, and the
 // frames in flight keep waiting for their acks (an ack that comes delivers a duplicate:
 // StreamStats.Duplicated). On the info stream, or while no attempt is under way, it does
