@@ -34,7 +34,7 @@ type sink struct {
 	info     *infoPolicy // the info stream's policy, which Check consults and the clock steps
 	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
-	spillErr error // why SpillDir could not be used, if it could not
+	spillErr error // why Spill.Dir could not be used, if it could not
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopTick chan struct{}
@@ -98,7 +98,7 @@ func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 // consult asks the info stream's policy about an entry (err entries always pass; a step of
 // the adaptive shedder that the clock is late for is taken there) and counts the entry if
 // it is shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a
-// Tag option), else its name's is looked up (TagFromName): the shedder's keys are messages
+// Tag option), else its name's is looked up (Tags.FromName): the shedder's keys are messages
 // of a tag, so that a flood on one tag does not thin the others' entries.
 func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
@@ -124,7 +124,7 @@ func (k *sink) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields
 }
 
 // tagFor is the tag of an entry of a logger with no Tag option: its zap name's, with
-// TagFromName, else its stream's own.
+// Tags.FromName, else its stream's own.
 func (k *sink) tagFor(ent *zapcore.Entry) tagRef {
 	if !k.s.tagFromName || ent.LoggerName == "" {
 		return tagRef{}
@@ -139,13 +139,13 @@ func (k *sink) stats() Stats {
 	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}
 }
 
-// clock flushes the streams every FlushInterval and steps the info stream's degrade policy
+// clock flushes the streams every Transport.FlushInterval and steps the info stream's degrade policy
 // several times a second (and at once when its fill reaches the policy's mark).
 // Once a second of its time it takes each stream's counts for the recent windows of Stats
 // (KeepRatio, Dropping). Its tickers and the time it passes on are settings.clock's.
 func (k *sink) clock() {
-	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
-	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
+	// Two tickers: flushing on its own Transport.FlushInterval ticker bounds an entry's wait in a
+	// batch by Transport.FlushInterval itself (a flush on a coarser tick could add a whole tick);
 	// the degrade policy is stepped every observeEvery, or as often as it asks (stepEvery).
 	flush := k.s.clock.NewTicker(k.s.flushInterval)
 	defer flush.Stop()
@@ -240,7 +240,7 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 // syncOrSpill is sync for a DPanic, Panic or Fatal entry, which the process may not
 // survive: it waits for delivery for timeout less a fifth of it (at most 1 s), and if the
 // err stream missed that, for the rest it has the err sender move what it could not
-// deliver to the spill (SpillDir, or ErrFallback). The sender answers between attempts to
+// deliver to the spill (Spill.Dir, or Spill.Fallback). The sender answers between attempts to
 // send; one still in progress then (a dial to a host that does not answer, a handshake, a
 // write to a receiver that stopped reading, an ack wait) ends within its own timeout, and
 // if that is later than the rest of the bound only the sync error is returned.
@@ -260,7 +260,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 	}
 	select {
 	case <-done:
-		return fmt.Errorf("%w; the err stream's undelivered entries went to the spill (SpillDir, or ErrFallback)", err)
+		return fmt.Errorf("%w; the err stream's undelivered entries went to the spill (Spill.Dir, or Spill.Fallback)", err)
 	case <-t.C:
 		return err
 	}
@@ -268,7 +268,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 
 // close stops accepting entries, tries to deliver what was accepted within timeout, then
 // stops the senders and accounts for whatever is left: info as dropped (shutdown), err as
-// spilled (to SpillDir, for the next process to replay, or to ErrFallback).
+// spilled (to Spill.Dir, for the next process to replay, or to Spill.Fallback).
 func (k *sink) close(timeout time.Duration) error {
 	k.closing.Do(func() {
 		for _, st := range k.streams {
@@ -292,7 +292,7 @@ func (k *sink) close(timeout time.Duration) error {
 				snd.fwd.Close()
 			}
 		}
-		k.err.close() // releases SpillDir; later err entries go to ErrFallback
+		k.err.close() // releases Spill.Dir; later err entries go to Spill.Fallback
 		if err != nil {
 			if report := abandonedError(left, k.err.durable()); report != nil {
 				err = errors.Join(err, report)
@@ -305,11 +305,11 @@ func (k *sink) close(timeout time.Duration) error {
 }
 
 // reportShutdown writes Close's report of the entries it could not deliver (report, and
-// their counts: left, by stream) to ErrFallback as the process's last record there, in the
+// their counts: left, by stream) to Spill.Fallback as the process's last record there, in the
 // fallback's format (the err stream's tag, logger "fluentcore", level error, the counts as
 // the fields shutdown_info_dropped and shutdown_err_spilled): the shutdown drops otherwise
 // show only in Close's error and in counters that no scrape may read before the process
-// exits. SpillDir is closed by then, so the record goes to ErrFallback in every
+// exits. Spill.Dir is closed by then, so the record goes to Spill.Fallback in every
 // configuration; an error writing it is ignored (Close's error has the same report).
 func (k *sink) reportShutdown(report error, left [numStreams]int) {
 	ent := zapcore.Entry{Level: zapcore.ErrorLevel, Time: k.s.clock.Now(), LoggerName: "fluentcore", Message: report.Error()}
@@ -321,16 +321,16 @@ func (k *sink) reportShutdown(report error, left [numStreams]int) {
 }
 
 // abandonedError says what Close did with the entries it could not deliver in time: left,
-// by stream; durable, whether the err entries went to SpillDir. Nil if there were none.
+// by stream; durable, whether the err entries went to Spill.Dir. Nil if there were none.
 func abandonedError(left [numStreams]int, durable bool) error {
 	var parts []string
 	if n := left[infoStream]; n > 0 {
 		parts = append(parts, fmt.Sprintf("info entries dropped (shutdown): %d", n))
 	}
 	if n := left[errStream]; n > 0 {
-		where := "ErrFallback"
+		where := "Spill.Fallback"
 		if durable {
-			where = "SpillDir, for the next process to send (ErrFallback if it refused them)"
+			where = "Spill.Dir, for the next process to send (Spill.Fallback if it refused them)"
 		}
 		parts = append(parts, fmt.Sprintf("err entries spilled to %s: %d", where, n))
 	}

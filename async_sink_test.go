@@ -14,7 +14,7 @@ import (
 func TestWritesAfterClose(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	var fb testkit.Lines
-	core := New(Config{Addr: r.Addr(), ErrFallback: &fb})
+	core := New(Config{Addr: r.Addr(), Spill: SpillConfig{Fallback: &fb}})
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestWritesAfterClose(t *testing.T) {
 // the margin, in entries, then looked that much smaller).
 func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := New(Config{Addr: r.Addr(), RequireAck: true, MaxBatchBytes: 16 << 10, FlushInterval: time.Hour})
+	core := New(Config{Addr: r.Addr(), Info: InfoConfig{Acks: AcksOn}, Transport: TransportConfig{MaxBatchBytes: 16 << 10, FlushInterval: time.Hour}})
 	defer core.Close()
 	logger := zap.New(core)
 	logger.Info("connected", zap.String("pad", strings.Repeat("p", 200)))

@@ -373,7 +373,7 @@ func (m *metrics) total() Stats {
 // sendDurationBuckets are the bounds of fluentcore_send_duration_seconds: 10 µs to about 42 s
 // by factors of 4 (12 bounds, and +Inf). The lowest resolves an err frame acked on a
 // local connection (tens of µs, which a 100 µs floor would read all as "under 100 µs");
-// the highest is past AckTimeout's default (30 s) and WriteTimeout's (10 s), so that an
+// the highest is past Timeouts.Ack's default (30 s) and Timeouts.Write's (10 s), so that an
 // attempt that ran into either lands in a bucket of its own, not in +Inf; factors of 4
 // span that in 12 bounds (a stall in progress is send_in_progress_seconds').
 var sendDurationBuckets = prometheus.ExponentialBuckets(0.00001, 4, 12)
@@ -404,11 +404,11 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 		metricDescs: metricDescs{
 			entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
 			delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
-			spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback."),
+			spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (Spill.Dir), or written to Spill.Fallback."),
 			dropped:       d("dropped_entries_total", "Entries dropped, by reason.", labelReason),
-			truncated:     d("truncated_entries_total", "Err entries larger than MaxEntryBytes cut down to fit (and still delivered or spilled)."),
+			truncated:     d("truncated_entries_total", "Err entries larger than Transport.MaxEntryBytes cut down to fit (and still delivered or spilled)."),
 			replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
-			duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback)."),
+			duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or Spill.Fallback)."),
 			spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
 			spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
 			bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
@@ -436,13 +436,13 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 			handshakeFailures: d("handshake_failures_total",
 				"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
 			serverConns:    d("server_connections", "The stream's connections open to the server now.", labelServer),
-			serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", labelServer),
+			serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (a stream with acks).", labelServer),
 			serverDelivered: d("server_delivered_entries_total",
 				"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
 			serverLastSuccess: d("last_send_success_timestamp_seconds",
 				"Unix time when the server last took a frame of the stream (written, or acknowledged when acks are on); 0 before the first. Seconds since: time() - this.", labelServer),
-			tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past MaxTags: sent under the stream's tag, the name in the record."),
-			tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most MaxTags tags).", labelTag),
+			tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past Tags.Max: sent under the stream's tag, the name in the record."),
+			tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most Tags.Max tags).", labelTag),
 			tagDelivered: d("tag_delivered_entries_total", "Entries of a logger tag the receiver has.", labelTag),
 			tagDropped:   d("tag_dropped_entries_total", "Entries of a logger tag dropped, whatever the reason.", labelTag),
 		},

@@ -101,7 +101,7 @@ type stream struct {
 	delivered, spilled atomic.Uint64
 	deliveredBytes     atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
 	waits              atomic.Uint64 // err writes that found no room and waited
-	waitsOut           atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
+	waitsOut           atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
 	contended          atomic.Bool   // writers met on shard 0 since the last flush tick
 
 	// What only Stats and the clock read, after the fields of the write path and the
@@ -394,7 +394,7 @@ func (s *stream) stats() StreamStats {
 const stallAfter = time.Second
 
 // stalled reports whether the stream delivers nothing at now, by st: an entry has waited
-// longer than FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
+// longer than Transport.FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
 func (s *stream) stalled(now time.Time, st *StreamStats) bool {
 	if st.Pending == 0 || st.OldestPending <= s.flushInterval+stallAfter {
 		return false

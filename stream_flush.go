@@ -14,7 +14,7 @@ import (
 // flusher is a stream's flush policy: it seals the open batches partly filled (through the
 // stream's flush) when the senders are waiting for work. A batch sealed while a sender is
 // still busy (a slow receiver, an ack that does not come) or failing (an outage) would wait
-// with the rest of its buffer unused, and every FlushInterval would seal one more per
+// with the rest of its buffer unused, and every Transport.FlushInterval would seal one more per
 // shard: the budget would run out on batch buffers, not on bytes. Then the tick only marks
 // the flush owed, and a sender seals the open batches itself once it is idle again
 // (afterSend). Full batches, Sync, Close and a DPanic/Panic/Fatal seal at any time.
@@ -41,7 +41,7 @@ func newFlusher(r *ring.Ring, view streamView, over overflow) *flusher {
 	return &flusher{ring: r, stream: view, over: over}
 }
 
-// tick is the clock's flush, every FlushInterval at now.
+// tick is the clock's flush, every Transport.FlushInterval at now.
 func (f *flusher) tick(now time.Time) {
 	failing := f.senders.failing()
 	if f.over.sealsNow(now, failing, f.senders) {

@@ -1,9 +1,9 @@
 package fluentcore
 
 // The senders: one goroutine per connection of the stream takes sealed batches, frames them
-// through its forwarder (forward.go) and finishes each once delivered (with RequireAck, when
+// through its forwarder (forward.go) and finishes each once delivered (with Info.Acks, when
 // its ack comes); after a failure it waits its backoff and sends the same batches again.
-// The time of their attempts and failures, and so SpillAfter's, is the stream's clock
+// The time of their attempts and failures, and so Spill.After's, is the stream's clock
 // (streamSettings.clock); their waits are plain timers.
 
 import (
@@ -70,9 +70,9 @@ func newSender(fwd *forward.Forwarder, r *ring.Ring, view streamView, route spil
 }
 
 // run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
-// on its own connection, until ctx is cancelled. With RequireAck it writes up to
-// MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
-// batches go out in order. With a durable spill (err stream, SpillDir, one sender) it
+// on its own connection, until ctx is cancelled. With Info.Acks it writes up to
+// Transport.MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
+// batches go out in order. With a durable spill (err stream, Spill.Dir, one sender) it
 // first replays whatever the spill holds — also what a previous process left there — and
 // sends from memory again once it is empty (route.replay).
 func (snd *sender) run(ctx context.Context) {
@@ -141,7 +141,7 @@ func (snd *sender) send(ctx context.Context) bool {
 // snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
 // connection while frames waited for their acks, which puts them back in front — it waits
 // with backoff before the next attempt. Where the route spills (the err stream), batches
-// that have failed for SpillAfter, or once writers spill because the buffers are full, go
+// that have failed for Spill.After, or once writers spill because the buffers are full, go
 // to the spill instead (true), and run switches to replaying.
 func (snd *sender) deliver(ctx context.Context) bool {
 	_, spillKick, evacuate := snd.route.signals()

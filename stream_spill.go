@@ -2,7 +2,7 @@ package fluentcore
 
 // What a stream cannot carry: the info stream drops it, counted by reason (dropOverflow); the
 // err stream waits for room, cuts what is too large and spills the rest (errSpill): to the
-// durable spill (SpillDir) or to ErrFallback, counted, and with SpillDir its sender replays
+// durable spill (Spill.Dir) or to Spill.Fallback, counted, and with Spill.Dir its sender replays
 // the spill before sending from memory again.
 
 import (
@@ -26,7 +26,7 @@ type overflow interface {
 	// noRoom is told that a writer found no free batch while every connection fails: the
 	// sender may make room at once rather than wait out its backoff.
 	noRoom()
-	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
+	// cutsOversized reports whether an entry over Transport.MaxEntryBytes is cut down to fit rather
 	// than dropped (too_large).
 	cutsOversized() bool
 	// spillEntry spills an entry the stream cannot carry, written on shard sh — cut, its
@@ -110,8 +110,8 @@ func (dropOverflow) signals() (wake, spillKick <-chan struct{}, evacuate <-chan 
 // errSpill is the err stream's overflow and route: no entry is lost silently. Its policy
 // (errPolicy) says how long a writer waits and where the spill is; errSpill moves what the
 // stream cannot carry there, in order: an entry no batch could take, the batches that have
-// failed for SpillAfter or that were pending while the sender waited SpillAfter for an ack
-// (stuck), and everything at a DPanic, Panic or Fatal (evacuate). With SpillDir the spill
+// failed for Spill.After or that were pending while the sender waited Spill.After for an ack
+// (stuck), and everything at a DPanic, Panic or Fatal (evacuate). With Spill.Dir the spill
 // is then the queue until it is empty (replay). Only the err sender calls its route, but
 // for spillEntry, which writers call.
 type errSpill struct {
@@ -140,8 +140,8 @@ func (e *errSpill) signals() (wake, spillKick <-chan struct{}, evacuate <-chan c
 
 // sealsNow: the err stream's sealed batches leave at once while sends fail, to the durable
 // spill (which frees them, and an entry there survives a crash), or, without one, to
-// ErrFallback once they have failed for SpillAfter; and whether failing or not, while its
-// sender has been stuck in one attempt for SpillAfter (stuckPast).
+// Spill.Fallback once they have failed for Spill.After; and whether failing or not, while its
+// sender has been stuck in one attempt for Spill.After (stuckPast).
 func (e *errSpill) sealsNow(now time.Time, failing bool, snds senders) bool {
 	return failing && e.sealsWhileFailing(snds.disconnectedFor(now)) || e.stuckPast(now, snds)
 }
@@ -151,7 +151,7 @@ func (e *errSpill) sealsWhileFailing(failingFor time.Duration) bool {
 }
 
 // stuckPast reports whether, at now, the sender (snds) has been stuck in one attempt
-// (stuckSince) for SpillAfter: its pending batches go to the spill (stuck), and so do
+// (stuckSince) for Spill.After: its pending batches go to the spill (stuck), and so do
 // those sealed while it lasts.
 func (e *errSpill) stuckPast(now time.Time, snds senders) bool {
 	at := snds.stuckSince()
@@ -159,9 +159,9 @@ func (e *errSpill) stuckPast(now time.Time, snds senders) bool {
 }
 
 // spillDue reports whether batches whose sends have failed since failingSince go to the
-// spill at now: after SpillAfter, or at once when the durable spill is already the queue;
-// and if not, how long until they will. Without SpillDir the spill is ErrFallback: an
-// outage longer than SpillAfter puts err entries there, in order, rather than keeping them
+// spill at now: after Spill.After, or at once when the durable spill is already the queue;
+// and if not, how long until they will. Without Spill.Dir the spill is Spill.Fallback: an
+// outage longer than Spill.After puts err entries there, in order, rather than keeping them
 // in memory, where a crash would lose them, a full buffer would slow the callers and
 // nothing would show them.
 func (e *errSpill) spillDue(failingSince, now time.Time) (bool, time.Duration) {
@@ -178,7 +178,7 @@ func (e *errSpill) overdue(ctx context.Context, snd *sender) (spilled, ok bool, 
 }
 
 // kicked: after a writer's kick and a compact, the sender's batches go to the spill now
-// rather than after SpillAfter if the buffers are still full while sends fail, or the
+// rather than after Spill.After if the buffers are still full while sends fail, or the
 // durable spill holds frames, which makes it the queue.
 func (e *errSpill) kicked(ctx context.Context, snd *sender) (spilled, ok bool) {
 	if e.ring.Free() == 0 || e.p.replaying() {
@@ -188,10 +188,10 @@ func (e *errSpill) kicked(ctx context.Context, snd *sender) (spilled, ok bool) {
 }
 
 // spillFailed moves the err batches that could not be delivered to the spill. With
-// SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
-// everything held and queued goes to ErrFallback, and so does what is sealed while the
+// Spill.Dir, snd's batches go to the durable spill, and run then replays from it. Without,
+// everything held and queued goes to Spill.Fallback, and so does what is sealed while the
 // backoff runs: the next batch sent is the next attempt, and while sends fail no err entry
-// waits in memory for more than SpillAfter and a backoff wait. It reports false if ctx was
+// waits in memory for more than Spill.After and a backoff wait. It reports false if ctx was
 // cancelled.
 func (e *errSpill) spillFailed(ctx context.Context, snd *sender) bool {
 	if e.p.disk != nil {
@@ -222,7 +222,7 @@ func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent za
 }
 
 // evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
-// queue — to the spill (SpillDir, or ErrFallback), then closes done. It answers
+// queue — to the spill (Spill.Dir, or Spill.Fallback), then closes done. It answers
 // syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
 // Frames in flight are not waited for: their connection is closed, and they are spilled
 // with the rest (at least once: they may have arrived).
@@ -263,7 +263,7 @@ func (e *errSpill) spillSealed(b *ring.Batch) {
 }
 
 // countSpill counts n entries by what the spill said: spilled, or dropped with the reason
-// (the spill chain has written them to ErrFallback where it could): never silently. tag is
+// (the spill chain has written them to Spill.Fallback where it could): never silently. tag is
 // the entries' logger tag.
 func (s *stream) countSpill(err error, n int, tag uint16) {
 	if err != nil {
@@ -289,7 +289,7 @@ func (s *stream) countSpill(err error, n int, tag uint16) {
 // tail (which frees the batch for writers at once) and frames are sent from its head,
 // oldest first, so spilled entries arrive before newer ones, and newer ones wait behind
 // them, never forever. A segment is deleted once all its frames are delivered
-// (acknowledged, with RequireAck: sendFrame waits for the ack). A segment that cannot be
+// (acknowledged, with Info.Acks: sendFrame waits for the ack). A segment that cannot be
 // read is retried like a failed send. ok is true once the spill is empty, false when ctx
 // is cancelled.
 func (e *errSpill) replay(ctx context.Context, snd *sender) (active, ok bool) {
@@ -341,10 +341,10 @@ func (e *errSpill) spillWhileWaiting(ctx context.Context, snd *sender, d time.Du
 
 // stuck is the err sender's care of a connection stuck in one attempt: a write that has
 // not completed, or the oldest frame in flight not acked, with no frame taken since
-// (forward.Status.StuckSince). Once that has lasted SpillAfter, the pending batches go to
+// (forward.Status.StuckSince). Once that has lasted Spill.After, the pending batches go to
 // the spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall
 // spills nothing here, as its frames may still be acked (the writers spill their own
-// entries once it has lasted ErrMaxWait and the buffers are full). Before that it returns
+// entries once it has lasted Err.MaxWait and the buffers are full). Before that it returns
 // the channel that fires when they are due; past it, with nothing left to move, past, and
 // the frames in flight keep waiting for their acks (an ack that comes delivers a
 // duplicate: StreamStats.Duplicated). While no attempt is under way it does nothing.

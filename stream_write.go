@@ -27,7 +27,7 @@ type shard struct {
 	enc       *msgpEncoder
 	cur       *ring.Batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
-	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
+	truncated atomic.Uint64 // err entries delivered cut down to Transport.MaxEntryBytes
 	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
 	tagOverflow atomic.Uint64
 	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
@@ -80,10 +80,10 @@ const (
 )
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
-// (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that. While
+// (queue_full); err entries wait up to Err.MaxWait for one and are spilled after that. While
 // every connection fails, the wait lasts only until the sender has moved the queued batches
 // to the spill. While the sender is stuck in one attempt (stuckSince), failing or not, no
-// wait goes past ErrMaxWait from the attempt's start: once it has lasted that long, an
+// wait goes past Err.MaxWait from the attempt's start: once it has lasted that long, an
 // entry that finds no room is spilled without waiting.
 //
 // An entry is the caller's ctx, ent and fields, and once it has been cut down to size
@@ -146,7 +146,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 	}
 }
 
-// countEntry counts an entry in: in its shard, as past MaxTags if its logger's tag is, and
+// countEntry counts an entry in: in its shard, as past Tags.Max if its logger's tag is, and
 // in its logger tag's counts.
 func (s *stream) countEntry(sh *shard, tag tagRef) {
 	sh.entries.Add(1)
@@ -203,7 +203,7 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 			// batch before then. No caller waits past at + maxWait, so the waits of
 			// a stall add up to maxWait at most; after it the entry is lost (spilled)
 			// at once. The pending batches follow once the stall has lasted
-			// SpillAfter (errSpill.stuck).
+			// Spill.After (errSpill.stuck).
 			if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
 				deadline = end
 			}

@@ -103,7 +103,6 @@ func (sl *slot) shedOne() {
 	sl.shed.Add(1)
 }
 
-
 // Whole reports whether msg at level is a key kept whole: not thinned by the last step,
 // and not a flood, which is kept out of the margin. Every key is while keys are not
 // counted. Safe for concurrent use; a hash and two loads.
@@ -114,7 +113,6 @@ func (s *Shedder) Whole(level int8, tag uint16, msg string) bool {
 	sl := &s.slots[slotOf(level, tag, msg)]
 	return sl.ratio.Load() == one && !sl.flood.Load()
 }
-
 
 // Weight is how many entries of msg at level a kept entry stands for: itself, and the
 // entries of its key shed since the key's last weighed entry, which it takes over. So the
@@ -129,7 +127,6 @@ func (s *Shedder) Weight(level int8, tag uint16, msg string) uint32 {
 	}
 	return uint32(min(1+sl.unweighed.Swap(0), math.MaxUint32))
 }
-
 
 // Unweigh gives back w entries of msg at level to its key: a weighed entry that was not
 // kept after all (the stream had no room for it), which the next weighed entry then carries.
