@@ -2,8 +2,6 @@ package fluentcore
 
 import (
 	"cmp"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -479,41 +477,6 @@ func (c *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 // Leading spaces are kept: they are in the text, where no tool puts them by itself.
 func secretFromFile(b []byte) string {
 	return strings.TrimRight(strings.TrimPrefix(string(b), "\ufeff"), " \t\r\n\v\f")
-}
-
-// apply returns base (nil: the defaults) with the files' settings on top, in a new config.
-// The error names the file that could not be read or parsed.
-func (f TLSFiles) apply(base *tls.Config) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if base != nil {
-		tc = base.Clone()
-	}
-	if f.CAFile != "" {
-		pem, err := os.ReadFile(f.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("fluentcore: Security.TLSFiles.CAFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("fluentcore: Security.TLSFiles.CAFile %s: no PEM certificate in it", f.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if (f.CertFile == "") != (f.KeyFile == "") {
-		return nil, errors.New("fluentcore: Security.TLSFiles: set CertFile and KeyFile, or neither")
-	}
-	if f.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("fluentcore: Security.TLSFiles.CertFile/KeyFile: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	if f.ServerName != "" {
-		tc.ServerName = f.ServerName
-	}
-	tc.InsecureSkipVerify = tc.InsecureSkipVerify || f.InsecureSkipVerify
-	return tc, nil
 }
 
 // onlyUnix reports whether every endpoint is a unix socket (none is a network address).
