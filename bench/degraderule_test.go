@@ -68,6 +68,9 @@ func BenchmarkDegradeRule(b *testing.B) {
 	// 4: steady loads at 50 % and 80 % of what the pipeline carries flat out into a receiver
 	// that takes all it gets (measured with DegradeOff first), alone and with a CPU-bound
 	// neighbour process on the same cores. Nothing may be dropped.
+	// 4b: bursty pacing at 30, 50 and 80 % of the same capacity: each of 8 or 64 goroutines
+	// logs burstEntries entries at once, then sleeps until its share of the pace is due. The
+	// bursts are small against the buffer: nothing may be dropped either.
 	for _, neighbour := range []bool{false, true} {
 		var capacity float64
 		name := "alone"
@@ -97,30 +100,11 @@ func BenchmarkDegradeRule(b *testing.B) {
 				})
 			})
 		}
-	}
-	// 4b: bursty pacing: each of 8 or 64 goroutines logs burstEntries entries at once, then
-	// sleeps until its share of an overall pace of 30, 50 or 80 % of the capacity measured
-	// above is due. The bursts are small against the buffer: nothing may be dropped. Alone
-	// and with the neighbour, as the steady loads.
-	for _, neighbour := range []bool{false, true} {
-		name := "alone"
-		if neighbour {
-			name = "neighbour"
-		}
-		var capacity float64
-		b.Run("scenario=bursty-capacity/load="+name, func(b *testing.B) {
-			stop := startNeighbour(b, neighbour)
-			defer stop()
-			run := startDegradeRun(b, KindForward, fluentcore.DegradeOff)
-			defer run.close()
-			run.drive(16, nil, scaled(2*time.Second))
-			capacity = run.report(b)
-		})
 		for _, g := range []int{8, 64} {
 			for _, share := range []float64{0.3, 0.5, 0.8} {
 				b.Run(fmt.Sprintf("scenario=bursty%.0f%%/goroutines=%d/load=%s", share*100, g, name), func(b *testing.B) {
 					if capacity == 0 {
-						b.Skip("the bursty loads are shares of the capacity, measured first: run scenario=bursty-capacity too")
+						b.Skip("the bursty loads are shares of the capacity, measured first: run scenario=capacity too")
 					}
 					stop := startNeighbour(b, neighbour)
 					defer stop()
