@@ -17,9 +17,7 @@ import "time"
 // go to the spill, which frees them, and an entry there survives a crash; so it does while
 // its sender has been stuck in one attempt for SpillAfter (stuckPast), failing or not.
 func (s *stream) flushTick(now time.Time) {
-	if s.contended.Load() {
-		s.contended.Store(false) // calm again, unless writers still meet (lockShard)
-	}
+	s.shards.calm()
 	failing := s.failing()
 	if failing && s.policy.sealsWhileFailing(s.disconnectedFor(now)) || s.stuckPast(now) {
 		s.flush()

@@ -44,7 +44,7 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 	// The connections hold at most all but randShards of the batches in flight together:
 	// that many stay out of flight, for the writers to fill and the senders to take next
 	// (the logger tags' shards are not counted: a core without tags keeps its window).
-	if !snd.fwd.Start(ctx, len(s.ring.Batches())-s.randShards) {
+	if !snd.fwd.Start(ctx, len(s.ring.Batches())-s.shards.randShards) {
 		return // a connection past the stream's count, or Close before the first lookup ended
 	}
 	wake, spillKick, evacuate := s.policy.signals()
@@ -239,7 +239,7 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 		}
 		if chunk == "" {
 			b.Sent[i] = true
-			s.countDelivered(tag, entries, n)
+			s.counts.frameDelivered(tag, entries, n)
 		}
 	}
 	if !snd.fwd.RequireAck() || b.AllSent() {
@@ -291,7 +291,7 @@ func (s *stream) acked(snd *sender, fl forward.Flight, err error) bool {
 		s.observeSend(fl.At)
 		if i := b.FrameOf(fl.Chunk); i >= 0 && !b.Sent[i] {
 			b.Sent[i] = true
-			s.countDelivered(b.Frame(i))
+			s.counts.frameDelivered(b.Frame(i))
 		}
 		if b.AllSent() {
 			s.ring.Finish(b)
