@@ -2,10 +2,12 @@ package fluentcore
 
 // A stream is one of the sink's two: its buffers, its senders and its counters, with its
 // policy (streamPolicy: the info stream's in degrade.go, the err stream's in err_spill.go).
-// Its batches go round its ring (internal/ring.Ring). Its concerns each have a room: the
-// write path (stream_write.go), its side of the ring (stream_batches.go: which batch a tag
-// may take, what it holds), the flush policy (stream_flush.go), the senders
-// (stream_sender.go) and the spill (stream_spill.go).
+// Its batches go round its ring (internal/ring.Ring). Its parts are types of their own:
+// the shards (stream_shards.go), the tag floors and the reserve (stream_floors.go), the
+// counts (stream_counts.go). Its concerns each have a room: the write path
+// (stream_write.go), its side of the ring (stream_batches.go: which batch a tag may take,
+// what it holds), the flush policy (stream_flush.go), the senders (stream_sender.go) and
+// the spill (stream_spill.go).
 
 import (
 	"slices"

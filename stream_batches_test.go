@@ -106,7 +106,7 @@ func TestBufferedBytesCountsOpenBatches(t *testing.T) {
 func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 	st := usageStream(t)
 	last := len(st.shards.all) - 1
-	writeIn := func(i int) { // as a writer whose lockShard picked shard i
+	writeIn := func(i int) { // as a writer whose shards.lock picked shard i
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
 		st.shards.all[i].mu.Lock()
 		st.writeIn(i, nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
