@@ -34,7 +34,7 @@ type allocCase struct {
 func allocCore(t *testing.T, cfg fluentcore.Config) *fluentcore.Core {
 	t.Helper()
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	cfg.Addr, cfg.NoMetrics = r.Addr(), true
+	cfg.Addr, cfg.Metrics.Disabled = r.Addr(), true
 	core := fluentcore.New(cfg)
 	t.Cleanup(func() { _ = core.Close() })
 	return core
@@ -154,7 +154,7 @@ func writeCase(core *fluentcore.Core, name string, level zapcore.Level, fields .
 
 // allocatingInCore are the calls the page says allocate in fluentcore itself.
 func allocatingInCore(core *fluentcore.Core) []allocCase {
-	big := make([]byte, 100<<10) // over MaxEntryBytes, 64 KiB by default
+	big := make([]byte, 100<<10) // over Transport.MaxEntryBytes, 64 KiB by default
 	for i := range big {
 		big[i] = 'x'
 	}
@@ -169,7 +169,7 @@ func allocatingInCore(core *fluentcore.Core) []allocCase {
 		writeCase(core, "reflected Error in a slice", zapcore.InfoLevel, zap.Reflect("e", []allocCode{404})),
 		writeCase(core, "reflected NaN", zapcore.InfoLevel, zap.Reflect("f", []float64{math.NaN()})),
 		writeCase(core, "reflected channel", zapcore.InfoLevel, zap.Reflect("c", make(chan int))),
-		writeCase(core, "err entry over MaxEntryBytes", zapcore.ErrorLevel, zap.ByteString("big", big)),
+		writeCase(core, "err entry over Transport.MaxEntryBytes", zapcore.ErrorLevel, zap.ByteString("big", big)),
 		writeCase(core, "DPanic entry's flush", zapcore.DPanicLevel, zap.String("s", "v")),
 		{"Core.With per call", func() { _ = core.With(with) }},
 	}
@@ -213,7 +213,7 @@ func allocatingInZap(core *fluentcore.Core) []allocCase {
 }
 
 func TestAllocationClaimExceptions(t *testing.T) {
-	core := allocCore(t, fluentcore.Config{ErrFallback: zapcore.AddSync(discardWriter{})})
+	core := allocCore(t, fluentcore.Config{Spill: fluentcore.SpillConfig{Fallback: zapcore.AddSync(discardWriter{})}})
 	groups := map[string][]allocCase{
 		"fluentcore":      allocatingInCore(core),
 		"values' methods": allocatingInMethods(t, core),

@@ -24,7 +24,7 @@ import (
 // The two streams share all of that; what differs is a policy value per stream: the info
 // stream's (infoPolicy, degrade.go) drops what it cannot carry and counts it, the err
 // stream's (errPolicy, err_spill.go) waits, truncates and spills instead, through the
-// spill the err stream holds (stream.errSpill).
+// overflow the err stream holds (errSpill, stream_spill.go).
 
 // sink is the two streams, their senders and the clock that flushes them and steps the
 // info stream's degrade policy. It implements entrySink.
@@ -34,7 +34,7 @@ type sink struct {
 	info     *infoPolicy // the info stream's policy, which Check consults and the clock steps
 	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
-	spillErr error // why SpillDir could not be used, if it could not
+	spillErr error // why Spill.Dir could not be used, if it could not
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopTick chan struct{}
@@ -54,13 +54,12 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		s.onEvent.emit(now, kind, nil)
 	})
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
-	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
+	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, dropsAll, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
 		info.weighWith(appendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
-	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
-	errs.errSpill = k.err
+	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, k.err.carry, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
 	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,7 +76,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 			k.wg.Add(1)
 			go func() {
 				defer k.wg.Done()
-				st.run(ctx, snd)
+				snd.run(ctx)
 			}()
 		}
 	}
@@ -99,7 +98,7 @@ func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 // consult asks the info stream's policy about an entry (err entries always pass; a step of
 // the adaptive shedder that the clock is late for is taken there) and counts the entry if
 // it is shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a
-// Tag option), else its name's is looked up (TagFromName): the shedder's keys are messages
+// Tag option), else its name's is looked up (Tags.FromName): the shedder's keys are messages
 // of a tag, so that a flood on one tag does not thin the others' entries.
 func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
@@ -125,7 +124,7 @@ func (k *sink) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields
 }
 
 // tagFor is the tag of an entry of a logger with no Tag option: its zap name's, with
-// TagFromName, else its stream's own.
+// Tags.FromName, else its stream's own.
 func (k *sink) tagFor(ent *zapcore.Entry) tagRef {
 	if !k.s.tagFromName || ent.LoggerName == "" {
 		return tagRef{}
@@ -140,13 +139,13 @@ func (k *sink) stats() Stats {
 	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}
 }
 
-// clock flushes the streams every FlushInterval and steps the info stream's degrade policy
+// clock flushes the streams every Transport.FlushInterval and steps the info stream's degrade policy
 // several times a second (and at once when its fill reaches the policy's mark).
 // Once a second of its time it takes each stream's counts for the recent windows of Stats
 // (KeepRatio, Dropping). Its tickers and the time it passes on are settings.clock's.
 func (k *sink) clock() {
-	// Two tickers: flushing on its own FlushInterval ticker bounds an entry's wait in a
-	// batch by FlushInterval itself (a flush on a coarser tick could add a whole tick);
+	// Two tickers: flushing on its own Transport.FlushInterval ticker bounds an entry's wait in a
+	// batch by Transport.FlushInterval itself (a flush on a coarser tick could add a whole tick);
 	// the degrade policy is stepped every observeEvery, or as often as it asks (stepEvery).
 	flush := k.s.clock.NewTicker(k.s.flushInterval)
 	defer flush.Stop()
@@ -202,7 +201,7 @@ func (k *sink) infoObservation() degrade.Observation {
 	}
 	return degrade.Observation{
 		Now: now, Buffered: u.buffered, Limit: info.capacity(), Room: u.room, Reserved: info.reserve.room(),
-		DisconnectedFor: info.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
+		DisconnectedFor: info.senders.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
 		Written: u.taken,
 	}
 }
@@ -229,7 +228,7 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 		st := k.streams[id]
 		if !st.ring.WaitDone(targets[id], t.C) {
 			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
-			if last := st.lastError(); last != nil {
+			if last := st.senders.lastError(); last != nil {
 				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
 			}
 			return id, err
@@ -241,7 +240,7 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 // syncOrSpill is sync for a DPanic, Panic or Fatal entry, which the process may not
 // survive: it waits for delivery for timeout less a fifth of it (at most 1 s), and if the
 // err stream missed that, for the rest it has the err sender move what it could not
-// deliver to the spill (SpillDir, or ErrFallback). The sender answers between attempts to
+// deliver to the spill (Spill.Dir, or Spill.Fallback). The sender answers between attempts to
 // send; one still in progress then (a dial to a host that does not answer, a handshake, a
 // write to a receiver that stopped reading, an ack wait) ends within its own timeout, and
 // if that is later than the rest of the bound only the sync error is returned.
@@ -261,7 +260,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 	}
 	select {
 	case <-done:
-		return fmt.Errorf("%w; the err stream's undelivered entries went to the spill (SpillDir, or ErrFallback)", err)
+		return fmt.Errorf("%w; the err stream's undelivered entries went to the spill (Spill.Dir, or Spill.Fallback)", err)
 	case <-t.C:
 		return err
 	}
@@ -269,7 +268,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 
 // close stops accepting entries, tries to deliver what was accepted within timeout, then
 // stops the senders and accounts for whatever is left: info as dropped (shutdown), err as
-// spilled (to SpillDir, for the next process to replay, or to ErrFallback).
+// spilled (to Spill.Dir, for the next process to replay, or to Spill.Fallback).
 func (k *sink) close(timeout time.Duration) error {
 	k.closing.Do(func() {
 		for _, st := range k.streams {
@@ -286,19 +285,14 @@ func (k *sink) close(timeout time.Duration) error {
 				st.abandon(b)
 			}
 			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue
-				st.pollAcks(snd) // acks that came in before the senders stopped
-				st.requeue(snd)
-				for _, b := range snd.out {
-					abandon(b)
-				}
-				snd.out = snd.out[:0]
+				snd.giveBack(abandon)
 			}
 			st.ring.Drain(abandon)
 			for _, snd := range st.senders {
 				snd.fwd.Close()
 			}
 		}
-		k.err.close() // releases SpillDir; later err entries go to ErrFallback
+		k.err.close() // releases Spill.Dir; later err entries go to Spill.Fallback
 		if err != nil {
 			if report := abandonedError(left, k.err.durable()); report != nil {
 				err = errors.Join(err, report)
@@ -311,11 +305,11 @@ func (k *sink) close(timeout time.Duration) error {
 }
 
 // reportShutdown writes Close's report of the entries it could not deliver (report, and
-// their counts: left, by stream) to ErrFallback as the process's last record there, in the
+// their counts: left, by stream) to Spill.Fallback as the process's last record there, in the
 // fallback's format (the err stream's tag, logger "fluentcore", level error, the counts as
 // the fields shutdown_info_dropped and shutdown_err_spilled): the shutdown drops otherwise
 // show only in Close's error and in counters that no scrape may read before the process
-// exits. SpillDir is closed by then, so the record goes to ErrFallback in every
+// exits. Spill.Dir is closed by then, so the record goes to Spill.Fallback in every
 // configuration; an error writing it is ignored (Close's error has the same report).
 func (k *sink) reportShutdown(report error, left [numStreams]int) {
 	ent := zapcore.Entry{Level: zapcore.ErrorLevel, Time: k.s.clock.Now(), LoggerName: "fluentcore", Message: report.Error()}
@@ -327,16 +321,16 @@ func (k *sink) reportShutdown(report error, left [numStreams]int) {
 }
 
 // abandonedError says what Close did with the entries it could not deliver in time: left,
-// by stream; durable, whether the err entries went to SpillDir. Nil if there were none.
+// by stream; durable, whether the err entries went to Spill.Dir. Nil if there were none.
 func abandonedError(left [numStreams]int, durable bool) error {
 	var parts []string
 	if n := left[infoStream]; n > 0 {
 		parts = append(parts, fmt.Sprintf("info entries dropped (shutdown): %d", n))
 	}
 	if n := left[errStream]; n > 0 {
-		where := "ErrFallback"
+		where := "Spill.Fallback"
 		if durable {
-			where = "SpillDir, for the next process to send (ErrFallback if it refused them)"
+			where = "Spill.Dir, for the next process to send (Spill.Fallback if it refused them)"
 		}
 		parts = append(parts, fmt.Sprintf("err entries spilled to %s: %d", where, n))
 	}

@@ -14,7 +14,7 @@ import (
 func TestWritesAfterClose(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	var fb testkit.Lines
-	core := New(Config{Addr: r.Addr(), ErrFallback: &fb})
+	core := New(Config{Addr: r.Addr(), Spill: SpillConfig{Fallback: &fb}})
 	if err := core.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestWritesAfterClose(t *testing.T) {
 // the margin, in entries, then looked that much smaller).
 func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := New(Config{Addr: r.Addr(), RequireAck: true, MaxBatchBytes: 16 << 10, FlushInterval: time.Hour})
+	core := New(Config{Addr: r.Addr(), Info: InfoConfig{Acks: AcksOn}, Transport: TransportConfig{MaxBatchBytes: 16 << 10, FlushInterval: time.Hour}})
 	defer core.Close()
 	logger := zap.New(core)
 	logger.Info("connected", zap.String("pad", strings.Repeat("p", 200)))
@@ -44,9 +44,9 @@ func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
 	r.Stall()
 	r.Allow(1) // one more frame acked, the others written and waiting
 	st := core.sink.streams[infoStream]
-	for i := 0; st.sentBatches.Load() < 5; i++ {
+	for i := 0; st.sends.sentBatches.Load() < 5; i++ {
 		if i == 100_000 {
-			t.Fatalf("%d frames written after %d entries", st.sentBatches.Load(), i)
+			t.Fatalf("%d frames written after %d entries", st.sends.sentBatches.Load(), i)
 		}
 		logger.Info("sized", zap.String("pad", strings.Repeat("p", 200)))
 	}

@@ -13,16 +13,20 @@ import (
 )
 
 // Close in a stall (a receiver that accepts and reads nothing) cannot deliver what is
-// buffered: it drops the info entries (shutdown) and spills the err ones to ErrFallback, and
+// buffered: it drops the info entries (shutdown) and spills the err ones to Spill.Fallback, and
 // says how many twice, where an operator sees it without a scrape (the process exits after
-// Close): in its error, and in a last record written to ErrFallback after the spilled
+// Close): in its error, and in a last record written to Spill.Fallback after the spilled
 // entries, with the counts as fields. Both equal the counters.
 func TestCloseReportsItsShutdownDropsInErrFallback(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithReadBuffer(4<<10))
 	var fallback bytes.Buffer // written by the sink, read once Close has returned
 	core := New(Config{
-		Addr: r.Addr(), NoMetrics: true, CloseTimeout: 200 * time.Millisecond, ErrFallback: &fallback,
-		Tag: "app", MaxBatchBytes: 16 << 10,
+		Addr:      r.Addr(),
+		Metrics:   MetricsConfig{Disabled: true},
+		Timeouts:  TimeoutsConfig{Close: 200 * time.Millisecond},
+		Spill:     SpillConfig{Fallback: &fallback},
+		Tag:       "app",
+		Transport: TransportConfig{MaxBatchBytes: 16 << 10},
 	})
 	logger := zap.New(core)
 	logger.Info("before the stall")
@@ -50,29 +54,29 @@ func TestCloseReportsItsShutdownDropsInErrFallback(t *testing.T) {
 	if dropped == 0 || spilled != 1 {
 		t.Fatalf("dropped at shutdown %d, err spilled %d; want some, and 1", dropped, spilled)
 	}
-	want := fmt.Sprintf("fluentcore: close: not delivered in time: info entries dropped (shutdown): %d; err entries spilled to ErrFallback: 1", dropped)
+	want := fmt.Sprintf("fluentcore: close: not delivered in time: info entries dropped (shutdown): %d; err entries spilled to Spill.Fallback: 1", dropped)
 	if cerr == nil || !strings.Contains(cerr.Error(), want) {
 		t.Errorf("Close returned %v, want it to say %q", cerr, want)
 	}
 
 	lines := strings.Split(strings.TrimSpace(fallback.String()), "\n")
 	if len(lines) != 2 {
-		t.Fatalf("ErrFallback has %d lines, want the spilled err entry and the report:\n%s", len(lines), fallback.String())
+		t.Fatalf("Spill.Fallback has %d lines, want the spilled err entry and the report:\n%s", len(lines), fallback.String())
 	}
 	var last struct {
 		Tag    string
 		Record map[string]any
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &last); err != nil {
-		t.Fatalf("ErrFallback's last line %q: %v", lines[1], err)
+		t.Fatalf("Spill.Fallback's last line %q: %v", lines[1], err)
 	}
 	rec := last.Record
 	if last.Tag != "app.err" || rec["msg"] != want || rec["level"] != "error" || rec["logger"] != "fluentcore" ||
 		rec["shutdown_info_dropped"] != float64(dropped) || rec["shutdown_err_spilled"] != float64(1) {
-		t.Errorf("ErrFallback's last record %s; want tag app.err, level error, logger fluentcore, msg %q, shutdown_info_dropped %d, shutdown_err_spilled 1",
+		t.Errorf("Spill.Fallback's last record %s; want tag app.err, level error, logger fluentcore, msg %q, shutdown_info_dropped %d, shutdown_err_spilled 1",
 			lines[1], want, dropped)
 	}
 	if !strings.Contains(lines[0], `"not acked"`) {
-		t.Errorf("ErrFallback's first line %s, want the spilled err entry", lines[0])
+		t.Errorf("Spill.Fallback's first line %s, want the spilled err entry", lines[0])
 	}
 }

@@ -17,18 +17,20 @@ import (
 const EnvPrefix = "FLUENT_"
 
 // ConfigFromEnv returns a Config read from environment variables, for twelve-factor
-// services. Each key of the JSON form becomes FLUENT_ plus the key in upper case, nested
-// keys joined by "_": FLUENT_ADDR, FLUENT_TAG, FLUENT_LEVEL, FLUENT_FLUSH_INTERVAL=500ms,
-// FLUENT_INFO_BUFFER_BYTES, FLUENT_DEGRADE_POLICY=keep_warn, FLUENT_SHARED_KEY, ...
-// (docs/configuration.md lists them all). FLUENT_SERVERS is a comma-separated list of addresses, each optionally
-// followed by ";weight=N" and ";standby"; FLUENT_CONST_LABELS is "k=v,k2=v2". Unset
+// services. Each key of the JSON form becomes FLUENT_ plus the key in upper case, a group's
+// keys after the group's, joined by "_": FLUENT_ADDR, FLUENT_TAG, FLUENT_LEVEL,
+// FLUENT_SPILL_DIR, FLUENT_SECURITY_SHARED_KEY, FLUENT_TRANSPORT_FLUSH_INTERVAL=500ms,
+// FLUENT_INFO_BUFFER_BYTES, FLUENT_DEGRADE_POLICY=keep_warn, ... (docs/configuration.md
+// lists them all). FLUENT_SERVERS is a comma-separated list of addresses, each optionally
+// followed by ";weight=N" and ";standby"; FLUENT_METRICS_CONST_LABELS is "k=v,k2=v2". Unset
 // variables leave a field at its zero value, which New reads as the default. A FLUENT_
-// variable that is not one of these but within two letters of one (FLUENT_FLUSH_INTERVALL)
-// is a typo and an error. Other variables that look meant for it but are not read —
-// another FLUENT_ name (FLUENT_HOST, FLUENT_PORT), another case (fluent_addr), the FLUENTD_
-// prefix (FLUENTD_ADDR) — are not an error, since fluent-bit's images and other tools use
-// such names too: ConfigFromEnv names them on one line written to os.Stderr, each with the
-// variable it probably means. The error names every variable it could not parse or place;
+// variable that is not one of these but within two letters of one
+// (FLUENT_TRANSPORT_FLUSH_INTERVALL) is a typo and an error, and so is the variable of a key
+// that movedKeys lists (FLUENT_SHARED_KEY), which names the one to set. Other variables
+// that look meant for it but are not read — another FLUENT_ name (FLUENT_HOST,
+// FLUENT_PORT), another case (fluent_addr), the FLUENTD_ prefix (FLUENTD_ADDR) — are not an
+// error, since fluent-bit's images and other tools use such names too: ConfigFromEnv names
+// them on one line written to os.Stderr, each with the variable it probably means. The error names every variable it could not parse or place;
 // the Config returned with an error holds what could be read. Safe for concurrent use.
 func ConfigFromEnv() (Config, error) {
 	environ := os.Environ()
@@ -53,7 +55,7 @@ func envHints(environ []string) []string {
 	var hints []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if known[name] || (strings.HasPrefix(name, EnvPrefix) && nearEnvName(name) != "") {
+		if known[name] || (strings.HasPrefix(name, EnvPrefix) && (nearEnvName(name) != "" || movedEnv(name) != "")) {
 			continue
 		}
 		switch meant := envMeant(name, known); {
@@ -69,7 +71,8 @@ func envHints(environ []string) []string {
 
 // envMeant returns the variable ConfigFromEnv reads that name (one it does not read)
 // probably means, or "": the same name in upper case or with FLUENT_ for FLUENTD_, then
-// FLUENT_ADDR for a host or port, then a known name within two letters.
+// FLUENT_ADDR for a host or port, then the variable of a moved key's setting, then a known
+// name within two letters.
 func envMeant(name string, known map[string]bool) string {
 	u := strings.ToUpper(name)
 	if rest, ok := strings.CutPrefix(u, "FLUENTD_"); ok {
@@ -82,6 +85,8 @@ func envMeant(name string, known map[string]bool) string {
 		return u
 	case envAddrNames[u]:
 		return EnvPrefix + "ADDR (host:port in one)"
+	case movedEnv(u) != "":
+		return movedEnv(u)
 	}
 	return nearEnvName(u)
 }
@@ -111,7 +116,9 @@ func configFromEnv(environ []string) (Config, error) {
 		}
 	})
 	for _, name := range slices.Sorted(maps.Keys(env)) { // what is left is not ours
-		if near := nearEnvName(name); near != "" {
+		if moved := movedEnv(name); moved != "" {
+			errs = append(errs, fmt.Sprintf("%s is not read: its setting is %s", name, moved))
+		} else if near := nearEnvName(name); near != "" {
 			errs = append(errs, fmt.Sprintf("%s is not a fluentcore variable: did you mean %s?", name, near))
 		}
 	}
@@ -119,6 +126,21 @@ func configFromEnv(environ []string) (Config, error) {
 		return cfg, fmt.Errorf("fluentcore: environment: %s", strings.Join(errs, "; "))
 	}
 	return cfg, nil
+}
+
+// movedEnv returns, for the variable of a key of movedKeys, the variable that holds its
+// setting; "" for any other name.
+func movedEnv(name string) string {
+	variable := func(key string) string { return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_")) }
+	for old, now := range movedKeys {
+		if name == variable(old) {
+			return variable(now)
+		}
+		if rest, ok := strings.CutPrefix(name, variable(old)+"_"); ok && slices.Contains(envNames(), variable(now)+"_"+rest) {
+			return variable(now) + "_" + rest // a group's key, such as tls.ca_file
+		}
+	}
+	return ""
 }
 
 // nearEnvName returns the variable ConfigFromEnv reads that name is a typo of (at most two
@@ -217,7 +239,7 @@ func setEnv(v reflect.Value, s string) error {
 			return err
 		}
 		v.SetFloat(f)
-	case reflect.Map: // ConstLabels
+	case reflect.Map: // Metrics.ConstLabels
 		m := reflect.MakeMap(t)
 		for _, kv := range strings.Split(s, ",") {
 			k, val, ok := strings.Cut(kv, "=")

@@ -5,19 +5,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigFromEnv(t *testing.T) {
 	env := map[string]string{
 		"FLUENT_ADDR": "tls://logs.internal:24224", "FLUENT_TAG": "shop", "FLUENT_LEVEL": "debug",
 		"FLUENT_ERR_LEVEL": "warn", "FLUENT_INFO_TAG": "shop.access", "FLUENT_INFO_BUFFER_BYTES": "16777216",
-		"FLUENT_ERR_BUFFER_BYTES": "2097152", "FLUENT_FLUSH_INTERVAL": "250ms", "FLUENT_ERR_MAX_WAIT": "20ms",
+		"FLUENT_ERR_BUFFER_BYTES": "2097152", "FLUENT_TRANSPORT_FLUSH_INTERVAL": "250ms", "FLUENT_ERR_MAX_WAIT": "20ms",
 		"FLUENT_SPILL_DIR": "/var/spool/fluentcore", "FLUENT_SPILL_AFTER": "3s", "FLUENT_SPILL_MAX_BYTES": "1073741824",
-		"FLUENT_REQUIRE_ACK": "true", "FLUENT_ACK_TIMEOUT": "1m", "FLUENT_COMPRESSION": "gzip",
-		"FLUENT_SHARED_KEY": "s3cret", "FLUENT_USERNAME": "app", "FLUENT_PASSWORD": "pw",
+		"FLUENT_INFO_ACKS": "on", "FLUENT_TIMEOUTS_ACK": "1m", "FLUENT_TRANSPORT_COMPRESSION": "gzip",
+		"FLUENT_SECURITY_SHARED_KEY": "s3cret", "FLUENT_SECURITY_USERNAME": "app", "FLUENT_SECURITY_PASSWORD": "pw",
 		"FLUENT_SERVERS":        "a:24224;weight=30, b:24224;standby",
 		"FLUENT_DEGRADE_POLICY": "keep_warn", "FLUENT_DEGRADE_HOLD": "10s", "FLUENT_DEGRADE_HIGH_WATERMARK": "0.8",
-		"FLUENT_CONST_LABELS": "core=main,team=shop",
+		"FLUENT_METRICS_CONST_LABELS": "core=main,team=shop",
 	}
 	// Variables of other tools that share the prefix are left alone.
 	environ := []string{"PATH=/bin", "FLUENT_ELASTICSEARCH_HOST=es", "FLUENT_BIT_VERSION=3"}
@@ -68,8 +69,8 @@ func TestReadmeListsEveryEnvVariable(t *testing.T) {
 func TestEnvNamesNotReadAreNamedOnce(t *testing.T) {
 	meant := map[string]string{ // variable: the one it probably means
 		"FLUENT_HOST": "FLUENT_ADDR", "FLUENT_PORT": "FLUENT_ADDR", "FLUENTD_ADDR": "FLUENT_ADDR",
-		"FLUENTD_HOST": "FLUENT_ADDR", "fluent_addr": "FLUENT_ADDR", "Fluent_Shared_Key": "FLUENT_SHARED_KEY",
-		"FLUENTD_REQUIRE_ACK": "FLUENT_REQUIRE_ACK",
+		"FLUENTD_HOST": "FLUENT_ADDR", "fluent_addr": "FLUENT_ADDR", "Fluent_Security_Shared_Key": "FLUENT_SECURITY_SHARED_KEY",
+		"FLUENTD_INFO_ACKS": "FLUENT_INFO_ACKS", "fluent_shared_key": "FLUENT_SECURITY_SHARED_KEY",
 	}
 	for k := range meant {
 		t.Setenv(k, "fluentd:24224")
@@ -107,5 +108,29 @@ func TestEnvNamesNotReadAreNamedOnce(t *testing.T) {
 	}
 	if strings.Contains(lines[0], "FLUENTD_CONF") || strings.Contains(lines[0], "FLUENT_TAG") {
 		t.Errorf("the notice names a variable it should leave alone: %s", lines[0])
+	}
+}
+
+// The variable of a key whose setting is now under another (FLUENT_SHARED_KEY, of
+// security.shared_key) is not read and not ignored either: it is an error naming the
+// variable to set, so that no setting is lost without a word.
+func TestMovedEnvVariablesAreRefused(t *testing.T) {
+	for name, now := range map[string]string{
+		"FLUENT_SHARED_KEY": "FLUENT_SECURITY_SHARED_KEY", "FLUENT_FLUSH_INTERVAL": "FLUENT_TRANSPORT_FLUSH_INTERVAL",
+		"FLUENT_REQUIRE_ACK": "FLUENT_INFO_ACKS", "FLUENT_NO_METRICS": "FLUENT_METRICS_DISABLED",
+		"FLUENT_TLS_CA_FILE": "FLUENT_SECURITY_TLS_CA_FILE", "FLUENT_TAG_TEMPLATE": "FLUENT_TAGS_TEMPLATE",
+	} {
+		cfg, err := configFromEnv([]string{name + "=x", "FLUENT_TAG=shop"})
+		if err == nil || !strings.Contains(err.Error(), name+" is not read: its setting is "+now) {
+			t.Errorf("%s: error %v, want one naming %s", name, err, now)
+		}
+		if cfg.Tag != "shop" {
+			t.Errorf("%s: the other variables were not read: %+v", name, cfg)
+		}
+	}
+	// The variables whose names stayed the same are read.
+	cfg, err := configFromEnv([]string{"FLUENT_SPILL_DIR=/var/spool/x", "FLUENT_ERR_LEVEL=warn", "FLUENT_ERR_MAX_WAIT=20ms"})
+	if err != nil || cfg.Spill.Dir != "/var/spool/x" || cfg.Err.MaxWait != 20*time.Millisecond {
+		t.Errorf("unchanged names: %+v, %v", cfg, err)
 	}
 }

@@ -24,14 +24,16 @@ var (
 	textUnmarshaler  = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// UnmarshalJSON reads a Config from JSON. Keys are the snake_case names of the struct tags
-// ("addr", "flush_interval", "info": {"buffer_bytes": ...}); durations are strings with a
-// unit, such as "500ms" or "2s" (a bare number, 500 or "500", is an error naming the key,
-// since its unit would be a guess; 0 needs none); "level" and "err_level" are zap level names
-// ("debug", "error"); "degrade": {"policy": ...} is "adaptive", "sample", "keep_warn",
-// "drop_all" or "off". An unknown key or a value of the wrong type is an error that names
-// the key. Fields that cannot come from a file (EncoderConfig, ErrFallback, TLS,
-// Registerer, OnEvent) keep the values they had.
+// UnmarshalJSON reads a Config from JSON. Keys are the snake_case names of the struct tags,
+// a group's keys in an object under the group's ("addr", "spill": {"dir": ...},
+// "transport": {"flush_interval": ...}); durations are strings with a unit, such as "500ms"
+// or "2s" (a bare number, 500 or "500", is an error naming the key, since its unit would be
+// a guess; 0 needs none); "level" and "err": {"level": ...} are zap level names ("debug",
+// "error"); "degrade": {"policy": ...} is "adaptive", "sample", "keep_warn", "drop_all" or
+// "off". An unknown key or a value of the wrong type is an error that names the key (and,
+// for a key of movedKeys, the key to write). Fields that cannot come from a file
+// (EncoderConfig, OnEvent, Spill.Fallback, Security.TLS, Metrics.Registerer,
+// Transport.Resolver) keep the values they had.
 func (cfg *Config) UnmarshalJSON(b []byte) error {
 	return decodeJSON(reflect.ValueOf(cfg).Elem(), b, "")
 }
@@ -150,6 +152,9 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 			}
 		}
 		for key := range m {
+			if now, ok := movedKeys[key]; ok && path == "" {
+				return bad(fmt.Errorf("unknown key %q: its setting is %q", key, now))
+			}
 			return bad(fmt.Errorf("unknown key %q", key))
 		}
 		return nil
@@ -171,6 +176,26 @@ func decodeJSON(v reflect.Value, raw []byte, path string) error {
 		return bad(err)
 	}
 	return nil
+}
+
+// movedKeys are the keys Config does not read whose settings are under another key, each
+// with that key: a file that sets one, or the environment its variable, is refused with
+// an error that names the other, rather than read without the setting.
+var movedKeys = map[string]string{
+	"err_level": "err.level", "err_max_wait": "err.max_wait",
+	"spill_dir": "spill.dir", "spill_after": "spill.after", "spill_max_bytes": "spill.max_bytes",
+	"tag_template": "tags.template", "tag_from_name": "tags.from_name", "max_tags": "tags.max",
+	"tls": "security.tls", "shared_key": "security.shared_key", "shared_key_file": "security.shared_key_file",
+	"self_hostname": "security.self_hostname", "username": "security.username",
+	"password": "security.password", "password_file": "security.password_file",
+	"no_metrics": "metrics.disabled", "const_labels": "metrics.const_labels",
+	"sync_timeout": "timeouts.sync", "close_timeout": "timeouts.close", "dial_timeout": "timeouts.dial",
+	"handshake_timeout": "timeouts.handshake", "write_timeout": "timeouts.write", "ack_timeout": "timeouts.ack",
+	"require_ack": "info.acks", "max_batch_bytes": "transport.max_batch_bytes",
+	"max_entry_bytes": "transport.max_entry_bytes", "flush_interval": "transport.flush_interval",
+	"compression": "transport.compression", "max_inflight": "transport.max_inflight",
+	"retry_min": "transport.retry_min", "retry_max": "transport.retry_max",
+	"resolve_interval": "transport.resolve_interval",
 }
 
 // zeroMeansDefault are the keys whose zero a reader could take for "none" (keep no entry

@@ -14,38 +14,40 @@ import (
 // wantFromFile is the Config that every source below describes.
 func wantFromFile() Config {
 	return Config{
-		Addr: "tls://logs.internal:24224", Tag: "shop", Level: zapcore.DebugLevel, ErrLevel: zapcore.WarnLevel,
-		Info:          StreamConfig{Tag: "shop.access", BufferBytes: 16 << 20},
-		Err:           StreamConfig{BufferBytes: 2 << 20},
-		FlushInterval: 250 * time.Millisecond, ErrMaxWait: 20 * time.Millisecond, SpillDir: "/var/spool/fluentcore",
-		SpillAfter: 3 * time.Second, SpillMaxBytes: 1 << 30, RequireAck: true, AckTimeout: time.Minute,
-		Compression: "gzip", SharedKey: NewSecret("s3cret"), Username: "app", Password: NewSecret("pw"),
-		Servers:     []Server{{Addr: "a:24224", Weight: 30}, {Addr: "b:24224", Standby: true}},
-		Degrade:     DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Second, HighWatermark: 0.8},
-		ConstLabels: map[string]string{"core": "main", "team": "shop"},
+		Addr: "tls://logs.internal:24224", Tag: "shop", Level: zapcore.DebugLevel,
+		Servers:   []Server{{Addr: "a:24224", Weight: 30}, {Addr: "b:24224", Standby: true}},
+		Spill:     SpillConfig{Dir: "/var/spool/fluentcore", After: 3 * time.Second, MaxBytes: 1 << 30},
+		Security:  SecurityConfig{SharedKey: NewSecret("s3cret"), Username: "app", Password: NewSecret("pw")},
+		Metrics:   MetricsConfig{ConstLabels: map[string]string{"core": "main", "team": "shop"}},
+		Info:      InfoConfig{Tag: "shop.access", BufferBytes: 16 << 20, Acks: AcksOn},
+		Err:       ErrConfig{Level: zapcore.WarnLevel, BufferBytes: 2 << 20, MaxWait: 20 * time.Millisecond},
+		Timeouts:  TimeoutsConfig{Ack: time.Minute},
+		Transport: TransportConfig{FlushInterval: 250 * time.Millisecond, Compression: "gzip"},
+		Degrade:   DegradeConfig{Policy: DegradeKeepWarn, Hold: 10 * time.Second, HighWatermark: 0.8},
 	}
 }
 
 // sameConfig is reflect.DeepEqual for Configs, with the secrets compared by their text: a
 // Secret holds a function, which DeepEqual never finds equal to another.
 func sameConfig(a, b Config) bool {
-	if a.SharedKey.Reveal() != b.SharedKey.Reveal() || a.Password.Reveal() != b.Password.Reveal() {
+	if a.Security.SharedKey.Reveal() != b.Security.SharedKey.Reveal() || a.Security.Password.Reveal() != b.Security.Password.Reveal() {
 		return false
 	}
-	a.SharedKey, a.Password, b.SharedKey, b.Password = Secret{}, Secret{}, Secret{}, Secret{}
+	a.Security.SharedKey, a.Security.Password, b.Security.SharedKey, b.Security.Password = Secret{}, Secret{}, Secret{}, Secret{}
 	return reflect.DeepEqual(a, b)
 }
 
 func TestConfigFromJSON(t *testing.T) {
 	src := `{
-		"addr": "tls://logs.internal:24224", "tag": "shop", "level": "debug", "err_level": "warn",
-		"info": {"tag": "shop.access", "buffer_bytes": 16777216}, "err": {"buffer_bytes": 2097152},
-		"flush_interval": "250ms", "err_max_wait": "20ms", "spill_dir": "/var/spool/fluentcore",
-		"spill_after": "3s", "spill_max_bytes": 1073741824, "require_ack": true, "ack_timeout": "1m",
-		"compression": "gzip", "shared_key": "s3cret", "username": "app", "password": "pw",
+		"addr": "tls://logs.internal:24224", "tag": "shop", "level": "debug",
+		"info": {"tag": "shop.access", "buffer_bytes": 16777216, "acks": "on"},
+		"err": {"level": "warn", "buffer_bytes": 2097152, "max_wait": "20ms"},
+		"spill": {"dir": "/var/spool/fluentcore", "after": "3s", "max_bytes": 1073741824},
+		"transport": {"flush_interval": "250ms", "compression": "gzip"}, "timeouts": {"ack": "1m"},
+		"security": {"shared_key": "s3cret", "username": "app", "password": "pw"},
 		"servers": [{"addr": "a:24224", "weight": 30}, {"addr": "b:24224", "standby": true}],
 		"degrade": {"policy": "keep_warn", "hold": "10s", "high_watermark": 0.8},
-		"const_labels": {"core": "main", "team": "shop"}
+		"metrics": {"const_labels": {"core": "main", "team": "shop"}}
 	}`
 	var got Config
 	if err := json.Unmarshal([]byte(src), &got); err != nil {
@@ -61,25 +63,21 @@ func TestConfigFromYAML(t *testing.T) {
 addr: tls://logs.internal:24224
 tag: shop
 level: debug
-err_level: warn
-info: {tag: shop.access, buffer_bytes: 16777216}
-err: {buffer_bytes: 2097152}
-flush_interval: 250ms
-err_max_wait: 20ms
-spill_dir: /var/spool/fluentcore
-spill_after: 3s
-spill_max_bytes: 1073741824
-require_ack: true
-ack_timeout: 1m
-compression: gzip
-shared_key: s3cret
-username: app
-password: pw
+info: {tag: shop.access, buffer_bytes: 16777216, acks: "on"}
+err: {level: warn, buffer_bytes: 2097152, max_wait: 20ms}
+spill:
+  dir: /var/spool/fluentcore
+  after: 3s
+  max_bytes: 1073741824
+transport: {flush_interval: 250ms, compression: gzip}
+timeouts: {ack: 1m}
+security: {shared_key: s3cret, username: app, password: pw}
 servers:
   - {addr: "a:24224", weight: 30}
   - {addr: "b:24224", standby: true}
 degrade: {policy: keep_warn, hold: 10s, high_watermark: 0.8}
-const_labels: {core: main, team: shop}
+metrics:
+  const_labels: {core: main, team: shop}
 `
 	var got Config
 	if err := yaml.Unmarshal([]byte(src), &got); err != nil {
@@ -92,7 +90,9 @@ const_labels: {core: main, team: shop}
 
 func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{`{"flush_interval": "soon"}`, "flush_interval"},
+		{`{"transport": {"flush_interval": "soon"}}`, "transport.flush_interval"},
+		{`{"shared_key": "k"}`, `unknown key "shared_key": its setting is "security.shared_key"`},
+		{`{"require_ack": true}`, `its setting is "info.acks"`},
 		{`{"level": "loud"}`, "level"},
 		{`{"degrade": {"policy": "panic"}}`, "degrade.policy"},
 		{`{"info": {"buffer_bytes": "big"}}`, "info.buffer_bytes"},
@@ -107,15 +107,15 @@ func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %q", c.src, err, c.want)
 		}
 	}
-	_, err := configFromEnv([]string{"FLUENT_FLUSH_INTERVAL=soon", "FLUENT_REQUIRE_ACK=maybe", "FLUENT_DEGRADE_SAMPLE_FIRST=0"})
-	for _, name := range []string{"FLUENT_FLUSH_INTERVAL", "FLUENT_REQUIRE_ACK", "FLUENT_DEGRADE_SAMPLE_FIRST"} {
+	_, err := configFromEnv([]string{"FLUENT_TRANSPORT_FLUSH_INTERVAL=soon", "FLUENT_INFO_ACKS=maybe", "FLUENT_DEGRADE_SAMPLE_FIRST=0"})
+	for _, name := range []string{"FLUENT_TRANSPORT_FLUSH_INTERVAL", "FLUENT_INFO_ACKS", "FLUENT_DEGRADE_SAMPLE_FIRST"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Fatalf("env error %v does not name %s", err, name)
 		}
 	}
 	// A typo of a known variable is an error that names both; it was ignored.
-	cfg, err := configFromEnv([]string{"FLUENT_FLUSH_INTERVALL=1s", "FLUENT_TAG=shop"})
-	if err == nil || !strings.Contains(err.Error(), "FLUENT_FLUSH_INTERVALL") || !strings.Contains(err.Error(), "did you mean FLUENT_FLUSH_INTERVAL?") {
+	cfg, err := configFromEnv([]string{"FLUENT_TRANSPORT_FLUSH_INTERVALL=1s", "FLUENT_TAG=shop"})
+	if err == nil || !strings.Contains(err.Error(), "FLUENT_TRANSPORT_FLUSH_INTERVALL") || !strings.Contains(err.Error(), "did you mean FLUENT_TRANSPORT_FLUSH_INTERVAL?") {
 		t.Fatalf("typo: error %v", err)
 	}
 	if cfg.Tag != "shop" {
@@ -128,9 +128,9 @@ func TestConfigSourcesReportBadValuesByName(t *testing.T) {
 // Config is read from text, with an error that names the key and shows the form to write.
 func TestBareNumberDurationsAreRefused(t *testing.T) {
 	for _, c := range []struct{ src, key string }{
-		{`{"flush_interval": 500}`, "flush_interval"},
-		{`{"err_max_wait": 20000000}`, "err_max_wait"},
-		{`{"retry_min": 1.5}`, "retry_min"},
+		{`{"transport": {"flush_interval": 500}}`, "transport.flush_interval"},
+		{`{"err": {"max_wait": 20000000}}`, "err.max_wait"},
+		{`{"transport": {"retry_min": 1.5}}`, "transport.retry_min"},
 		{`{"degrade": {"hold": 10}}`, "degrade.hold"},
 	} {
 		var cfg Config
@@ -140,7 +140,7 @@ func TestBareNumberDurationsAreRefused(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ src, key string }{
-		{"flush_interval: 500\n", "flush_interval"},
+		{"transport: {flush_interval: 500}\n", "transport.flush_interval"},
 		{"degrade: {policy: keep_warn, hold: 10}\n", "degrade.hold"},
 	} {
 		var cfg Config
@@ -149,14 +149,14 @@ func TestBareNumberDurationsAreRefused(t *testing.T) {
 			t.Errorf("YAML %q: error %v, want one naming %s and showing \"500ms\"", c.src, err, c.key)
 		}
 	}
-	_, err := configFromEnv([]string{"FLUENT_FLUSH_INTERVAL=500"})
-	if err == nil || !strings.Contains(err.Error(), "FLUENT_FLUSH_INTERVAL") || !strings.Contains(err.Error(), `"500ms"`) {
-		t.Errorf("environment: error %v, want one naming FLUENT_FLUSH_INTERVAL and showing \"500ms\"", err)
+	_, err := configFromEnv([]string{"FLUENT_TRANSPORT_FLUSH_INTERVAL=500"})
+	if err == nil || !strings.Contains(err.Error(), "FLUENT_TRANSPORT_FLUSH_INTERVAL") || !strings.Contains(err.Error(), `"500ms"`) {
+		t.Errorf("environment: error %v, want one naming FLUENT_TRANSPORT_FLUSH_INTERVAL and showing \"500ms\"", err)
 	}
 	// Durations with a unit, and zero (no unit needed), read as before.
 	var cfg Config
-	if err := json.Unmarshal([]byte(`{"flush_interval": "500ms", "degrade": {"hold": "10s"}, "retry_min": "0"}`), &cfg); err != nil ||
-		cfg.FlushInterval != 500*time.Millisecond || cfg.Degrade.Hold != 10*time.Second {
+	if err := json.Unmarshal([]byte(`{"transport": {"flush_interval": "500ms", "retry_min": "0"}, "degrade": {"hold": "10s"}}`), &cfg); err != nil ||
+		cfg.Transport.FlushInterval != 500*time.Millisecond || cfg.Degrade.Hold != 10*time.Second {
 		t.Errorf("durations with units: %v, %+v", err, cfg)
 	}
 }

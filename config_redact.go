@@ -18,7 +18,8 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// secretType is the type of the fields that hold a secret (SharedKey, Password).
+// secretType is the type of the fields that hold a secret (Security.SharedKey,
+// Security.Password).
 var secretType = reflect.TypeFor[Secret]()
 
 // valueInError is how an error about the value of a field of type t, read from a file or
@@ -55,12 +56,12 @@ func valueInError(t reflect.Type, raw string, fromJSON bool) string {
 // plainConfig is Config without its methods, so that renderings of it do not recurse.
 type plainConfig Config
 
-// redacted returns cfg with SharedKey and Password (when set) replaced by "[redacted]", and
-// a Level or ErrLevel that is not a zapcore.Level (a LevelEnablerFunc, say) by the level it
-// enables from, so that every rendering can write it.
+// redacted returns cfg with Security.SharedKey and Security.Password (when set) replaced by
+// "[redacted]", and a Level or Err.Level that is not a zapcore.Level (a LevelEnablerFunc,
+// say) by the level it enables from, so that every rendering can write it.
 func (cfg Config) redacted() plainConfig {
 	p := plainConfig(cfg) // SharedKey and Password render themselves as "[redacted]"
-	for _, l := range []*zapcore.LevelEnabler{&p.Level, &p.ErrLevel} {
+	for _, l := range []*zapcore.LevelEnabler{&p.Level, &p.Err.Level} {
 		if _, ok := (*l).(zapcore.Level); !ok && *l != nil {
 			*l = zapcore.LevelOf(*l)
 		}
@@ -68,24 +69,25 @@ func (cfg Config) redacted() plainConfig {
 	return p
 }
 
-// String renders cfg as %+v would, with SharedKey and Password shown as "[redacted]": a
-// Config printed into a log or an error message never carries the secrets. Safe for
-// concurrent use.
+// String renders cfg as %+v would, with Security.SharedKey and Security.Password shown as
+// "[redacted]": a Config printed into a log or an error message never carries the secrets.
+// Safe for concurrent use.
 func (cfg Config) String() string { return fmt.Sprintf("%+v", cfg.redacted()) }
 
 // GoString is String for the %#v verb.
 func (cfg Config) GoString() string { return fmt.Sprintf("%#v", cfg.redacted()) }
 
 // Format renders cfg with every fmt verb and flag (%v, %+v, %#v, %s, %d, ...) as it would
-// render the same struct, with SharedKey and Password shown as "[redacted]".
+// render the same struct, with Security.SharedKey and Security.Password shown as
+// "[redacted]".
 func (cfg Config) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, fmt.FormatString(f, verb), cfg.redacted())
 }
 
 // MarshalJSON writes cfg in the form UnmarshalJSON reads (durations as text such as
-// "1.5s", keys in sorted order), with SharedKey and Password as "[redacted]" (reading it
-// back gives that text, not the secrets). Fields that UnmarshalJSON does not read are left
-// out. The error is encoding/json's.
+// "1.5s", keys in sorted order), with Security.SharedKey and Security.Password as
+// "[redacted]" (reading it back gives that text, not the secrets). Fields that
+// UnmarshalJSON does not read are left out. The error is encoding/json's.
 func (cfg Config) MarshalJSON() ([]byte, error) {
 	m, err := cfg.fieldMap()
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 // YAML, zap.Any and slog. What is read from files and the environment is unchanged.
 func TestConfigRenderingsRedactSecrets(t *testing.T) {
 	const key, password = "s3cret-shared-key", "p4ssw0rd-of-app"
-	cfg := Config{Addr: "tls://fluentd:24224", SharedKey: NewSecret(key), Username: "app", Password: NewSecret(password),
-		Level: zap.NewAtomicLevelAt(zapcore.WarnLevel), FlushInterval: time.Second,
+	cfg := Config{Addr: "tls://fluentd:24224", Security: SecurityConfig{SharedKey: NewSecret(key), Username: "app", Password: NewSecret(password)},
+		Level: zap.NewAtomicLevelAt(zapcore.WarnLevel), Transport: TransportConfig{FlushInterval: time.Second},
 		Degrade: DegradeConfig{Hold: 1500 * time.Millisecond}}
 	var zapOut, slogOut bytes.Buffer
 	zl := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&zapOut), zapcore.DebugLevel))
@@ -55,7 +55,7 @@ func TestConfigRenderingsRedactSecrets(t *testing.T) {
 	// JSON written is JSON read, secrets aside (a placeholder read back as a secret is an
 	// error: TestRedactedPlaceholderReadBackIsRefused).
 	plain := cfg
-	plain.SharedKey, plain.Password = Secret{}, Secret{}
+	plain.Security.SharedKey, plain.Security.Password = Secret{}, Secret{}
 	js, err = json.Marshal(plain)
 	if err != nil {
 		t.Fatal(err)
@@ -64,13 +64,13 @@ func TestConfigRenderingsRedactSecrets(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Addr != cfg.Addr || back.FlushInterval != time.Second || back.Username != "app" || zapcore.LevelOf(back.Level) != zapcore.WarnLevel ||
+	if back.Addr != cfg.Addr || back.Transport.FlushInterval != time.Second || back.Security.Username != "app" || zapcore.LevelOf(back.Level) != zapcore.WarnLevel ||
 		back.Degrade.Hold != cfg.Degrade.Hold {
 		t.Fatalf("round trip: %+v", back)
 	}
 	// The secrets themselves are still read from files and the environment.
-	env, err := configFromEnv([]string{"FLUENT_SHARED_KEY=" + key, "FLUENT_PASSWORD=" + password})
-	if err != nil || env.SharedKey.Reveal() != key || env.Password.Reveal() != password {
+	env, err := configFromEnv([]string{"FLUENT_SECURITY_SHARED_KEY=" + key, "FLUENT_SECURITY_PASSWORD=" + password})
+	if err != nil || env.Security.SharedKey.Reveal() != key || env.Security.Password.Reveal() != password {
 		t.Fatalf("from the environment: %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func TestConfigRenderingsRedactSecrets(t *testing.T) {
 // behind a pointer, and a Secret on its own prints as "[redacted]" (nothing, when unset).
 func TestSecretsDoNotPrintThroughACallersStruct(t *testing.T) {
 	const key, password = "s3cret-shared-key", "p4ssw0rd-of-app"
-	cfg := Config{Addr: "tls://fluentd:24224", SharedKey: NewSecret(key), Password: NewSecret(password)}
+	cfg := Config{Addr: "tls://fluentd:24224", Security: SecurityConfig{SharedKey: NewSecret(key), Password: NewSecret(password)}}
 	type holder struct {
 		cfg   Config
 		ptr   *Config

@@ -19,19 +19,19 @@ func TestSecretOfAWrongTypeIsNeverShownInAnError(t *testing.T) {
 		format, src, key, kind string
 		shown                  []string // what the error must not hold
 	}{
-		{"yaml", "shared_key: 123456\n", "shared_key", "a number", []string{"123456"}},
-		{"yaml", "shared_key: 0x1E240\n", "shared_key", "a number", []string{"123456", "1E240", "1e240"}},
-		{"yaml", "shared_key: 123456.0\n", "shared_key", "a number", []string{"123456"}},
-		{"yaml", "password: [S3KRIT]\n", "password", "a list", []string{secretText}},
-		{"yaml", "password: {v: S3KRIT}\n", "password", "an object", []string{secretText}},
-		{"yaml", "shared_key: true\n", "shared_key", "a boolean", []string{"true"}},
-		{"yaml", "shared_key: .nan\n", "shared_key", "NaN or an infinity", []string{"NaN:", "NaN\n", ": NaN"}},
-		{"yaml", "info: {tag: a}\npassword: -.inf\n", "password", "NaN or an infinity", []string{"Inf"}},
-		{"json", `{"password": 987654}`, "password", "a number", []string{"987654"}},
-		{"json", `{"shared_key": 123456.0}`, "shared_key", "a number", []string{"123456"}},
-		{"json", `{"shared_key": 1.23456e5}`, "shared_key", "a number", []string{"123456", "1.23456e5"}},
-		{"json", `{"shared_key": ["S3KRIT"]}`, "shared_key", "a list", []string{secretText}},
-		{"json", `{"password": {"v": "S3KRIT"}}`, "password", "an object", []string{secretText}},
+		{"yaml", "security: {shared_key: 123456}\n", "security.shared_key", "a number", []string{"123456"}},
+		{"yaml", "security: {shared_key: 0x1E240}\n", "security.shared_key", "a number", []string{"123456", "1E240", "1e240"}},
+		{"yaml", "security: {shared_key: 123456.0}\n", "security.shared_key", "a number", []string{"123456"}},
+		{"yaml", "security: {password: [S3KRIT]}\n", "security.password", "a list", []string{secretText}},
+		{"yaml", "security: {password: {v: S3KRIT}}\n", "security.password", "an object", []string{secretText}},
+		{"yaml", "security: {shared_key: true}\n", "security.shared_key", "a boolean", []string{"true"}},
+		{"yaml", "security: {shared_key: .nan}\n", "security.shared_key", "NaN or an infinity", []string{"NaN:", "NaN\n", ": NaN"}},
+		{"yaml", "info: {tag: a}\nsecurity: {password: -.inf}\n", "security.password", "NaN or an infinity", []string{"Inf"}},
+		{"json", `{"security": {"password": 987654}}`, "security.password", "a number", []string{"987654"}},
+		{"json", `{"security": {"shared_key": 123456.0}}`, "security.shared_key", "a number", []string{"123456"}},
+		{"json", `{"security": {"shared_key": 1.23456e5}}`, "security.shared_key", "a number", []string{"123456", "1.23456e5"}},
+		{"json", `{"security": {"shared_key": ["S3KRIT"]}}`, "security.shared_key", "a list", []string{secretText}},
+		{"json", `{"security": {"password": {"v": "S3KRIT"}}}`, "security.password", "an object", []string{secretText}},
 	} {
 		var cfg Config
 		var err error
@@ -61,14 +61,14 @@ func TestEnvErrorsNeverShowASecret(t *testing.T) {
 	if got := valueInError(secretType, "hunter2", false); strings.Contains(got, "hunter2") {
 		t.Errorf("valueInError shows an environment secret: %q", got)
 	}
-	for _, name := range []string{"FLUENT_SHARED_KEY", "FLUENT_PASSWORD"} {
+	for _, name := range []string{"FLUENT_SECURITY_SHARED_KEY", "FLUENT_SECURITY_PASSWORD"} {
 		_, err := configFromEnv([]string{name + "=" + redactedSecret})
 		if err == nil || !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), name+`="`) {
 			t.Errorf("%s: error %v, want one naming the variable without showing its value", name, err)
 		}
 	}
-	_, err := configFromEnv([]string{"FLUENT_MAX_TAGS=many"})
-	if err == nil || !strings.Contains(err.Error(), `FLUENT_MAX_TAGS="many"`) {
+	_, err := configFromEnv([]string{"FLUENT_TAGS_MAX=many"})
+	if err == nil || !strings.Contains(err.Error(), `FLUENT_TAGS_MAX="many"`) {
 		t.Errorf("a plain variable's error %v does not show its value", err)
 	}
 }
@@ -77,7 +77,7 @@ func TestEnvErrorsNeverShowASecret(t *testing.T) {
 // secrets: reading it is an error that names the key, and so is Validate of a Config whose
 // secret is that text (set in code, or read from a file).
 func TestRedactedPlaceholderReadBackIsRefused(t *testing.T) {
-	cfg := Config{SharedKey: NewSecret("s3cret"), Password: NewSecret("pw"), Username: "app"}
+	cfg := Config{Security: SecurityConfig{SharedKey: NewSecret("s3cret"), Password: NewSecret("pw"), Username: "app"}}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -95,12 +95,12 @@ func TestRedactedPlaceholderReadBackIsRefused(t *testing.T) {
 	if err := yaml.Unmarshal(y, &back); err == nil || !strings.Contains(err.Error(), "placeholder") {
 		t.Fatalf("YAML round trip: error %v", err)
 	}
-	if _, err := configFromEnv([]string{"FLUENT_SHARED_KEY=[redacted]"}); err == nil || !strings.Contains(err.Error(), "FLUENT_SHARED_KEY") {
+	if _, err := configFromEnv([]string{"FLUENT_SECURITY_SHARED_KEY=[redacted]"}); err == nil || !strings.Contains(err.Error(), "FLUENT_SECURITY_SHARED_KEY") {
 		t.Fatalf("environment: error %v", err)
 	}
 	for _, c := range []Config{
-		{SharedKey: NewSecret(redactedSecret)},
-		{SharedKey: NewSecret("k"), Password: NewSecret(redactedSecret), Username: "u"},
+		{Security: SecurityConfig{SharedKey: NewSecret(redactedSecret)}},
+		{Security: SecurityConfig{SharedKey: NewSecret("k"), Password: NewSecret(redactedSecret), Username: "u"}},
 	} {
 		if err := c.Validate(); !errors.Is(err, errRedactedSecret) {
 			t.Errorf("Validate: %v, want errRedactedSecret", err)
@@ -110,10 +110,10 @@ func TestRedactedPlaceholderReadBackIsRefused(t *testing.T) {
 	if err := os.WriteFile(file, []byte(redactedSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := (Config{SharedKeyFile: file}).Validate(); !errors.Is(err, errRedactedSecret) || !strings.Contains(err.Error(), "SharedKey") {
+	if err := (Config{Security: SecurityConfig{SharedKeyFile: file}}).Validate(); !errors.Is(err, errRedactedSecret) || !strings.Contains(err.Error(), "SharedKey") {
 		t.Errorf("Validate of a secret file holding the placeholder: %v", err)
 	}
-	if err := (Config{SharedKey: NewSecret("k"), Password: NewSecret("p"), Username: "u"}).Validate(); err != nil {
+	if err := (Config{Security: SecurityConfig{SharedKey: NewSecret("k"), Password: NewSecret("p"), Username: "u"}}).Validate(); err != nil {
 		t.Errorf("real secrets: %v", err)
 	}
 }

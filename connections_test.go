@@ -63,7 +63,7 @@ func TestConnectionsSpreadOverServers(t *testing.T) {
 	core := newTestCore(t, "", reg, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 4
-		c.MaxBatchBytes = 4 << 10 // many small batches, so every connection has some
+		c.Transport.MaxBatchBytes = 4 << 10 // many small batches, so every connection has some
 		c.Degrade.Policy = fluentcore.DegradeOff
 	})
 	const n = 20_000
@@ -114,10 +114,10 @@ func TestSyncWaitsForEveryConnection(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly(), forwardtest.WithConnReadRate(50_000))
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.Info.Connections = 4
-		c.RequireAck = true
-		c.MaxBatchBytes = 16 << 10
+		c.Info.Acks = fluentcore.AcksOn
+		c.Transport.MaxBatchBytes = 16 << 10
 		c.Degrade.Policy = fluentcore.DegradeOff
-		c.SyncTimeout = 20 * time.Second
+		c.Timeouts.Sync = 20 * time.Second
 	})
 	logger := zap.New(core)
 	for round := range 3 {
@@ -144,10 +144,10 @@ func TestManyConnectionsCloseWithFramesInFlight(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.Info.Connections = fluentcore.MaxConnections
-		c.RequireAck, c.MaxInflight = true, 1 // so that MaxConnections frames in flight are one on each
-		c.MaxBatchBytes = 1024                // a frame every three entries
+		c.Info.Acks, c.Transport.MaxInflight = fluentcore.AcksOn, 1 // so that MaxConnections frames in flight are one on each
+		c.Transport.MaxBatchBytes = 1024                            // a frame every three entries
 		c.Degrade.Policy = fluentcore.DegradeOff
-		c.CloseTimeout = 200 * time.Millisecond
+		c.Timeouts.Close = 200 * time.Millisecond
 	})
 	logger := zap.New(core)
 	testkit.WaitUntil(t, "a frame in flight on every connection", func() bool {
@@ -180,10 +180,10 @@ func TestConnectionsSurviveAServerGoingAway(t *testing.T) {
 	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
 		c.Servers = servers
 		c.Info.Connections = 3
-		c.RequireAck = true
-		c.MaxBatchBytes = 4 << 10
+		c.Info.Acks = fluentcore.AcksOn
+		c.Transport.MaxBatchBytes = 4 << 10
 		c.Degrade.Policy = fluentcore.DegradeOff
-		c.SyncTimeout = 20 * time.Second
+		c.Timeouts.Sync = 20 * time.Second
 	})
 	logger := zap.New(core)
 	const n = 30_000
@@ -213,8 +213,7 @@ func TestConnectionsSurviveAServerGoingAway(t *testing.T) {
 	}
 }
 
-// Connections is checked: at most MaxConnections and half the stream's batches; the err
-// stream sends on one.
+// Info.Connections is checked: at most MaxConnections and half the stream's batches.
 func TestConnectionsLimits(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -222,12 +221,10 @@ func TestConnectionsLimits(t *testing.T) {
 		want string
 	}{
 		{"default", fluentcore.Config{}, ""},
-		{"sixteen", fluentcore.Config{Info: fluentcore.StreamConfig{Connections: fluentcore.MaxConnections}}, ""},
-		{"too many", fluentcore.Config{Info: fluentcore.StreamConfig{Connections: fluentcore.MaxConnections + 1}}, "Info.Connections"},
-		{"more than half the batches", fluentcore.Config{Info: fluentcore.StreamConfig{Connections: 3, BufferBytes: 1 << 20}, MaxBatchBytes: 256 << 10}, "Info.Connections"},
-		{"negative", fluentcore.Config{Info: fluentcore.StreamConfig{Connections: -1}}, "Info.Connections"},
-		{"err one", fluentcore.Config{Err: fluentcore.StreamConfig{Connections: 1}}, ""},
-		{"err two", fluentcore.Config{Err: fluentcore.StreamConfig{Connections: 2}}, "Err.Connections"},
+		{"sixteen", fluentcore.Config{Info: fluentcore.InfoConfig{Connections: fluentcore.MaxConnections}}, ""},
+		{"too many", fluentcore.Config{Info: fluentcore.InfoConfig{Connections: fluentcore.MaxConnections + 1}}, "Info.Connections"},
+		{"more than half the batches", fluentcore.Config{Info: fluentcore.InfoConfig{Connections: 3, BufferBytes: 1 << 20}, Transport: fluentcore.TransportConfig{MaxBatchBytes: 256 << 10}}, "Info.Connections"},
+		{"negative", fluentcore.Config{Info: fluentcore.InfoConfig{Connections: -1}}, "Info.Connections"},
 	} {
 		err := c.cfg.Validate()
 		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {

@@ -26,7 +26,7 @@ type entrySink interface {
 	// buffered is counted (info) or spilled (err), never reported.
 	write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field)
 	// tagFor is the tag of an entry whose logger has no Tag option (its zap name's, with
-	// TagFromName); tagNamed resolves a Tag option's name. Past MaxTags both give the
+	// Tags.FromName); tagNamed resolves a Tag option's name. Past Tags.Max both give the
 	// stream's own tag, marked over.
 	tagFor(ent *zapcore.Entry) tagRef
 	tagNamed(name string) tagRef
@@ -53,12 +53,12 @@ type Core struct {
 	// tagged says there was one (else an entry's tag is its name's, or its stream's).
 	tag    tagRef
 	tagged bool
-	// own is ctx without the TagOverflowKey field of a Tag option past MaxTags (over, the
+	// own is ctx without the TagOverflowKey field of a Tag option past Tags.Max (over, the
 	// name it carries): what a core derived by With builds on, so that a later Tag option
 	// does not inherit it.
 	own  *encodedContext
 	over string
-	// nameOver is ctx for an entry whose zap name came past MaxTags (TagFromName): own with
+	// nameOver is ctx for an entry whose zap name came past Tags.Max (Tags.FromName): own with
 	// that name to write under TagOverflowKey. Made by the first such entry (nameOverflow).
 	nameOver atomic.Pointer[encodedContext]
 }
@@ -76,11 +76,11 @@ type shared struct {
 // New returns a Core for cfg. It never fails and never blocks on the network: it allocates
 // the buffers and starts the senders, which connect in the background and retry with
 // backoff. A Config that Validate rejects still gives a working Core: bad sizes fall back
-// to their defaults, a bad address makes every send fail, bad ConstLabels leave the metrics
+// to their defaults, a bad address makes every send fail, bad Metrics.ConstLabels leave the metrics
 // unregistered, and Sync and Close return the problem (so does a Registerer's refusal of
 // the metrics). On a Registerer that has the metrics of a live core with the same
-// ConstLabels, the new core shares their series instead of registering its own (see
-// Config.Registerer): the usual config reload, the new core made before the old is closed.
+// Metrics.ConstLabels, the new core shares their series instead of registering its own (see
+// Config.Metrics.Registerer): the usual config reload, the new core made before the old is closed.
 // Safe for concurrent use.
 func New(cfg Config) *Core {
 	s, err := resolve(cfg)
@@ -132,15 +132,15 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 	nc.own = c.s.stream.enc.newContext(c.own, fields)
 	nc.ctx = nc.own
 	if nc.over != "" {
-		// Past MaxTags: the stream's tag, and the name the logger asked for in the record,
+		// Past Tags.Max: the stream's tag, and the name the logger asked for in the record,
 		// where a receiver can route by it.
 		nc.ctx = nc.own.overflowing(nc.over)
 	}
 	return nc
 }
 
-// nameOverflow returns the context of an entry of c whose zap name came past MaxTags
-// (TagFromName): c's own fields, then its name under TagOverflowKey. Made once per Core,
+// nameOverflow returns the context of an entry of c whose zap name came past Tags.Max
+// (Tags.FromName): c's own fields, then its name under TagOverflowKey. Made once per Core,
 // by the first such entry (two at once may both make it: either is right).
 func (c *Core) nameOverflow() *encodedContext {
 	if ctx := c.nameOver.Load(); ctx != nil {
@@ -168,18 +168,18 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 
 // Write encodes the entry into its stream's buffers and returns; the entry is sent in the
 // background. Entries above Error (DPanic, Panic, Fatal) are flushed before Write returns,
-// within SyncTimeout: delivered, or — on the err stream (where ErrLevel sends them by
+// within Timeouts.Sync: delivered, or — on the err stream (where Err.Level sends them by
 // default), when the receiver cannot take them in time — moved with every other
-// undelivered err entry to the spill (SpillDir, or ErrFallback), so a Fatal does not take
+// undelivered err entry to the spill (Spill.Dir, or Spill.Fallback), so a Fatal does not take
 // its own entry down with the process. The error says if delivery failed, and whether the
 // entries went to the spill.
-// Entries that cannot be buffered are counted (info) or spilled (err: to SpillDir or
-// ErrFallback); Write does not report those.
+// Entries that cannot be buffered are counted (info) or spilled (err: to Spill.Dir or
+// Spill.Fallback); Write does not report those.
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	tag, ctx := c.tag, c.ctx
 	if !c.tagged {
 		if tag = c.sink.tagFor(&ent); tag.over {
-			ctx = c.nameOverflow() // its zap name, past MaxTags, in the record
+			ctx = c.nameOverflow() // its zap name, past Tags.Max, in the record
 		}
 	}
 	c.sink.write(ctx, tag, &ent, fields)
@@ -190,24 +190,24 @@ func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 }
 
 // Sync flushes both streams and waits until everything logged before the call is delivered
-// (or, for err, moved to the spill), or SyncTimeout passes (then it returns an error; the
+// (or, for err, moved to the spill), or Timeouts.Sync passes (then it returns an error; the
 // entries stay queued). It also returns the configuration problem, if New found one.
 func (c *Core) Sync() error {
 	return errors.Join(c.err, c.sink.sync(c.s.syncTimeout))
 }
 
-// Close flushes, tries for up to CloseTimeout to deliver everything logged, and stops the
+// Close flushes, tries for up to Timeouts.Close to deliver everything logged, and stops the
 // senders. What is still undelivered then is accounted for: info entries are counted as
-// dropped (reason shutdown), err entries are spilled (to SpillDir, for the next process to
-// replay, or to ErrFallback). Close does not wait for the spill to be replayed; it releases
-// SpillDir, and takes the core out of the live cores of its metrics on Config.Registerer:
+// dropped (reason shutdown), err entries are spilled (to Spill.Dir, for the next process to
+// replay, or to Spill.Fallback). Close does not wait for the spill to be replayed; it releases
+// Spill.Dir, and takes the core out of the live cores of its metrics on Config.Metrics.Registerer:
 // its counts stay in the series, those it makes after Close included; the series are
-// exported while a core with the same ConstLabels is open, and dropped with the last core
-// on the Registerer (see Config.Registerer); Stats still works. Close is idempotent and
+// exported while a core with the same Metrics.ConstLabels is open, and dropped with the last core
+// on the Registerer (see Config.Metrics.Registerer); Stats still works. Close is idempotent and
 // safe to call while other goroutines log: later entries are counted as dropped (reason
-// closed) or, for err, written to ErrFallback. It returns what went wrong, if anything;
+// closed) or, for err, written to Spill.Fallback. It returns what went wrong, if anything;
 // when it could not deliver everything in time, its error counts the info entries dropped
-// and the err entries spilled, and the same report is written to ErrFallback as a last
+// and the err entries spilled, and the same report is written to Spill.Fallback as a last
 // record (level error, logger "fluentcore", the counts in the fields shutdown_info_dropped
 // and shutdown_err_spilled), where it is seen although no scrape reads the final counters.
 func (c *Core) Close() error {

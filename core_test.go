@@ -43,16 +43,14 @@ func jsonTwin(buf *bytes.Buffer) zapcore.Core {
 func newTestCore(t *testing.T, addr string, reg prometheus.Registerer, mods ...func(*fluentcore.Config)) *fluentcore.Core {
 	t.Helper()
 	cfg := fluentcore.Config{
-		Addr:          addr,
-		Tag:           "shop",
-		Level:         zapcore.DebugLevel,
-		FlushInterval: 10 * time.Millisecond,
-		RetryMin:      5 * time.Millisecond,
-		RetryMax:      50 * time.Millisecond,
-		Registerer:    reg,
+		Addr:      addr,
+		Tag:       "shop",
+		Level:     zapcore.DebugLevel,
+		Transport: fluentcore.TransportConfig{FlushInterval: 10 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+		Metrics:   fluentcore.MetricsConfig{Registerer: reg},
 	}
 	if reg == nil { // a registry of its own: tests running in parallel share no series
-		cfg.Registerer = prometheus.NewRegistry()
+		cfg.Metrics.Registerer = prometheus.NewRegistry()
 	}
 	for _, mod := range mods {
 		if mod != nil {
@@ -69,9 +67,9 @@ func newTestCore(t *testing.T, addr string, reg prometheus.Registerer, mods ...f
 
 // quiet is a newTestCore mod whose failures stay short and out of the test's output.
 func quiet(c *fluentcore.Config) {
-	c.SyncTimeout = 150 * time.Millisecond
-	c.CloseTimeout = 150 * time.Millisecond
-	c.ErrFallback = new(testkit.Lines)
+	c.Timeouts.Sync = 150 * time.Millisecond
+	c.Timeouts.Close = 150 * time.Millisecond
+	c.Spill.Fallback = new(testkit.Lines)
 }
 
 type user struct{ Name, Email string }
@@ -186,11 +184,11 @@ func TestStalledReceiverDropsInfoKeepsErr(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var fallback testkit.Lines
 	core := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
-		c.MaxBatchBytes = 16 << 10
+		c.Transport.MaxBatchBytes = 16 << 10
 		c.Info.BufferBytes = 64 << 10
 		c.Err.BufferBytes = 4 << 20
-		c.WriteTimeout = 100 * time.Millisecond
-		c.ErrFallback = &fallback
+		c.Timeouts.Write = 100 * time.Millisecond
+		c.Spill.Fallback = &fallback
 		c.Degrade.Policy = fluentcore.DegradeOff // this test is about queue_full; degrade has its own
 	})
 	logger := zap.New(core)
@@ -251,7 +249,7 @@ func TestStalledReceiverDropsInfoKeepsErr(t *testing.T) {
 
 func TestDPanicIsDeliveredBeforeWriteReturns(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.FlushInterval = time.Hour })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Transport.FlushInterval = time.Hour })
 	zap.New(core).DPanic("about to crash", zap.Int("code", 7))
 	if d := core.Stats().Err.Delivered; d != 1 {
 		t.Fatalf("delivered %d entries when DPanic returned, want 1", d)
@@ -266,18 +264,20 @@ func TestDPanicIsDeliveredBeforeWriteReturns(t *testing.T) {
 }
 
 // A Fatal entry (or Panic, DPanic) that the receiver cannot take in time does not go down
-// with the process: before Write returns, it goes to the spill (here ErrFallback) with every
-// other err entry not yet delivered, and Write says so, within SyncTimeout.
+// with the process: before Write returns, it goes to the spill (here Spill.Fallback) with every
+// other err entry not yet delivered, and Write says so, within Timeouts.Sync.
 func TestFatalEntryIsSpilledWhenTheReceiverIsDown(t *testing.T) {
 	for _, durable := range []bool{false, true} {
-		t.Run(fmt.Sprintf("SpillDir=%v", durable), func(t *testing.T) {
+		t.Run(fmt.Sprintf("Spill.Dir=%v", durable), func(t *testing.T) {
 			var fallback testkit.Lines
 			cfg := fluentcore.Config{
-				Addr: "tcp://127.0.0.1:1", ErrFallback: &fallback, SyncTimeout: 2 * time.Second,
-				CloseTimeout: 100 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond,
+				Addr:      "tcp://127.0.0.1:1",
+				Spill:     fluentcore.SpillConfig{Fallback: &fallback},
+				Timeouts:  fluentcore.TimeoutsConfig{Sync: 2 * time.Second, Close: 100 * time.Millisecond},
+				Transport: fluentcore.TransportConfig{RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond},
 			}
 			if durable {
-				cfg.SpillDir = t.TempDir()
+				cfg.Spill.Dir = t.TempDir()
 			}
 			core := fluentcore.New(cfg)
 			zap.New(core).Error("pre-fatal")
@@ -292,12 +292,12 @@ func TestFatalEntryIsSpilledWhenTheReceiverIsDown(t *testing.T) {
 			}
 			out := fallback.String()
 			if durable {
-				segs, _ := filepath.Glob(filepath.Join(cfg.SpillDir, "*.fwd"))
+				segs, _ := filepath.Glob(filepath.Join(cfg.Spill.Dir, "*.fwd"))
 				if len(segs) == 0 || out != "" {
 					t.Fatalf("segments %v, fallback %q", segs, out)
 				}
 			} else if !strings.Contains(out, `"msg":"pre-fatal"`) || !strings.Contains(out, `"msg":"fatal!"`) {
-				t.Fatalf("ErrFallback when Write returned: %q", out)
+				t.Fatalf("Spill.Fallback when Write returned: %q", out)
 			}
 			_ = core.Close()
 		})
@@ -310,10 +310,10 @@ func TestBadAddressIsReportedAndErrIsNotLost(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	var fallback testkit.Lines
-	cfg.ErrFallback = &fallback
-	cfg.CloseTimeout = 50 * time.Millisecond
-	cfg.SyncTimeout = 50 * time.Millisecond
-	cfg.RetryMin = time.Millisecond
+	cfg.Spill.Fallback = &fallback
+	cfg.Timeouts.Close = 50 * time.Millisecond
+	cfg.Timeouts.Sync = 50 * time.Millisecond
+	cfg.Transport.RetryMin = time.Millisecond
 	core := fluentcore.New(cfg)
 	logger := zap.New(core)
 	logger.Info("lost, but counted")
@@ -343,12 +343,16 @@ func TestCloseSaysWhatWasLeft(t *testing.T) {
 		want, not []string
 	}{
 		{"info only", false, []string{"info entries dropped (shutdown): 1"}, []string{"err entries"}},
-		{"info and err", true, []string{"info entries dropped (shutdown): 1", "err entries spilled to ErrFallback: 1"}, nil},
+		{"info and err", true, []string{"info entries dropped (shutdown): 1", "err entries spilled to Spill.Fallback: 1"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var fallback testkit.Lines
-			cfg := fluentcore.Config{Addr: "ftp://somewhere:1", ErrFallback: &fallback,
-				CloseTimeout: 50 * time.Millisecond, SyncTimeout: 50 * time.Millisecond, RetryMin: time.Millisecond}
+			cfg := fluentcore.Config{
+				Addr:      "ftp://somewhere:1",
+				Spill:     fluentcore.SpillConfig{Fallback: &fallback},
+				Timeouts:  fluentcore.TimeoutsConfig{Close: 50 * time.Millisecond, Sync: 50 * time.Millisecond},
+				Transport: fluentcore.TransportConfig{RetryMin: time.Millisecond},
+			}
 			core := fluentcore.New(cfg)
 			logger := zap.New(core)
 			logger.Info("left behind")
@@ -374,13 +378,18 @@ func TestCloseSaysWhatWasLeft(t *testing.T) {
 }
 
 // TLS settings with a plain address never send in plain text: no connection reaches a plain
-// receiver, and the err entry is not lost (it goes to ErrFallback, as with any address
+// receiver, and the err entry is not lost (it goes to Spill.Fallback, as with any address
 // that cannot be used).
 func TestTLSSettingsNeverSendPlainText(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	var fallback testkit.Lines
-	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), TLS: &tls.Config{}, ErrFallback: &fallback,
-		CloseTimeout: 50 * time.Millisecond, SyncTimeout: 50 * time.Millisecond, RetryMin: time.Millisecond})
+	core := fluentcore.New(fluentcore.Config{
+		Addr:      r.Addr(),
+		Security:  fluentcore.SecurityConfig{TLS: &tls.Config{}},
+		Spill:     fluentcore.SpillConfig{Fallback: &fallback},
+		Timeouts:  fluentcore.TimeoutsConfig{Close: 50 * time.Millisecond, Sync: 50 * time.Millisecond},
+		Transport: fluentcore.TransportConfig{RetryMin: time.Millisecond},
+	})
 	zap.New(core).Error("payment", zap.String("card", "4111111111111111"))
 	if err := core.Close(); err == nil || !strings.Contains(err.Error(), "plain TCP") {
 		t.Errorf("Close: %v; want the plain address named", err)
@@ -389,7 +398,7 @@ func TestTLSSettingsNeverSendPlainText(t *testing.T) {
 		t.Errorf("the plain receiver got %d connections and %d entries", st.Connections, st.Entries)
 	}
 	if !strings.Contains(fallback.String(), "4111111111111111") {
-		t.Errorf("the err entry is not in ErrFallback: %q", fallback.String())
+		t.Errorf("the err entry is not in Spill.Fallback: %q", fallback.String())
 	}
 }
 
@@ -403,21 +412,21 @@ func TestValidate(t *testing.T) {
 		{"host:port", fluentcore.Config{Addr: "fluentd:24224"}, ""},
 		{"unix", fluentcore.Config{Addr: "unix:///var/run/fluent.sock"}, ""},
 		{"tls", fluentcore.Config{Addr: "tls://logs.example.com:24224"}, ""},
-		{"TLS settings, tls address", fluentcore.Config{Addr: "tls://logs.example.com:24224", TLS: &tls.Config{ServerName: "logs"}}, ""},
-		{"TLS settings, bare address", fluentcore.Config{Addr: "logs.example.com:24224", TLS: &tls.Config{}}, "logs.example.com:24224 is plain TCP"},
-		{"TLS settings, tcp address", fluentcore.Config{Addr: "tcp://logs.example.com:24224", TLS: &tls.Config{}}, "is plain TCP"},
-		{"TLS settings, default address", fluentcore.Config{TLS: &tls.Config{}}, "is plain TCP"},
-		{"TLS settings, one plain server", fluentcore.Config{TLS: &tls.Config{}, Servers: []fluentcore.Server{{Addr: "tls://a:24224"}, {Addr: "b:24224"}}}, "b:24224 is plain TCP"},
-		{"TLSFiles, bare address", fluentcore.Config{Addr: "logs:24224", TLSFiles: fluentcore.TLSFiles{ServerName: "logs"}}, "is plain TCP"},
-		{"TLS settings, unix only", fluentcore.Config{Addr: "unix:///var/run/fluent.sock", TLS: &tls.Config{}}, "nothing would use it"},
+		{"TLS settings, tls address", fluentcore.Config{Addr: "tls://logs.example.com:24224", Security: fluentcore.SecurityConfig{TLS: &tls.Config{ServerName: "logs"}}}, ""},
+		{"TLS settings, bare address", fluentcore.Config{Addr: "logs.example.com:24224", Security: fluentcore.SecurityConfig{TLS: &tls.Config{}}}, "logs.example.com:24224 is plain TCP"},
+		{"TLS settings, tcp address", fluentcore.Config{Addr: "tcp://logs.example.com:24224", Security: fluentcore.SecurityConfig{TLS: &tls.Config{}}}, "is plain TCP"},
+		{"TLS settings, default address", fluentcore.Config{Security: fluentcore.SecurityConfig{TLS: &tls.Config{}}}, "is plain TCP"},
+		{"TLS settings, one plain server", fluentcore.Config{Security: fluentcore.SecurityConfig{TLS: &tls.Config{}}, Servers: []fluentcore.Server{{Addr: "tls://a:24224"}, {Addr: "b:24224"}}}, "b:24224 is plain TCP"},
+		{"Security.TLSFiles, bare address", fluentcore.Config{Addr: "logs:24224", Security: fluentcore.SecurityConfig{TLSFiles: fluentcore.TLSFiles{ServerName: "logs"}}}, "is plain TCP"},
+		{"TLS settings, unix only", fluentcore.Config{Addr: "unix:///var/run/fluent.sock", Security: fluentcore.SecurityConfig{TLS: &tls.Config{}}}, "nothing would use it"},
 		{"no port", fluentcore.Config{Addr: "tcp://fluentd"}, "fluentd"},
 		{"empty unix path", fluentcore.Config{Addr: "unix://"}, "socket path"},
 		{"bad scheme", fluentcore.Config{Addr: "http://x:1"}, "scheme"},
-		{"tiny batch", fluentcore.Config{MaxBatchBytes: 100}, "MaxBatchBytes"},
-		{"huge batch", fluentcore.Config{MaxBatchBytes: 7 << 20}, "MaxBatchBytes"},
-		{"entry over batch", fluentcore.Config{MaxBatchBytes: 4096, MaxEntryBytes: 8192}, "MaxEntryBytes"},
-		{"small buffer", fluentcore.Config{Info: fluentcore.StreamConfig{BufferBytes: 1000}}, "Info.BufferBytes"},
-		{"negative duration", fluentcore.Config{FlushInterval: -1}, "FlushInterval"},
+		{"tiny batch", fluentcore.Config{Transport: fluentcore.TransportConfig{MaxBatchBytes: 100}}, "Transport.MaxBatchBytes"},
+		{"huge batch", fluentcore.Config{Transport: fluentcore.TransportConfig{MaxBatchBytes: 7 << 20}}, "Transport.MaxBatchBytes"},
+		{"entry over batch", fluentcore.Config{Transport: fluentcore.TransportConfig{MaxBatchBytes: 4096, MaxEntryBytes: 8192}}, "Transport.MaxEntryBytes"},
+		{"small buffer", fluentcore.Config{Info: fluentcore.InfoConfig{BufferBytes: 1000}}, "Info.BufferBytes"},
+		{"negative duration", fluentcore.Config{Transport: fluentcore.TransportConfig{FlushInterval: -1}}, "Transport.FlushInterval"},
 		{"watermarks", fluentcore.Config{Degrade: fluentcore.DegradeConfig{LowWatermark: 0.9, HighWatermark: 0.5}}, "watermarks"},
 		{"negative sample_first", fluentcore.Config{Degrade: fluentcore.DegradeConfig{SampleFirst: -3}}, "negative"},
 		{"port too large", fluentcore.Config{Addr: "fluentd:99999"}, "1 to 65535"},
@@ -440,7 +449,7 @@ func TestValidate(t *testing.T) {
 func TestCloseWhileLoggingAccountsForEverything(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	var fallback testkit.Lines
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.ErrFallback = &fallback })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Spill.Fallback = &fallback })
 	logger := zap.New(core)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -478,8 +487,8 @@ func TestCloseWhileLoggingAccountsForEverything(t *testing.T) {
 func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
-	a := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "a"} })
-	newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.ConstLabels = prometheus.Labels{"core": "b"} })
+	a := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.Metrics.ConstLabels = prometheus.Labels{"core": "a"} })
+	newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.Metrics.ConstLabels = prometheus.Labels{"core": "b"} })
 	if err := a.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +506,7 @@ func TestMetricsLintAndTwoCoresOnOneRegistry(t *testing.T) {
 	// reports it from Close, and its Close leaves the registered cores' series alone.
 	other := prometheus.NewRegistry()
 	other.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "fluentcore_entries_total", Help: "not ours"}))
-	refused := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: other})
+	refused := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Metrics: fluentcore.MetricsConfig{Registerer: other}})
 	if err := refused.Close(); err == nil || !strings.Contains(err.Error(), "register metrics") {
 		t.Fatalf("refused registration not reported: %v", err)
 	}
@@ -512,7 +521,7 @@ func TestCloseUnregistersMetricsForAReload(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
 	for round := range 3 {
-		core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Registerer: reg})
+		core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Metrics: fluentcore.MetricsConfig{Registerer: reg}})
 		zap.New(core).Info("reloaded", zap.Int("round", round))
 		if err := core.Sync(); err != nil {
 			t.Fatalf("round %d: %v", round, err)
@@ -530,7 +539,7 @@ func TestCloseUnregistersMetricsForAReload(t *testing.T) {
 }
 
 // A config reload that swaps cores: the new core is made on the same Registerer, with the
-// same ConstLabels, before the old one is closed. Both come up without an error, the two
+// same Metrics.ConstLabels, before the old one is closed. Both come up without an error, the two
 // share the series (counters summed over both, gauges over the live one), and a scraper
 // gathering all through the swap always finds them and never sees a counter go backwards.
 func TestReloadSwapKeepsTheSeriesExported(t *testing.T) {
@@ -538,7 +547,7 @@ func TestReloadSwapKeepsTheSeriesExported(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	labels := prometheus.Labels{"app": "shop"}
 	makeCore := func() *fluentcore.Core {
-		return newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.ConstLabels = labels })
+		return newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) { c.Metrics.ConstLabels = labels })
 	}
 	info := map[string]string{"stream": "info"}
 	delivered := func() float64 { return testkit.Metric(t, reg, "fluentcore_delivered_entries_total", info) }
@@ -649,7 +658,7 @@ func TestReloadSwapKeepsTheSeriesExported(t *testing.T) {
 	}
 }
 
-// ConstLabels that could not be registered are a Validate error, named: a built-in label
+// Metrics.ConstLabels that could not be registered are a Validate error, named: a built-in label
 // (the series' own "stream", "reason", "server", and the histogram's "le"), a name that is
 // not a Prometheus label name, or a value that is not UTF-8. New with them still gives a
 // working core (it does not panic); it registers no metrics, and Sync reports the same
@@ -671,7 +680,7 @@ func TestValidateRejectsBadConstLabels(t *testing.T) {
 		{prometheus.Labels{"core": "\xff"}, `"core"`},
 	}
 	for _, c := range cases {
-		cfg := fluentcore.Config{Addr: "127.0.0.1:1", ConstLabels: c.labels}
+		cfg := fluentcore.Config{Addr: "127.0.0.1:1", Metrics: fluentcore.MetricsConfig{ConstLabels: c.labels}}
 		err := cfg.Validate()
 		switch {
 		case c.want == "" && err != nil:
@@ -679,12 +688,12 @@ func TestValidateRejectsBadConstLabels(t *testing.T) {
 			continue
 		case c.want == "":
 			continue
-		case err == nil || !strings.Contains(err.Error(), "ConstLabels") || !strings.Contains(err.Error(), c.want):
-			t.Errorf("%v: Validate() = %v, want an error naming ConstLabels and %s", c.labels, err, c.want)
+		case err == nil || !strings.Contains(err.Error(), "Metrics.ConstLabels") || !strings.Contains(err.Error(), c.want):
+			t.Errorf("%v: Validate() = %v, want an error naming Metrics.ConstLabels and %s", c.labels, err, c.want)
 			continue
 		}
 		reg := prometheus.NewRegistry()
-		cfg.Registerer = reg
+		cfg.Metrics.Registerer = reg
 		func() {
 			defer func() {
 				if p := recover(); p != nil {

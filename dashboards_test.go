@@ -36,7 +36,7 @@ func libraryMetrics(t *testing.T) []*dto.MetricFamily {
 	t.Helper()
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
-	core := New(Config{Addr: r.Addr(), Registerer: reg})
+	core := New(Config{Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg}})
 	log := zap.New(core)
 	log.Info("one delivery, so the histogram has a series")
 	log.Error("and one on the err stream")
@@ -544,23 +544,25 @@ func TestDocsShowTheShippedRules(t *testing.T) {
 
 // The stall of alerts_test.yml's 80 s scenario, driven for real: a receiver that accepts and
 // stops reading. The info stream asks no acks, so its writes go into socket buffers until
-// one times out (WriteTimeout); the sender then reconnects and writes into the new
+// one times out (Timeouts.Write); the sender then reconnects and writes into the new
 // connection's buffers, which count as delivered but are no progress:
 // fluentcore_last_send_success_timestamp_seconds{stream="info"}, which
 // FluentcoreReceiverNotAccepting keys on, stays at the last frame written before the first
 // timeout, and moves again only once the receiver reads and writes still succeed
-// WriteTimeout after the last timeout. The err stream's entries, unacked, go to ErrFallback:
+// Timeouts.Write after the last timeout. The err stream's entries, unacked, go to Spill.Fallback:
 // fluentcore_spilled_entries_total{stream="err"}, which FluentcoreErrSpilled keys on, grows.
-// The sink's clock is injected and moves in steps shorter than WriteTimeout while the
+// The sink's clock is injected and moves in steps shorter than Timeouts.Write while the
 // receiver stalls, as time moves through a real stall between two timeouts.
 func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithReadBuffer(4<<10))
 	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	const writeTimeout = 200 * time.Millisecond
 	core := NewWithClock(fastRetry(Config{
-		Addr: r.Addr(), NoMetrics: true, WriteTimeout: writeTimeout, AckTimeout: writeTimeout,
-		SpillAfter: time.Millisecond, FlushInterval: time.Millisecond, MaxBatchBytes: 16 << 10,
-		CloseTimeout: 100 * time.Millisecond, ErrFallback: io.Discard,
+		Addr:      r.Addr(),
+		Metrics:   MetricsConfig{Disabled: true},
+		Timeouts:  TimeoutsConfig{Write: writeTimeout, Ack: writeTimeout, Close: 100 * time.Millisecond},
+		Spill:     SpillConfig{After: time.Millisecond, Fallback: io.Discard},
+		Transport: TransportConfig{FlushInterval: time.Millisecond, MaxBatchBytes: 16 << 10},
 	}), clk)
 	defer core.Close()
 	logger := zap.New(core)
@@ -592,28 +594,28 @@ func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 			}
 		}
 	}
-	logUntil("a write timed out", func() bool { return st.sendErrors.Load() > 0 })
+	logUntil("a write timed out", func() bool { return st.sends.sendErrors.Load() > 0 })
 	before := lastSuccess() // the last frame written into the first connection's buffers
 	clk.add(writeTimeout / 4)
-	reconnects, delivered := st.reconnects.Load(), st.counts.delivered.Load()
+	reconnects, delivered := st.sends.reconnects.Load(), st.counts.delivered.Load()
 	logUntil("frames written into a new connection", func() bool {
-		return st.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
+		return st.sends.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
 	})
 	clk.add(writeTimeout / 4)
-	reconnects, delivered = st.reconnects.Load(), st.counts.delivered.Load()
+	reconnects, delivered = st.sends.reconnects.Load(), st.counts.delivered.Load()
 	logUntil("frames written into another new connection", func() bool {
-		return st.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
+		return st.sends.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
 	})
 	if got := lastSuccess(); got != before {
 		t.Errorf("info last success %v after frames went into fresh connections of a stalled receiver, want %v: "+
 			"writes into a receiver that reads nothing are no progress", got, before)
 	}
 	clk.add(writeTimeout) // the err frame's ack overdue, on the clock
-	waitUntil(t, "the err entry in ErrFallback", func() bool {
+	waitUntil(t, "the err entry in Spill.Fallback", func() bool {
 		return gauge(t, core, "fluentcore_spilled_entries_total", errs) == 1
 	})
 
-	r.Resume() // time moves on, past WriteTimeout after the last timeout
+	r.Resume() // time moves on, past Timeouts.Write after the last timeout
 	logUntil("info taken again", func() bool {
 		if lastSuccess() == float64(clk.Now().UnixNano())/1e9 {
 			return true
@@ -661,10 +663,10 @@ func TestLastDeliveryPanelShowsNever(t *testing.T) {
 }
 
 // The pages' thresholds follow the defaults they are reasoned from (docs/operations.md):
-// FluentcoreReceiverNotAccepting waits out AckTimeout and WriteTimeout, the longest a
+// FluentcoreReceiverNotAccepting waits out Timeouts.Ack and Timeouts.Write, the longest a
 // healthy frame's ack or write may take, and still pages within an 80 s stall (its
 // threshold, its for and a 15 s evaluation fit in it); FluentcoreErrPendingTooOld is
-// past AckTimeout and past SpillAfter plus a hung write's WriteTimeout.
+// past Timeouts.Ack and past Spill.After plus a hung write's Timeouts.Write.
 func TestAlertThresholdsFollowTheDefaults(t *testing.T) {
 	raw, err := os.ReadFile("dashboards/alerts.yml")
 	if err != nil {
@@ -708,14 +710,14 @@ func TestAlertThresholdsFollowTheDefaults(t *testing.T) {
 	const stall, evaluation = 80 * time.Second, 15 * time.Second
 	th, hold := rule("FluentcoreReceiverNotAccepting", "fluentcore_last_send_success_timestamp_seconds")
 	if th < DefaultAckTimeout || th < DefaultWriteTimeout {
-		t.Errorf("FluentcoreReceiverNotAccepting at %v: within AckTimeout (%v) or WriteTimeout (%v)", th, DefaultAckTimeout, DefaultWriteTimeout)
+		t.Errorf("FluentcoreReceiverNotAccepting at %v: within Timeouts.Ack (%v) or Timeouts.Write (%v)", th, DefaultAckTimeout, DefaultWriteTimeout)
 	}
 	if th+hold+evaluation >= stall {
 		t.Errorf("FluentcoreReceiverNotAccepting at %v for %v: a %v stall does not page", th, hold, stall)
 	}
 	th, _ = rule("FluentcoreErrPendingTooOld", "fluentcore_oldest_pending_seconds")
 	if th < DefaultAckTimeout || th < DefaultSpillAfter+DefaultWriteTimeout {
-		t.Errorf("FluentcoreErrPendingTooOld at %v: within AckTimeout (%v) or SpillAfter (%v) plus WriteTimeout (%v)",
+		t.Errorf("FluentcoreErrPendingTooOld at %v: within Timeouts.Ack (%v) or Spill.After (%v) plus Timeouts.Write (%v)",
 			th, DefaultAckTimeout, DefaultSpillAfter, DefaultWriteTimeout)
 	}
 }

@@ -2,7 +2,6 @@ package fluentcore
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/degrade"
@@ -84,32 +83,38 @@ func (p DegradePolicy) MarshalText() ([]byte, error) { return []byte(p.String())
 // or below LowWatermark, connected, for Hold. The gap between the watermarks and the hold
 // time keep it from flapping.
 type DegradeConfig struct {
-	// Policy is how entries are shed. Default DegradeAdaptive.
+	// Policy is how entries are shed. Default DegradeAdaptive. An unknown policy is a
+	// Validate error.
 	Policy DegradePolicy `json:"policy,omitempty" yaml:"policy,omitempty"`
 	// HighWatermark is the fill share (0..1] that enters degraded (the switching policies).
-	// Default 0.75.
+	// Default 0.75. Over 1, or not above LowWatermark, is a Validate error.
 	HighWatermark float64 `json:"high_watermark,omitempty" yaml:"high_watermark,omitempty"`
 	// LowWatermark is the fill share [0..HighWatermark) to get back under. Default 0.25.
+	// Negative is a Validate error.
 	LowWatermark float64 `json:"low_watermark,omitempty" yaml:"low_watermark,omitempty"`
-	// Hold is how long the stream must stay calm before leaving degraded. Default 5s; at
-	// least MinInterval.
+	// Hold is how long the stream must stay calm before leaving degraded. Default 5s.
+	// Under MinInterval is a Validate error and means the default; over MaxInterval, a
+	// Validate error and means MaxInterval.
 	Hold time.Duration `json:"hold,omitempty" yaml:"hold,omitempty"`
 	// DisconnectedAfter, if set, is how long the sender may be disconnected before the
 	// stream degrades, whatever its buffer holds (the switching policies). Default 0: off,
-	// so that an outage alone sheds nothing the budget can still hold. If set, at least
-	// MinInterval.
+	// so that an outage alone sheds nothing the budget can still hold. Outside
+	// [MinInterval, MaxInterval], a Validate error, as Hold.
 	DisconnectedAfter time.Duration `json:"disconnected_after,omitempty" yaml:"disconnected_after,omitempty"`
-	// SampleInterval, SampleFirst and SampleThereafter tune DegradeSample.
-	// Defaults 1s, 10 and 100; SampleInterval at least MinInterval.
-	SampleInterval   time.Duration `json:"sample_interval,omitempty" yaml:"sample_interval,omitempty"`
-	SampleFirst      int           `json:"sample_first,omitempty" yaml:"sample_first,omitempty"`
-	SampleThereafter int           `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
-	// WeightKey, if set, is a record key that DegradeAdaptive adds to every info entry:
-	// how many entries of its message and level it stands for — itself, and those shed or
-	// dropped (queue_full, too_large) since the last one kept (1 while they are kept whole,
-	// about N while 1 in N is kept) — so that the receiving side can sum the weights to
-	// count what was logged (all but what was lost after a key's last kept entry). Default
-	// "" (off). It should not be a key the entries carry. Other policies ignore it.
+	// SampleInterval is DegradeSample's window: SampleFirst entries per message in each.
+	// Default 1s. Outside [MinInterval, MaxInterval], a Validate error, as Hold.
+	SampleInterval time.Duration `json:"sample_interval,omitempty" yaml:"sample_interval,omitempty"`
+	// SampleFirst is how many entries per message DegradeSample keeps in each
+	// SampleInterval. Default 10. Negative, or 0 set in a file, is an error.
+	SampleFirst int `json:"sample_first,omitempty" yaml:"sample_first,omitempty"`
+	// SampleThereafter is DegradeSample's 1 in N kept past SampleFirst. Default 100.
+	// Negative is a Validate error.
+	SampleThereafter int `json:"sample_thereafter,omitempty" yaml:"sample_thereafter,omitempty"`
+	// WeightKey, if set, is a record key that DegradeAdaptive adds to every info entry: how
+	// many entries of its message and level it stands for (itself, and those shed or
+	// dropped since the last one kept), so that the receiving side can sum the weights to
+	// count what was logged (docs/configuration.md, "Degrade"). Default "" (off). It should
+	// not be a key the entries carry. Other policies ignore it.
 	WeightKey string `json:"weight_key,omitempty" yaml:"weight_key,omitempty"`
 }
 
@@ -237,9 +242,6 @@ func (p *infoPolicy) freed(n int) {
 	}
 }
 
-func (*infoPolicy) roomWait() time.Duration { return 0 } // a full info stream drops: queue_full
-func (*infoPolicy) noRoom()                 {}
-
 // reserves while the shedder counts keys against the room left (the adaptive policy): the
 // reserve is then the margin it keeps for the keys it keeps whole, in batches, not only in
 // its count, which partly filled batches sealed between two steps can outrun.
@@ -253,21 +255,6 @@ func (p *infoPolicy) keepsWhole(level zapcore.Level, tag uint16, msg string) boo
 
 // roomAdmitted while the adaptive shedder counts keys: what it admits fits the room left.
 func (p *infoPolicy) roomAdmitted() bool { return p.reserves() }
-
-func (*infoPolicy) cutsOversized() bool                  { return false } // too_large
-func (*infoPolicy) losesToSpill() bool                   { return false } // dropped, counted by reason
-func (*infoPolicy) replaying() bool                      { return false }
-func (*infoPolicy) sealsWhileFailing(time.Duration) bool { return false }
-
-// spillDue is never: info batches wait out an outage in the buffer, whose budget the
-// policy spends on entries, and are dropped only when it is full.
-func (*infoPolicy) spillDue(time.Time, time.Time) (bool, time.Duration) {
-	return false, time.Duration(math.MaxInt64)
-}
-
-func (*infoPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
-	return nil, nil, nil
-}
 
 // wakes once the queue alone passes kickAt while Check does not consult the policy yet;
 // wakeWith then wakes the policy and the clock early, so that it reads the whole fill at

@@ -130,10 +130,9 @@ func TestDegradeEndToEnd(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	events := make(chan Event, 16)
 	core := New(Config{
-		Addr: r.Addr(), MaxBatchBytes: 4 << 10, Registerer: reg,
-		Info:          StreamConfig{BufferBytes: 64 << 10},
-		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond,
-		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+		Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond}, Metrics: MetricsConfig{Registerer: reg},
+		Info:     InfoConfig{BufferBytes: 64 << 10},
+		Timeouts: TimeoutsConfig{Write: 20 * time.Millisecond},
 		// Hold is long enough that the stream cannot recover inside the 1000-entry loop
 		// below: a reconnect lands in a fresh kernel buffer, sends succeed again and the
 		// queue drains even while the receiver reads nothing.
@@ -215,11 +214,11 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			clk := &manualClock{now: time.Now()}
 			core := NewWithClock(Config{
 				// With acks, delivered means the receiver has it.
-				Addr: r.Addr(), Registerer: reg, RequireAck: true, Degrade: DegradeConfig{WeightKey: "weight"},
+				Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg}, Degrade: DegradeConfig{WeightKey: "weight"},
 				// 32 batches, as the defaults have (8 MiB of 256 KiB), of which the margin is
 				// 1/64: the same shape, smaller. No flush tick: batches are sealed full, or by
 				// Sync.
-				Info: StreamConfig{BufferBytes: 1 << 20}, MaxBatchBytes: 32 << 10, FlushInterval: time.Hour,
+				Info: InfoConfig{BufferBytes: 1 << 20, Acks: AcksOn}, Transport: TransportConfig{MaxBatchBytes: 32 << 10, FlushInterval: time.Hour},
 			}, clk)
 			defer core.Close()
 			logger := zap.New(core, zap.WithClock(clk))
@@ -348,7 +347,7 @@ func TestEveryShedIsVisible(t *testing.T) {
 	}
 	first := make(chan seen, 1)
 	c := New(Config{
-		Addr: r.Addr(), MaxBatchBytes: 16 << 10, Info: StreamConfig{BufferBytes: 256 << 10},
+		Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 16 << 10}, Info: InfoConfig{BufferBytes: 256 << 10},
 		OnEvent: func(e Event) {
 			if e.Kind != EventDegraded {
 				return

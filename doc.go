@@ -4,11 +4,11 @@
 // Entries are encoded straight to MessagePack into buffers the core owns, and sent in the
 // background on two streams, each with connections of its own: info (Debug, Info, Warn),
 // on one connection per server by default, up to 8, and err (Error and above, or whatever
-// Config.ErrLevel enables), on one. Under backpressure the info stream
+// Config.Err.Level enables), on one. Under backpressure the info stream
 // degrades — entries are sampled or dropped, each drop counted by reason — while err
-// entries are delivered, or spilled and counted, never lost silently: with Config.SpillDir
+// entries are delivered, or spilled and counted, never lost silently: with Config.Spill.Dir
 // to fsynced segment files that are replayed once the receiver is back (also by the next
-// process, after a crash), else to Config.ErrFallback.
+// process, after a crash), else to Config.Spill.Fallback.
 //
 // The path of one entry:
 //
@@ -22,11 +22,11 @@
 //	  encode [EventTime, {record}] into a
 //	  shard's open batch (shard 0 while calm,
 //	  a random one under contention)
-//	  batch full / FlushInterval -> sealed  -> sender: [tag, bin(entries), {"size": n}]
+//	  batch full / Transport.FlushInterval -> sealed  -> sender: [tag, bin(entries), {"size": n}]
 //	  no free batch:                           write with deadline (ack if asked);
 //	    info: drop, count (queue_full)         on error: backoff, reconnect, resend
-//	    err:  wait ErrMaxWait, then spill      delivered: batch back to the free list
-//	                                           failing for SpillAfter (or err buffers
+//	    err:  wait Err.MaxWait, then spill      delivered: batch back to the free list
+//	                                           failing for Spill.After (or err buffers
 //	                                           full): batches to the spill
 //	DPanic/Panic/Fatal: flush before return
 //
@@ -37,7 +37,7 @@
 // Every Core counts what happens to each entry; for each stream, once the core is closed,
 // entries = delivered + dropped + spilled. Core.Stats returns the numbers, and the
 // Prometheus metrics expose them on prometheus.DefaultRegisterer, where promhttp.Handler()
-// serves them (Config.Registerer for another registry, Config.NoMetrics for none).
+// serves them (Config.Metrics.Registerer for another registry, Config.Metrics.Disabled for none).
 //
 // Package forwardtest is an in-process Forward receiver for testing code that logs through
 // fluentcore.

@@ -15,7 +15,7 @@ import (
 	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
-// Config.MaxEntryBytes end to end: an oversized info entry is dropped and counted
+// Config.Transport.MaxEntryBytes end to end: an oversized info entry is dropped and counted
 // (too_large); an oversized err entry arrives truncated and marked, within the cap; one
 // that truncating its values can't save (too many fields) arrives cut short: marked, within
 // the cap, its first fields in order. Nothing goes to the fallback.
@@ -25,8 +25,8 @@ func TestMaxEntryBytes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var fallback testkit.Lines
 	core := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
-		c.MaxEntryBytes = maxEntry
-		c.ErrFallback = &fallback
+		c.Transport.MaxEntryBytes = maxEntry
+		c.Spill.Fallback = &fallback
 	})
 	logger := zap.New(core)
 	huge := strings.Repeat("0123456789", 2000)

@@ -39,7 +39,7 @@ type encoderConfig struct {
 
 	// Pre-encoded keys; nil when the part is omitted.
 	levelKey, timeKey, nameKey, callerKey, functionKey, messageKey, stacktraceKey []byte
-	// truncatedKey marks a record cut down to Config.MaxEntryBytes (see encodeCapped).
+	// truncatedKey marks a record cut down to Config.Transport.MaxEntryBytes (see encodeCapped).
 	truncatedKey []byte
 
 	// levelVals holds the pre-encoded output of a known level encoder for
@@ -49,7 +49,7 @@ type encoderConfig struct {
 	// nameAsIs is true when the logger name is written unchanged (nil or FullNameEncoder).
 	nameAsIs bool
 	// overflowKey (pre-encoded) and overflowMax are where and how much of a tag name past
-	// MaxTags a record carries (see encodedContext.over): TagOverflowKey and MaxTagBytes,
+	// Tags.Max a record carries (see encodedContext.over): TagOverflowKey and MaxTagBytes,
 	// set by resolve.
 	overflowKey []byte
 	overflowMax int
@@ -126,8 +126,8 @@ type encodedContext struct {
 	// open are the containers (namespaces) still open at the end of buf, outermost first,
 	// with offsets relative to buf; each entry patches their headers in its own copy.
 	open []msgpenc.Container
-	// over is the tag name a logger asked for past MaxTags (its Tag option's), and
-	// overName says that name is the entry's logger name (TagFromName): either is written
+	// over is the tag name a logger asked for past Tags.Max (its Tag option's), and
+	// overName says that name is the entry's logger name (Tags.FromName): either is written
 	// under TagOverflowKey in the record itself, after every other field, so that a
 	// receiver finds it whatever the encoder config, and one that keeps the last of a
 	// repeated key (fluentd) keeps it over a user's field of that key. Not inherited by
@@ -136,7 +136,7 @@ type encodedContext struct {
 	overName bool
 }
 
-// overflowing returns c with the tag name past MaxTags to write: name, or the entry's
+// overflowing returns c with the tag name past Tags.Max to write: name, or the entry's
 // logger name if name is "". c may be nil (no fields).
 func (c *encodedContext) overflowing(name string) *encodedContext {
 	o := &encodedContext{}
@@ -265,7 +265,7 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 	return e.EndRecord()
 }
 
-// appendOverflowName writes the tag name past MaxTags that ctx carries (see
+// appendOverflowName writes the tag name past Tags.Max that ctx carries (see
 // encodedContext.over) under overflowKey (TagOverflowKey), in the record's map; its first
 // overflowMax (MaxTagBytes) bytes, so that a name too long for a tag does not make its
 // entry too large.

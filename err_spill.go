@@ -12,30 +12,32 @@ import (
 )
 
 // errPolicy is the err stream's: no entry is lost silently. A writer that finds no free
-// batch waits up to ErrMaxWait (while sends fail, only until the sender has moved the queue
-// to the spill; and never past ErrMaxWait from the start of an attempt the sender is stuck
-// in); an entry over MaxEntryBytes is truncated; what still cannot be carried is spilled
-// (internal/spill: the durable segments of SpillDir, else ErrFallback) and counted.
-// Batches that have failed for SpillAfter go to the spill too, in order, and so do those
-// pending while the sender has waited SpillAfter for an ack, so that in an outage or a
+// batch waits up to Err.MaxWait (while sends fail, only until the sender has moved the queue
+// to the spill; and never past Err.MaxWait from the start of an attempt the sender is stuck
+// in); an entry over Transport.MaxEntryBytes is truncated; what still cannot be carried is spilled
+// (internal/spill: the durable segments of Spill.Dir, else Spill.Fallback) and counted.
+// Batches that have failed for Spill.After go to the spill too, in order, and so do those
+// pending while the sender has waited Spill.After for an ack, so that in an outage or a
 // stall nothing waits in memory for longer than that. Every write wakes the sender, so err
-// entries do not wait for FlushInterval.
+// entries do not wait for Transport.FlushInterval. It is the err stream's streamPolicy, and holds the
+// spill; its carrier (carry) builds errSpill, which moves there what the stream cannot
+// carry.
 type errPolicy struct {
-	maxWait    time.Duration      // ErrMaxWait
-	spillAfter time.Duration      // SpillAfter
+	maxWait    time.Duration      // Err.MaxWait
+	spillAfter time.Duration      // Spill.After
 	wake       chan struct{}      // an entry is waiting: the sender seals and sends it at once
 	evacuate   chan chan struct{} // move everything undelivered to the spill, then close the channel sent
 	spillKick  chan struct{}      // a writer found no free batch while sends fail, or spilled
 	spill      spill.Spiller      // where entries go that cannot be delivered
 	enc        entryEncoder       // encodes the entries that go to the spill directly
-	entryCap   int                // MaxEntryBytes
+	entryCap   int                // Transport.MaxEntryBytes
 
-	// With SpillDir: the durable spill the sender moves batches to and replays from.
+	// With Spill.Dir: the durable spill the sender moves batches to and replays from.
 	disk *spill.Dir
 }
 
-// newErrPolicy builds the err stream's policy. Without SpillDir, or when it cannot be used
-// (the error says why), entries that cannot be delivered go to ErrFallback.
+// newErrPolicy builds the err stream's policy. Without Spill.Dir, or when it cannot be used
+// (the error says why), entries that cannot be delivered go to Spill.Fallback.
 func newErrPolicy(s spillSettings) (*errPolicy, error) {
 	fallback := spill.NewJSONWriter(s.errFallback)
 	p := &errPolicy{maxWait: s.maxWait, spillAfter: s.after, wake: make(chan struct{}, 1),
@@ -60,7 +62,7 @@ func newErrPolicy(s spillSettings) (*errPolicy, error) {
 }
 
 // written tells the sender an entry is waiting; it never blocks. Err entries do not wait
-// for FlushInterval: the sender seals the open batches as soon as it is free, so entries
+// for Transport.FlushInterval: the sender seals the open batches as soon as it is free, so entries
 // written while it sends are batched together and an error under an info flood arrives in
 // milliseconds.
 func (p *errPolicy) written() {
@@ -75,39 +77,10 @@ func (p *errPolicy) written() {
 func (*errPolicy) freed(int)          {}
 func (*errPolicy) roomAdmitted() bool { return false }
 
-func (p *errPolicy) roomWait() time.Duration                     { return p.maxWait }
-func (p *errPolicy) noRoom()                                     { p.kickSpill() }
 func (*errPolicy) reserves() bool                                { return false } // nothing is thinned
 func (*errPolicy) keepsWhole(zapcore.Level, uint16, string) bool { return true }
-func (p *errPolicy) cutsOversized() bool                         { return true } // delivered truncated, marked
-func (p *errPolicy) losesToSpill() bool                          { return true } // never dropped silently
 func (*errPolicy) wakes(float64) bool                            { return false }
 func (*errPolicy) wakeWith(uint64)                               {}
-
-// sealsWhileFailing: the err stream's sealed batches leave at once while sends fail, to the
-// durable spill (which frees them, and an entry there survives a crash), or, without one,
-// to ErrFallback once they have failed for SpillAfter.
-func (p *errPolicy) sealsWhileFailing(failingFor time.Duration) bool {
-	return p.disk != nil || failingFor >= p.spillAfter
-}
-
-// spillDue reports whether batches whose sends have failed since failingSince go to the
-// spill at now: after SpillAfter, or at once when the durable spill is already the queue;
-// and if not, how long until they will. Without SpillDir the spill is ErrFallback: an
-// outage longer than SpillAfter puts err entries there, in order, rather than keeping them
-// in memory, where a crash would lose them, a full buffer would slow the callers and
-// nothing would show them.
-func (p *errPolicy) spillDue(failingSince, now time.Time) (bool, time.Duration) {
-	left := failingSince.Add(p.spillAfter).Sub(now)
-	return left <= 0 || p.replaying(), left
-}
-
-// signals: wake (an entry is waiting), spillKick (a writer found the buffers full while
-// sends fail, or spilled) and evacuate (a DPanic, Panic or Fatal: everything undelivered to
-// the spill now).
-func (p *errPolicy) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
-	return p.wake, p.spillKick, p.evacuate
-}
 
 func (p *errPolicy) report(st *StreamStats) {
 	if p.disk != nil {
@@ -121,14 +94,14 @@ func (p *errPolicy) appendBatch(tag string, entries []byte, n int) error {
 	return p.spill.Append(tag, entries, n)
 }
 
-// close releases SpillDir, if there is one; later err entries go to ErrFallback.
+// close releases Spill.Dir, if there is one; later err entries go to Spill.Fallback.
 func (p *errPolicy) close() {
 	if p.disk != nil {
 		p.disk.Close()
 	}
 }
 
-// durable reports whether err entries spill to SpillDir (else to ErrFallback).
+// durable reports whether err entries spill to Spill.Dir (else to Spill.Fallback).
 func (p *errPolicy) durable() bool { return p.disk != nil }
 
 // replaying reports whether the durable spill holds frames: then it is the stream's queue.
@@ -145,10 +118,10 @@ type entryEncoder struct {
 // encoded for the spill: counted as encode_error.
 var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked")
 
-// spillEntry encodes one err entry that could not be buffered, cut down to MaxEntryBytes as
+// spillEntry encodes one err entry that could not be buffered, cut down to Transport.MaxEntryBytes as
 // the stream cuts it (encodeCapped), and hands it to the spill; the error is the spill's
 // (nil: spilled) or errEncodePanic, and cut reports whether it was cut. The encoder's lock
-// is not held while the spill works: Append fsyncs, writes ErrFallback and may call
+// is not held while the spill works: Append fsyncs, writes Spill.Fallback and may call
 // OnEvent. The copy that allows it is the one allocation of this path, which only entries
 // the buffers could not take follow.
 func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) (cut bool, err error) {
@@ -171,7 +144,7 @@ func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Ent
 
 // kickSpill tells the sender that a writer found no free batch while sends fail, or
 // spilled: the sender packs the queued batches (compact), and if that frees none, the
-// buffers are full and it moves them to the spill now rather than after SpillAfter. It
+// buffers are full and it moves them to the spill now rather than after Spill.After. It
 // never blocks.
 func (p *errPolicy) kickSpill() {
 	select {

@@ -91,10 +91,13 @@ func (l *eventLog) of(kind EventKind) []Event {
 // concurrently are ordered by batch, as always).
 func spillTestConfig(addr, dir string, fb io.Writer, ev *eventLog) Config {
 	return fastRetry(Config{
-		Addr: addr, Tag: "shop", SpillDir: dir, SpillAfter: 20 * time.Millisecond,
-		MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 4 << 10},
-		FlushInterval: 2 * time.Millisecond, ErrMaxWait: MaxErrMaxWait, SyncTimeout: 20 * time.Second,
-		RetryMax: 10 * time.Millisecond, ErrFallback: fb, OnEvent: ev.add,
+		Addr:      addr,
+		Tag:       "shop",
+		Spill:     SpillConfig{Dir: dir, After: 20 * time.Millisecond, Fallback: fb},
+		Transport: TransportConfig{MaxBatchBytes: 2 << 10, FlushInterval: 2 * time.Millisecond, RetryMax: 10 * time.Millisecond},
+		Err:       ErrConfig{BufferBytes: 4 << 10, MaxWait: MaxErrMaxWait},
+		Timeouts:  TimeoutsConfig{Sync: 20 * time.Second},
+		OnEvent:   ev.add,
 	})
 }
 
@@ -111,7 +114,7 @@ func checkInOrder(t *testing.T, got []forwardtest.Entry, n int) {
 	}
 }
 
-// The receiver is down longer than SpillAfter: the err batches go to segment files, the
+// The receiver is down longer than Spill.After: the err batches go to segment files, the
 // receiver comes back, and every entry arrives once, in order, acknowledged, before the
 // segments are deleted; then err entries go straight from memory again.
 func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
@@ -119,9 +122,9 @@ func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 	var fb testkit.Lines
 	var ev eventLog
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
-	cfg.RequireAck = true
-	cfg.Err.Acks = AcksOn         // a unix socket, where the err stream asks no acks unless told
-	cfg.SpillMaxBytes = 256 << 10 // 16 KiB segments: the outage fills several
+	cfg.Info.Acks = AcksOn
+	cfg.Err.Acks = AcksOn          // a unix socket, where the err stream asks no acks unless told
+	cfg.Spill.MaxBytes = 256 << 10 // 16 KiB segments: the outage fills several
 	core := New(cfg)
 	logger := zap.New(core)
 	const n = 400
@@ -182,16 +185,16 @@ func TestSpillOutageReplaysInOrderAndDeletesSegments(t *testing.T) {
 	identityHolds(t, core.Stats())
 }
 
-// Full err buffers move batches to the spill at once, whatever SpillAfter says: err logging
-// waits at most ErrMaxWait, nothing goes to ErrFallback, and everything arrives later.
+// Full err buffers move batches to the spill at once, whatever Spill.After says: err logging
+// waits at most Err.MaxWait, nothing goes to Spill.Fallback, and everything arrives later.
 func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 	addr, dir := downAddr(t), t.TempDir()
 	var fb testkit.Lines
 	var ev eventLog
 	const wait = 20 * time.Millisecond
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
-	cfg.SpillAfter = time.Hour
-	cfg.ErrMaxWait = wait
+	cfg.Spill.After = time.Hour
+	cfg.Err.MaxWait = wait
 	core := New(cfg)
 	logger := zap.New(core)
 	const goroutines, perG = 4, 300
@@ -211,9 +214,9 @@ func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 	wg.Wait()
 	for _, d := range slowest {
 		// A functional bound, not a performance figure: a call that waited for the receiver
-		// or for SpillAfter would take an hour.
+		// or for Spill.After would take an hour.
 		if d > wait+2*time.Second {
-			t.Fatalf("an err log call took %v; ErrMaxWait is %v", d, wait)
+			t.Fatalf("an err log call took %v; Err.MaxWait is %v", d, wait)
 		}
 	}
 	if err := core.Sync(); err != nil {
@@ -245,14 +248,14 @@ func TestSpillWhenBuffersFullKeepsErrLoggingUnblocked(t *testing.T) {
 	identityHolds(t, core.Stats())
 }
 
-// Beyond SpillMaxBytes err entries are counted as dropped (spill_full), written to
-// ErrFallback and reported by an event; what the spill did take is replayed.
+// Beyond Spill.MaxBytes err entries are counted as dropped (spill_full), written to
+// Spill.Fallback and reported by an event; what the spill did take is replayed.
 func TestSpillFullIsCountedAndReported(t *testing.T) {
 	addr, dir := downAddr(t), t.TempDir()
 	var fb testkit.Lines
 	var ev eventLog
 	cfg := spillTestConfig(addr, dir, &fb, &ev)
-	cfg.SpillMaxBytes = 16 << 10
+	cfg.Spill.MaxBytes = 16 << 10
 	core := New(cfg)
 	logger := zap.New(core)
 	const n = 300
@@ -268,13 +271,13 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 		t.Fatalf("spilled %d, dropped %v, of %d", st.Spilled, st.Dropped, n)
 	}
 	if uint64(fb.Records()) != full {
-		t.Fatalf("%d entries refused by the full spill, %d reported in ErrFallback", full, fb.Records())
+		t.Fatalf("%d entries refused by the full spill, %d reported in Spill.Fallback", full, fb.Records())
 	}
-	if st.SpillBytes > cfg.SpillMaxBytes || st.SpillBytes != filesSize(t, segmentFiles(t, dir)) {
-		t.Fatalf("SpillBytes %d (limit %d)", st.SpillBytes, cfg.SpillMaxBytes)
+	if st.SpillBytes > cfg.Spill.MaxBytes || st.SpillBytes != filesSize(t, segmentFiles(t, dir)) {
+		t.Fatalf("SpillBytes %d (limit %d)", st.SpillBytes, cfg.Spill.MaxBytes)
 	}
 	evs := ev.of(EventSpillFull)
-	if len(evs) != 1 || evs[0].Stream != "err" || !strings.Contains(evs[0].Err.Error(), "SpillMaxBytes") {
+	if len(evs) != 1 || evs[0].Stream != "err" || !strings.Contains(evs[0].Err.Error(), "Spill.MaxBytes") {
 		t.Fatalf("spill_full events %v", evs)
 	}
 
@@ -411,8 +414,8 @@ func appendFile(t *testing.T, name string, p []byte) {
 	}
 }
 
-// A second core on the same SpillDir runs without a spill and says so (Close's error and an
-// event); its err entries go to ErrFallback, counted as spilled. A SpillDir that is a file
+// A second core on the same Spill.Dir runs without a spill and says so (Close's error and an
+// event); its err entries go to Spill.Fallback, counted as spilled. A Spill.Dir that is a file
 // is a Validate error, and the core still works.
 func TestSpillDirConflictsAreReported(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
@@ -421,7 +424,7 @@ func TestSpillDirConflictsAreReported(t *testing.T) {
 	first := New(spillTestConfig(r.Addr(), dir, io.Discard, &ev1))
 	var fb testkit.Lines
 	cfg2 := spillTestConfig(downAddr(t), dir, &fb, &ev2)
-	cfg2.CloseTimeout = 50 * time.Millisecond
+	cfg2.Timeouts.Close = 50 * time.Millisecond
 	second := New(cfg2)
 	zap.New(second).Error("goes to the fallback")
 	if err := second.Close(); err == nil || !strings.Contains(err.Error(), "in use") {
@@ -453,7 +456,7 @@ func TestSpillDirConflictsAreReported(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("Validate: %v", err)
 	}
-	for _, bad := range []Config{{SpillAfter: -1}, {SpillMaxBytes: -1}, {SpillMaxBytes: 1000}} {
+	for _, bad := range []Config{{Spill: SpillConfig{After: -1}}, {Spill: SpillConfig{MaxBytes: -1}}, {Spill: SpillConfig{MaxBytes: 1000}}} {
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "Spill") {
 			t.Errorf("Validate(%+v): %v", bad, err)
 		}
@@ -463,7 +466,7 @@ func TestSpillDirConflictsAreReported(t *testing.T) {
 	if _, err := r.WaitForEntries(1, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := core.Close(); err == nil || !strings.Contains(err.Error(), "SpillDir") {
+	if err := core.Close(); err == nil || !strings.Contains(err.Error(), "Spill.Dir") {
 		t.Fatalf("Close: %v", err)
 	}
 }
@@ -498,7 +501,7 @@ func TestSpillHelperProcess(t *testing.T) {
 }
 
 // The logging process is killed with SIGKILL during an outage; a new process on the same
-// SpillDir delivers every err entry the old one spilled, in order.
+// Spill.Dir delivers every err entry the old one spilled, in order.
 func TestSpillSurvivesKill9(t *testing.T) {
 	addr, dir := downAddr(t), t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSpillHelperProcess$", "-test.count=1")
@@ -574,28 +577,30 @@ func TestSpillSurvivesKill9(t *testing.T) {
 	}
 }
 
-// Without SpillDir, err batches that have failed for SpillAfter go to ErrFallback, in the
+// Without Spill.Dir, err batches that have failed for Spill.After go to Spill.Fallback, in the
 // order logged, and so does every entry logged after that while the receiver stays down:
 // none waits in memory for the receiver. Once it is back, err entries are sent again.
 func TestErrGoesToFallbackAfterSpillAfterWithoutSpillDir(t *testing.T) {
 	addr := downAddr(t)
 	fb := new(fallbackLog)
 	core := New(fastRetry(Config{
-		Addr: addr, Tag: "shop", ErrFallback: fb, SpillAfter: 50 * time.Millisecond, FlushInterval: 10 * time.Millisecond,
-		RetryMax: 20 * time.Millisecond,
+		Addr:      addr,
+		Tag:       "shop",
+		Spill:     SpillConfig{Fallback: fb, After: 50 * time.Millisecond},
+		Transport: TransportConfig{FlushInterval: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond},
 	}))
 	defer core.Close()
 	logger := zap.New(core)
 	for i := range 20 {
 		logger.Error("down", zap.Int64("id", faultID(0, i)))
 	}
-	waitUntil(t, "the first 20 err entries in ErrFallback", func() bool { return fb.count() == 20 })
+	waitUntil(t, "the first 20 err entries in Spill.Fallback", func() bool { return fb.count() == 20 })
 	// Logged while the stream is already spilling: each reaches the fallback within about a
-	// FlushInterval, not at the next attempt to send.
+	// Transport.FlushInterval, not at the next attempt to send.
 	logger.Error("down", zap.Int64("id", faultID(0, 20)))
-	waitUntil(t, "an entry logged in the outage in ErrFallback", func() bool { return fb.count() == 21 })
+	waitUntil(t, "an entry logged in the outage in Spill.Fallback", func() bool { return fb.count() == 21 })
 	if bad := fb.unordered(); bad != "" {
-		t.Errorf("ErrFallback got entries out of order: %s", bad)
+		t.Errorf("Spill.Fallback got entries out of order: %s", bad)
 	}
 	if st := core.Stats().Err; st.Spilled != 21 || st.Delivered != 0 {
 		t.Errorf("spilled %d, delivered %d; want 21 and 0", st.Spilled, st.Delivered)
@@ -618,28 +623,28 @@ func TestErrGoesToFallbackAfterSpillAfterWithoutSpillDir(t *testing.T) {
 	identityHolds(t, st)
 	waitUntil(t, "the receiver has what was delivered", func() bool { return r.Len() == int(st.Err.Delivered) })
 	if int(st.Err.Delivered)+fb.count() != logged {
-		t.Errorf("delivered %d (the receiver has %d), in ErrFallback %d; logged %d", st.Err.Delivered, r.Len(), fb.count(), logged)
+		t.Errorf("delivered %d (the receiver has %d), in Spill.Fallback %d; logged %d", st.Err.Delivered, r.Len(), fb.count(), logged)
 	}
 	if bad := fb.unordered(); bad != "" {
-		t.Errorf("ErrFallback got entries out of order: %s", bad)
+		t.Errorf("Spill.Fallback got entries out of order: %s", bad)
 	}
 }
 
 // While every err connection fails, an Error() that finds the err buffers full does not
-// wait out ErrMaxWait: it has the sender move the queued batches to the spill at once
-// (SpillAfter is an hour here), and waits only for that.
+// wait out Err.MaxWait: it has the sender move the queued batches to the spill at once
+// (Spill.After is an hour here), and waits only for that.
 func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 	var fb testkit.Lines
 	const maxWait = MaxErrMaxWait
 	core := New(fastRetry(Config{
-		Addr: downAddr(t), ErrFallback: &fb, ErrMaxWait: maxWait, SpillAfter: time.Hour,
-		MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
+		Addr: downAddr(t), Spill: SpillConfig{Fallback: &fb, After: time.Hour},
+		Transport: TransportConfig{MaxBatchBytes: 2 << 10}, Err: ErrConfig{BufferBytes: 8 << 10, MaxWait: maxWait},
 	}))
 	defer core.Close()
 	logger := zap.New(core)
 	logger.Error("first")
 	errSt := sinkOf(core).streams[errStream]
-	waitUntil(t, "the err stream sees the receiver down", errSt.failing)
+	waitUntil(t, "the err stream sees the receiver down", errSt.senders.failing)
 	pad := strings.Repeat("e", 200)
 	var slowest time.Duration
 	for i, start := 0, time.Now(); core.Stats().Err.Spilled < 40; i++ {
@@ -651,7 +656,7 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 		slowest = max(slowest, time.Since(t0))
 	}
 	if n := errSt.counts.waitsOut.Load(); n != 0 || slowest >= maxWait {
-		t.Errorf("%d Error() calls waited out ErrMaxWait (%v); the slowest took %v", n, maxWait, slowest)
+		t.Errorf("%d Error() calls waited out Err.MaxWait (%v); the slowest took %v", n, maxWait, slowest)
 	}
 	if err := core.Close(); err != nil && !strings.Contains(err.Error(), "not delivered") {
 		t.Fatal(err)
@@ -662,7 +667,7 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 	}
 }
 
-// With the err buffers full and the receiver stalled, an err entry waits at most ErrMaxWait
+// With the err buffers full and the receiver stalled, an err entry waits at most Err.MaxWait
 // and then goes to the fallback, counted as spilled; after the receiver resumes, everything
 // not spilled is delivered.
 func TestErrWaitsBoundedThenSpills(t *testing.T) {
@@ -670,9 +675,11 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 	var fb testkit.Lines
 	const wait = 20 * time.Millisecond
 	core := New(fastRetry(Config{
-		Addr: r.Addr(), MaxBatchBytes: 2 << 10, Err: StreamConfig{BufferBytes: 8 << 10},
-		FlushInterval: time.Millisecond, WriteTimeout: 20 * time.Millisecond, ErrMaxWait: wait,
-		ErrFallback: &fb,
+		Addr:      r.Addr(),
+		Transport: TransportConfig{MaxBatchBytes: 2 << 10, FlushInterval: time.Millisecond},
+		Err:       ErrConfig{BufferBytes: 8 << 10, MaxWait: wait},
+		Timeouts:  TimeoutsConfig{Write: 20 * time.Millisecond},
+		Spill:     SpillConfig{Fallback: &fb},
 	}))
 	logger := zap.New(core)
 	r.Stall()
@@ -687,11 +694,11 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 	}
 	// Every call above returned while the receiver was stalled, so none waited for it. The
 	// bound below only catches a hang: on a loaded 2-core machine with the race detector a
-	// call that waited exactly ErrMaxWait can still be descheduled for a second or more, so
+	// call that waited exactly Err.MaxWait can still be descheduled for a second or more, so
 	// a tight bound here would measure the machine, not the code.
-	t.Logf("slowest err log call: %v (ErrMaxWait %v)", slowest, wait)
+	t.Logf("slowest err log call: %v (Err.MaxWait %v)", slowest, wait)
 	if slowest > wait+5*time.Second {
-		t.Fatalf("an err log call took %v; ErrMaxWait is %v", slowest, wait)
+		t.Fatalf("an err log call took %v; Err.MaxWait is %v", slowest, wait)
 	}
 	r.Resume()
 	if err := core.Close(); err != nil {
@@ -704,12 +711,12 @@ func TestErrWaitsBoundedThenSpills(t *testing.T) {
 	identityHolds(t, st)
 }
 
-// Err entries do not wait for FlushInterval: with an hour-long FlushInterval an Error entry
+// Err entries do not wait for Transport.FlushInterval: with an hour-long Transport.FlushInterval an Error entry
 // still reaches the receiver (no Sync), while an Info entry logged before it stays batched.
 // (Entries may arrive out of order: the buffers are sharded.)
 func TestErrSentWithoutWaitingForFlushInterval(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := New(Config{Addr: r.Addr(), Tag: "shop", FlushInterval: time.Hour})
+	core := New(Config{Addr: r.Addr(), Tag: "shop", Transport: TransportConfig{FlushInterval: time.Hour}})
 	defer core.Close()
 	logger := zap.New(core)
 	logger.Info("batched")
@@ -718,7 +725,7 @@ func TestErrSentWithoutWaitingForFlushInterval(t *testing.T) {
 	}
 	got, err := r.WaitForEntries(3, 20*time.Second)
 	if err != nil {
-		t.Fatalf("err entries not sent before FlushInterval: %v (stats %+v)", err, core.Stats().Err)
+		t.Fatalf("err entries not sent before Transport.FlushInterval: %v (stats %+v)", err, core.Stats().Err)
 	}
 	seen := map[any]bool{}
 	for _, e := range got {

@@ -10,11 +10,11 @@ const (
 	EventDegraded EventKind = iota
 	// EventRecovered reports that the stream left the degraded state.
 	EventRecovered
-	// EventSpillDisabled reports that SpillDir cannot be used (not creatable, or locked by another
-	// core); err entries go to ErrFallback. Reported once, when the err sender starts.
+	// EventSpillDisabled reports that Spill.Dir cannot be used (not creatable, or locked by another
+	// core); err entries go to Spill.Fallback. Reported once, when the err sender starts.
 	EventSpillDisabled
-	// EventSpillFull reports that the spill reached SpillMaxBytes; err entries it refuses are counted
-	// (spill_full) and written to ErrFallback. Reported once per episode.
+	// EventSpillFull reports that the spill reached Spill.MaxBytes; err entries it refuses are counted
+	// (spill_full) and written to Spill.Fallback. Reported once per episode.
 	EventSpillFull
 	// EventSpillCorrupt reports that a damaged segment tail (a frame cut by a crash, garbage) was
 	// skipped during replay; the frames before it were replayed.

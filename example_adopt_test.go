@@ -17,13 +17,13 @@ import (
 	"go.uber.org/zap"
 )
 
-// A tag per logger: the entries of a logger made With a Tag go under Config.TagTemplate
+// A tag per logger: the entries of a logger made With a Tag go under Config.Tags.Template
 // ("{tag}.{name}.{stream}"), so fluentd can route them with <match shop.audit.**>.
-// TagFromName does the same from zap's logger names.
+// Tags.FromName does the same from zap's logger names.
 func ExampleTag() {
 	receiver, _ := forwardtest.Start()
 	defer receiver.Close()
-	core := fluentcore.New(fluentcore.Config{Addr: receiver.Addr(), Tag: "shop", TagFromName: true})
+	core := fluentcore.New(fluentcore.Config{Addr: receiver.Addr(), Tag: "shop", Tags: fluentcore.TagsConfig{FromName: true}})
 
 	logger := zap.New(core)
 	logger.With(fluentcore.Tag("audit")).Info("refund approved", zap.String("id", "r-7"))
@@ -49,10 +49,12 @@ func ExampleNewSecret() {
 	defer receiver.Close()
 
 	cfg := fluentcore.Config{
-		Addr:      receiver.Addr(), // "tls://127.0.0.1:port"
-		Tag:       "shop",
-		TLS:       cert.ClientConfig(),
-		SharedKey: fluentcore.NewSecret("s3cret"), // or SharedKeyFile, or FLUENT_SHARED_KEY
+		Addr: receiver.Addr(), // "tls://127.0.0.1:port"
+		Tag:  "shop",
+		Security: fluentcore.SecurityConfig{
+			TLS:       cert.ClientConfig(),
+			SharedKey: fluentcore.NewSecret("s3cret"), // or SharedKeyFile, or FLUENT_SECURITY_SHARED_KEY
+		},
 	}
 	fmt.Println(strings.Contains(fmt.Sprintf("%+v", cfg), "s3cret"))
 	core := fluentcore.New(cfg)
@@ -67,8 +69,8 @@ func ExampleNewSecret() {
 	// shop.info over TLS
 }
 
-// A durable err spill: err entries that cannot be delivered for SpillAfter go to segment
-// files in SpillDir, and are replayed, in order, once the receiver is back — also by the
+// A durable err spill: err entries that cannot be delivered for Spill.After go to segment
+// files in Spill.Dir, and are replayed, in order, once the receiver is back — also by the
 // next process, if this one exits first.
 func ExampleConfig_spillDir() {
 	receiver, _ := forwardtest.Start()
@@ -78,13 +80,12 @@ func ExampleConfig_spillDir() {
 	defer os.RemoveAll(dir)
 
 	core := fluentcore.New(fluentcore.Config{
-		Addr:       receiver.Addr(),
-		Tag:        "shop",
-		SpillDir:   filepath.Join(dir, "fluentcore"),
-		SpillAfter: 100 * time.Millisecond,
+		Addr:  receiver.Addr(),
+		Tag:   "shop",
+		Spill: fluentcore.SpillConfig{Dir: filepath.Join(dir, "fluentcore"), After: 100 * time.Millisecond},
 	})
 	zap.New(core).Error("payment failed", zap.String("id", "o-9"))
-	// On disk once sends have failed for SpillAfter.
+	// On disk once sends have failed for Spill.After.
 	within(10*time.Second, func() bool { return core.Stats().Err.Spilled == 1 })
 	fmt.Println("spilled", core.Stats().Err.Spilled)
 
@@ -110,9 +111,9 @@ func within(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// OnEvent hears a stream's state changes as they happen: here, a SpillDir that cannot be
+// OnEvent hears a stream's state changes as they happen: here, a Spill.Dir that cannot be
 // used (a file stands where the directory should be), so err entries would go to
-// ErrFallback. It is called on the sink's goroutine: keep it short.
+// Spill.Fallback. It is called on the sink's goroutine: keep it short.
 func ExampleConfig_onEvent() {
 	receiver, _ := forwardtest.Start()
 	defer receiver.Close()
@@ -122,9 +123,9 @@ func ExampleConfig_onEvent() {
 
 	events := make(chan fluentcore.Event, 8)
 	core := fluentcore.New(fluentcore.Config{
-		Addr:     receiver.Addr(),
-		SpillDir: filepath.Join(blocker.Name(), "spill"),
-		OnEvent:  func(e fluentcore.Event) { events <- e },
+		Addr:    receiver.Addr(),
+		Spill:   fluentcore.SpillConfig{Dir: filepath.Join(blocker.Name(), "spill")},
+		OnEvent: func(e fluentcore.Event) { events <- e },
 	})
 	defer core.Close()
 
@@ -140,7 +141,7 @@ func Example_httpService() {
 	receiver, _ := forwardtest.Start()
 	defer receiver.Close()
 	reg := prometheus.NewRegistry()
-	core := fluentcore.New(fluentcore.Config{Addr: receiver.Addr(), Tag: "shop", Registerer: reg})
+	core := fluentcore.New(fluentcore.Config{Addr: receiver.Addr(), Tag: "shop", Metrics: fluentcore.MetricsConfig{Registerer: reg}})
 	defer core.Close()
 	logger := zap.New(core)
 

@@ -19,7 +19,7 @@ func Example_severalServers() {
 }
 
 // A Kubernetes headless service: every ready pod's address is a server, looked up again
-// every ResolveInterval; the metrics are on the default registry, which promhttp.Handler()
+// every Transport.ResolveInterval; the metrics are on the default registry, which promhttp.Handler()
 // serves (docs/servers.md). Compiled, not run.
 func Example_headlessService() {
 	core := fluentcore.New(fluentcore.Config{Addr: "tcp://fluentd-aggregator.logging.svc.cluster.local:24224"})

@@ -69,11 +69,11 @@ func Example_slog() {
 
 // Validate reports every problem of a Config, for programs that want to fail fast.
 func ExampleConfig_Validate() {
-	err := fluentcore.Config{Addr: "http://fluentd:24224", FlushInterval: -time.Second}.Validate()
+	err := fluentcore.Config{Addr: "http://fluentd:24224", Transport: fluentcore.TransportConfig{FlushInterval: -time.Second}}.Validate()
 	fmt.Println(err)
 	// Output:
 	// fluentcore: address "http://fluentd:24224": scheme must be tcp, tls, unix or srv (tcp://host:port, host:port, tls://host:port, unix:///path, srv://_service._proto.name)
-	// fluentcore: FlushInterval is negative (-1s)
+	// fluentcore: Transport.FlushInterval is negative (-1s)
 }
 
 // Metrics go to the Registerer you pass; Stats has the same numbers without Prometheus.
@@ -81,7 +81,7 @@ func ExampleCore_Stats() {
 	receiver, _ := forwardtest.Start()
 	defer receiver.Close()
 	reg := prometheus.NewRegistry()
-	core := fluentcore.New(fluentcore.Config{Addr: receiver.Addr(), Registerer: reg})
+	core := fluentcore.New(fluentcore.Config{Addr: receiver.Addr(), Metrics: fluentcore.MetricsConfig{Registerer: reg}})
 
 	logger := zap.New(core)
 	for i := 0; i < 3; i++ {
@@ -122,10 +122,10 @@ func ExampleCore_Sync() {
 func ExampleConfigFromEnv() {
 	os.Setenv("FLUENT_ADDR", "tcp://fluentd.internal:24224")
 	os.Setenv("FLUENT_TAG", "shop")
-	os.Setenv("FLUENT_FLUSH_INTERVAL", "250ms")
+	os.Setenv("FLUENT_TRANSPORT_FLUSH_INTERVAL", "250ms")
 	os.Setenv("FLUENT_DEGRADE_POLICY", "keep_warn")
 	defer func() {
-		for _, k := range []string{"FLUENT_ADDR", "FLUENT_TAG", "FLUENT_FLUSH_INTERVAL", "FLUENT_DEGRADE_POLICY"} {
+		for _, k := range []string{"FLUENT_ADDR", "FLUENT_TAG", "FLUENT_TRANSPORT_FLUSH_INTERVAL", "FLUENT_DEGRADE_POLICY"} {
 			os.Unsetenv(k)
 		}
 	}()
@@ -135,6 +135,6 @@ func ExampleConfigFromEnv() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(cfg.Addr, cfg.Tag, cfg.FlushInterval, cfg.Degrade.Policy)
+	fmt.Println(cfg.Addr, cfg.Tag, cfg.Transport.FlushInterval, cfg.Degrade.Policy)
 	// Output: tcp://fluentd.internal:24224 shop 250ms keep_warn
 }

@@ -32,12 +32,20 @@ func identityHolds(t *testing.T, st Stats) {
 	}
 }
 
+// acksIf returns AcksOn if on, else AcksDefault: a stream's acks from a test table's flag.
+func acksIf(on bool) Acks {
+	if on {
+		return AcksOn
+	}
+	return AcksDefault
+}
+
 // fastRetry returns cfg with the quick reconnects of the tests whose receiver is down,
-// stalled or restarting: RetryMin 1 ms and, unless cfg sets one, RetryMax 5 ms.
+// stalled or restarting: Transport.RetryMin 1 ms and, unless cfg sets one, Transport.RetryMax 5 ms.
 func fastRetry(cfg Config) Config {
-	cfg.RetryMin = time.Millisecond
-	if cfg.RetryMax == 0 {
-		cfg.RetryMax = 5 * time.Millisecond
+	cfg.Transport.RetryMin = time.Millisecond
+	if cfg.Transport.RetryMax == 0 {
+		cfg.Transport.RetryMax = 5 * time.Millisecond
 	}
 	return cfg
 }
@@ -52,7 +60,7 @@ func settingsFor(cfg Config) *settings {
 }
 
 // NewWithClock is New with the sink's time (settings.clock) from c rather than
-// zapcore.DefaultClock: the streams' flush ticks, their senders' attempts and SpillAfter,
+// zapcore.DefaultClock: the streams' flush ticks, their senders' attempts and Spill.After,
 // the connections' failures and ack deadlines. An entry's time stays zap's. The sink Resets
 // c's tickers, so c.NewTicker must return one made by time.NewTicker.
 func NewWithClock(cfg Config, c zapcore.Clock) *Core {

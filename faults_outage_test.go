@@ -23,15 +23,15 @@ import (
 // up over time, which a burst of entries cannot show. For each:
 //
 //   - no Error() call waits for room (the err stream's wait count stays 0) while the budget
-//     has room, and no err entry goes to ErrFallback before sends have failed for
-//     SpillAfter; those that go there after it arrive in order;
+//     has room, and no err entry goes to Spill.Fallback before sends have failed for
+//     Spill.After; those that go there after it arrive in order;
 //   - no info entry is dropped before the bytes buffered reach the degrade policy's high
 //     watermark (and none queue_full before 90 % of the budget);
 //   - the heap grows by no more than the buffer budget (plus slack) during the outage;
 //   - after the receiver is back, every err entry is delivered, in order within the stream;
-//   - in a stall, the Error() calls' waits for room add up to ErrMaxWait at most (plus
+//   - in a stall, the Error() calls' waits for room add up to Err.MaxWait at most (plus
 //     slack), over the whole stall: the err sender is stuck in one attempt, not failing, and
-//     no caller waits on it past ErrMaxWait from the attempt's start.
+//     no caller waits on it past Err.MaxWait from the attempt's start.
 type outageRow struct {
 	name     string
 	ack      bool
@@ -49,15 +49,15 @@ const (
 	outageStall                    // accepts and keeps its connections, reads nothing
 )
 
-// outageFallbackBytes is the room made in the test's ErrFallback for each err entry an
+// outageFallbackBytes is the room made in the test's Spill.Fallback for each err entry an
 // outage row logs, before its heap is measured (a line is about 700 bytes): the buffer's
 // growth, which the heap would show twice over while it copies, is the test's, not the
 // client's.
 const outageFallbackBytes = 1024
 
-// outageStallEarly is how much sooner than SpillAfter after the stall began err entries may
-// go to ErrFallback: the frame the receiver did not read may have been written that much
-// before the stall. outageWaitSlack is added to ErrMaxWait, the bound on the Error()
+// outageStallEarly is how much sooner than Spill.After after the stall began err entries may
+// go to Spill.Fallback: the frame the receiver did not read may have been written that much
+// before the stall. outageWaitSlack is added to Err.MaxWait, the bound on the Error()
 // calls' waits added up over a stall: a loaded machine may wake a waiting caller late.
 const (
 	outageStallEarly = 250 * time.Millisecond
@@ -85,7 +85,7 @@ func outageCases() []faultCase {
 			return runOutageRow(t, c, r)
 		}})
 	}
-	return append(cases, faultCase{name: "receiver unreachable 2 min, err 500/s, info 50 k/s, no SpillDir", alone: true, last: true, run: runLongOutage})
+	return append(cases, faultCase{name: "receiver unreachable 2 min, err 500/s, info 50 k/s, no Spill.Dir", alone: true, last: true, run: runLongOutage})
 }
 
 // outageLog paces err and info entries at their rates from one goroutine, as a service's
@@ -187,7 +187,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	t.Cleanup(e.stopChaos)
 	e.startReceiver()
 	// The defaults, as a user who reads no docs has them.
-	e.cfg = Config{Addr: e.addr, Tag: "shop", RequireAck: r.ack, ErrFallback: e.fb, Registerer: e.reg}
+	e.cfg = Config{Addr: e.addr, Tag: "shop", Info: InfoConfig{Acks: acksIf(r.ack)}, Spill: SpillConfig{Fallback: e.fb}, Metrics: MetricsConfig{Registerer: e.reg}}
 	e.core = New(e.cfg)
 	t.Cleanup(func() { _ = e.core.Close() })
 	e.watchErrors()
@@ -206,7 +206,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	heldBefore := e.recv.Len()
 	before := testkit.LiveHeap()
 	fbBefore := e.fb.Cap()
-	// What ErrFallback's buffer grew by, if the room made was not enough.
+	// What Spill.Fallback's buffer grew by, if the room made was not enough.
 	fallbackHeap := func() int64 { return int64(e.fb.Cap() - fbBefore) }
 	var maxGrowth int64
 
@@ -244,7 +244,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 			for _, rc := range e.all {
 				held += rc.Len()
 			}
-			// The receiver's entries are in the heap too, and so is what ErrFallback got;
+			// The receiver's entries are in the heap too, and so is what Spill.Fallback got;
 			// only the client's share is bounded. LastLiveHeap forces no collection,
 			// which would stop the callers being measured.
 			maxGrowth = max(maxGrowth, int64(testkit.LastLiveHeap())-int64(before)-int64((held-heldBefore)*faultHeapPerEntry)-fallbackHeap())
@@ -266,20 +266,20 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		e.recv.Resume()
 	}
 
-	// In a stall, SpillAfter counts from the oldest frame waiting for its ack, which may have
+	// In a stall, Spill.After counts from the oldest frame waiting for its ack, which may have
 	// been written a moment before the receiver stopped reading.
 	early := time.Duration(0)
 	if r.fault == outageStall {
 		early = outageStallEarly
 	}
 	if firstFallback >= 0 && firstFallback < DefaultSpillAfter-early {
-		t.Errorf("err entries went to ErrFallback %v into the outage, before SpillAfter (%v)", firstFallback, DefaultSpillAfter)
+		t.Errorf("err entries went to Spill.Fallback %v into the outage, before Spill.After (%v)", firstFallback, DefaultSpillAfter)
 	}
 	if r.fault == outageStall && o.errWaited > DefaultErrMaxWait+outageWaitSlack {
-		t.Errorf("the Error() calls waited %v for room in all during the stall; ErrMaxWait %v (+ %v slack)", o.errWaited, DefaultErrMaxWait, outageWaitSlack)
+		t.Errorf("the Error() calls waited %v for room in all during the stall; Err.MaxWait %v (+ %v slack)", o.errWaited, DefaultErrMaxWait, outageWaitSlack)
 	}
 	if bad := e.fb.unordered(); bad != "" {
-		t.Errorf("err entries went to ErrFallback out of order: %s", bad)
+		t.Errorf("err entries went to Spill.Fallback out of order: %s", bad)
 	}
 	if o.errWaitsWhileRoom > 0 {
 		t.Errorf("%d Error() calls waited for room with the err buffer under 90 %% full (the first at %.0f %%)", o.errWaitsWhileRoom, 100*o.errRoomAtFirstWait)
@@ -298,13 +298,13 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		t.Errorf("the first queue_full drop came with the buffer %.1f %% full", 100*o.firstQueueFull)
 	}
 
-	// Delivered or, past SpillAfter, in ErrFallback: checkDelivery looks for every err entry
+	// Delivered or, past Spill.After, in Spill.Fallback: checkDelivery looks for every err entry
 	// in one or the other.
 	final := e.closeAfterOutage()
 	res := checkDelivery(t, e, o.w, final, 0)
 	for _, tag := range []string{"shop.err", "shop.info"} {
 		// In a stall, the err entries of the frames left waiting for their acks went to
-		// ErrFallback after SpillAfter; the receiver reads those frames when it reads again,
+		// Spill.Fallback after Spill.After; the receiver reads those frames when it reads again,
 		// after newer ones on a later connection: duplicates, out of the stream's order.
 		var spilled map[int64]int
 		if tag == "shop.err" && r.fault == outageStall {
@@ -321,10 +321,10 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		did += fmt.Sprintf("; %d flips", flips)
 	}
 	if r.fault == outageStall {
-		did += fmt.Sprintf("; Error() waited %v in all; %d err at the receiver and in ErrFallback both", o.errWaited.Round(time.Microsecond), final.Err.Duplicated)
+		did += fmt.Sprintf("; Error() waited %v in all; %d err at the receiver and in Spill.Fallback both", o.errWaited.Round(time.Microsecond), final.Err.Duplicated)
 	}
 	res.did = describe(final, e.seen, 0, did)
-	t.Logf("%s; heap growth at most %d of budget %d (ErrFallback held %d bytes in a buffer of %d)", res.did, maxGrowth, budget, e.fb.Len(), e.fb.Cap())
+	t.Logf("%s; heap growth at most %d of budget %d (Spill.Fallback held %d bytes in a buffer of %d)", res.did, maxGrowth, budget, e.fb.Len(), e.fb.Cap())
 	return res
 }
 
@@ -372,21 +372,21 @@ func outOfOrder(e *faultEnv, tag string, skip map[int64]int) string {
 // longOutage is how long the receiver stays unreachable in the long-outage row. A flag, so
 // that a developer can try the row in less time; the suite's figure is two minutes, long
 // enough to fill the default err budget many times over at the row's rate without
-// SpillAfter.
+// Spill.After.
 var longOutage = flag.Duration("long-outage", 120*time.Second, "how long TestFaults' long-outage row keeps the receiver unreachable")
 
 // The long-outage row (issue 29): the receiver unreachable for two minutes while a service
-// logs 500 err and 50 k info entries a second, with the defaults and no SpillDir. Waiting
+// logs 500 err and 50 k info entries a second, with the defaults and no Spill.Dir. Waiting
 // for room would only slow the callers, since no sender can make any, and err entries kept
 // in memory would be seen nowhere and lost with the process. So:
 //
-//   - no Error() call waits out ErrMaxWait: one that finds the buffers full has the sender
+//   - no Error() call waits out Err.MaxWait: one that finds the buffers full has the sender
 //     move them to the spill, and waits only for that;
 //   - the service's request rate during the outage is within 10 % of its healthy rate;
-//   - once SpillAfter has passed, no err entry stays unaccounted for (neither delivered nor
-//     in ErrFallback, by the core's counters) for longer than SpillAfter + FlushInterval
+//   - once Spill.After has passed, no err entry stays unaccounted for (neither delivered nor
+//     in Spill.Fallback, by the core's counters) for longer than Spill.After + Transport.FlushInterval
 //     (+ slack);
-//   - after the receiver is back, every err entry is delivered or in ErrFallback, none lost.
+//   - after the receiver is back, every err entry is delivered or in Spill.Fallback, none lost.
 //
 // The service is longWorkers goroutines serving 500 requests a second between them, each
 // request logging 100 info entries and one err entry. A worker's requests come on a fixed
@@ -400,13 +400,13 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 		longWorkers     = 4
 		healthyDuration = 3 * time.Second
 		// About 130 bytes an err entry, as the demo's: the default 4 MiB err budget holds
-		// some 70 s of them, so two minutes without SpillAfter would fill it.
+		// some 70 s of them, so two minutes without Spill.After would fill it.
 		errText = "payment gateway: read tcp 10.0.0.7:443: connection reset by peer"
 	)
 	e := &faultEnv{t: t, c: c, reg: prometheus.NewRegistry(), fb: new(fallbackLog), ev: &eventLog{}, stop: make(chan struct{})}
 	t.Cleanup(e.stopChaos)
 	e.startReceiver()
-	e.cfg = Config{Addr: e.addr, Tag: "shop", ErrFallback: e.fb, Registerer: e.reg}
+	e.cfg = Config{Addr: e.addr, Tag: "shop", Spill: SpillConfig{Fallback: e.fb}, Metrics: MetricsConfig{Registerer: e.reg}}
 	e.core = New(e.cfg)
 	t.Cleanup(func() { _ = e.core.Close() })
 	e.watchErrors()
@@ -498,13 +498,13 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 
 	waited, waitedOut := errSt.counts.waits.Load()-waits, errSt.counts.waitsOut.Load()-waitsOut
 	if waitedOut > 0 {
-		t.Errorf("%d Error() calls waited out ErrMaxWait (of %d that waited for room)", waitedOut, waited)
+		t.Errorf("%d Error() calls waited out Err.MaxWait (of %d that waited for room)", waitedOut, waited)
 	}
 	if during < 0.9*healthy {
 		t.Errorf("the service served %.2f of its requests during the outage, against %.2f healthy: slowed by more than 10 %%", during, healthy)
 	}
 	if maxAge > bound {
-		t.Errorf("an err entry stayed %v neither delivered nor in ErrFallback; SpillAfter %v + FlushInterval %v (+ %v slack)", maxAge, DefaultSpillAfter, DefaultFlushInterval, faultSlack)
+		t.Errorf("an err entry stayed %v neither delivered nor in Spill.Fallback; Spill.After %v + Transport.FlushInterval %v (+ %v slack)", maxAge, DefaultSpillAfter, DefaultFlushInterval, faultSlack)
 	}
 	// (Four goroutines logging err at once spread over the shards, whose batches are
 	// sealed one shard after another: a goroutine's entries keep their order only while it
@@ -533,9 +533,9 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 		res.errDup += max(errs[id]-1, 0)
 	}
 	if res.errLost > 0 || st.Err.DroppedTotal() > 0 {
-		t.Errorf("%d of %d err entries neither delivered nor in ErrFallback; dropped %v", res.errLost, len(allErr), st.Err.Dropped)
+		t.Errorf("%d of %d err entries neither delivered nor in Spill.Fallback; dropped %v", res.errLost, len(allErr), st.Err.Dropped)
 	}
-	did := fmt.Sprintf("%s waited for room, %d waited out ErrMaxWait; served %.2f of its requests in the outage (%.2f healthy); err in ErrFallback after SpillAfter %d; oldest unaccounted err entry %v; slowest Error() %v, Info() %v",
+	did := fmt.Sprintf("%s waited for room, %d waited out Err.MaxWait; served %.2f of its requests in the outage (%.2f healthy); err in Spill.Fallback after Spill.After %d; oldest unaccounted err entry %v; slowest Error() %v, Info() %v",
 		count(waited, "Error() call"), waitedOut, during, healthy, len(fallback), maxAge.Round(time.Millisecond), slowest[1].Round(time.Microsecond), slowest[0].Round(time.Microsecond))
 	res.did = describe(st, e.seen, 0, did)
 	t.Log(res.did)

@@ -38,13 +38,13 @@ import (
 // several goroutines log a known mix of info and err entries, heals it, closes the core and
 // checks what docs/guarantees.md promises:
 //
-//   - no log call waited longer than its documented bound (ErrMaxWait for err entries,
-//     SyncTimeout for DPanic, nothing for info), with generous slack: a functional bound,
+//   - no log call waited longer than its documented bound (Err.MaxWait for err entries,
+//     Timeouts.Sync for DPanic, nothing for info), with generous slack: a functional bound,
 //     not a performance figure;
 //   - the heap grew by no more than the buffer budget, plus slack;
 //   - no goroutine is left behind (goleak, per case);
 //   - entries = delivered + dropped + spilled, per stream;
-//   - every err entry reached the receiver (duplicates only with RequireAck, counted);
+//   - every err entry reached the receiver (duplicates only with acks on, counted);
 //   - the receiver's info entries plus the counted info drops are exactly what was logged.
 //
 // `go test -run TestFaults -args -guarantees=FILE` writes the results as the table of
@@ -72,7 +72,7 @@ const (
 	faultHeapSlack    = 1 << 20
 	faultHeapPerEntry = 1536
 
-	// faultResolveInterval is ResolveInterval in the rows of a name's addresses.
+	// faultResolveInterval is Transport.ResolveInterval in the rows of a name's addresses.
 	faultResolveInterval = 200 * time.Millisecond
 )
 
@@ -87,17 +87,14 @@ var (
 func faultConfig(addr, dir string, ack bool, fb io.Writer, ev *eventLog) Config {
 	return fastRetry(Config{
 		Addr: addr, Tag: "shop",
-		MaxBatchBytes: 4 << 10,
-		Info:          StreamConfig{BufferBytes: 256 << 10},
-		Err:           StreamConfig{BufferBytes: 16 << 10},
-		FlushInterval: 2 * time.Millisecond, ErrMaxWait: 20 * time.Millisecond,
-		SyncTimeout: 300 * time.Millisecond, CloseTimeout: 10 * time.Second,
-		DialTimeout: 500 * time.Millisecond, HandshakeTimeout: 500 * time.Millisecond,
-		WriteTimeout: 200 * time.Millisecond,
-		RequireAck:   ack, AckTimeout: 150 * time.Millisecond,
-		RetryMax: 20 * time.Millisecond,
-		SpillDir: dir, SpillAfter: 100 * time.Millisecond,
-		ErrFallback: fb, OnEvent: ev.add,
+		Transport: TransportConfig{MaxBatchBytes: 4 << 10, FlushInterval: 2 * time.Millisecond, RetryMax: 20 * time.Millisecond},
+		Info:      InfoConfig{BufferBytes: 256 << 10, Acks: acksIf(ack)},
+		Err:       ErrConfig{BufferBytes: 16 << 10, MaxWait: 20 * time.Millisecond},
+		Timeouts: TimeoutsConfig{Sync: 300 * time.Millisecond, Close: 10 * time.Second,
+			Dial: 500 * time.Millisecond, Handshake: 500 * time.Millisecond,
+			Write: 200 * time.Millisecond, Ack: 150 * time.Millisecond},
+		Spill:   SpillConfig{Dir: dir, After: 100 * time.Millisecond, Fallback: fb},
+		OnEvent: ev.add,
 		Degrade: DegradeConfig{DisconnectedAfter: 200 * time.Millisecond, Hold: 200 * time.Millisecond},
 	})
 }
@@ -142,7 +139,7 @@ func (w *faultWorkload) isErr(seq, first int, dpanic bool) bool {
 
 // phase logs n entries from each goroutine, all at once, and returns when they are
 // logged. With dpanic each goroutine's first entry is a DPanic, which is flushed before
-// the call returns (within SyncTimeout).
+// the call returns (within Timeouts.Sync).
 func (w *faultWorkload) phase(n int, dpanic bool) {
 	first := w.next
 	var wg sync.WaitGroup
@@ -201,7 +198,7 @@ func (w *faultWorkload) skip(n int, dpanic bool) {
 // slowest holds the slowest info, err and DPanic calls.
 func checkLatency(t *testing.T, slowest [3]time.Duration, cfg Config) {
 	t.Helper()
-	bounds := [3]time.Duration{0, cfg.ErrMaxWait, cfg.SyncTimeout + cfg.ErrMaxWait}
+	bounds := [3]time.Duration{0, cfg.Err.MaxWait, cfg.Timeouts.Sync + cfg.Err.MaxWait}
 	for k, name := range []string{"info", "err", "DPanic"} {
 		if slowest[k] > bounds[k]+faultSlack {
 			t.Errorf("a %s log call took %v; its bound is %v (+%v slack)", name, slowest[k], bounds[k], faultSlack)
@@ -209,7 +206,7 @@ func checkLatency(t *testing.T, slowest [3]time.Duration, cfg Config) {
 	}
 }
 
-// fallbackLog is an ErrFallback that keeps the lines written to it; its methods read the
+// fallbackLog is a Spill.Fallback that keeps the lines written to it; its methods read the
 // ids of the err entries among them, in the order written.
 type fallbackLog struct{ testkit.Lines }
 
@@ -291,7 +288,7 @@ func total(m map[int64]int) int {
 
 // fakeDNS resolves one name to the loopback address while it is up, and answers "no such
 // host" (as the resolver of a name that was deleted) while it is down, counting those
-// answers. It is Config.Resolver.
+// answers. It is Config.Transport.Resolver.
 type fakeDNS struct {
 	name   string
 	down   atomic.Bool
@@ -343,7 +340,7 @@ func classify(err error) string {
 // faultCase is one fault: how to start the receiver, break it and heal it.
 type faultCase struct {
 	name string
-	ack  bool // RequireAck
+	ack  bool // Info.Acks on
 	// receiver options of the healthy receiver; start replaces the default start.
 	opts  []forwardtest.Option
 	start func(e *faultEnv)
@@ -395,7 +392,7 @@ type faultEnv struct {
 	remote   *receivedIDs // entries of receivers in child processes
 	child    *childProc
 	dns      *fakeDNS
-	dns2     *fleetResolver // a name's addresses (Config.Resolver)
+	dns2     *fleetResolver // a name's addresses (Config.Transport.Resolver)
 	stalled  *atomic.Bool   // testkit.StallConn's switch
 	restarts *atomic.Int32  // restarts done, for a case that restarts the receiver
 	cfg      Config
@@ -648,12 +645,12 @@ func runFaultCase(t *testing.T, c *faultCase) faultResult {
 	}
 	dir := t.TempDir()
 	e.cfg = faultConfig(e.addr, dir, c.ack, e.fb, e.ev)
-	e.cfg.Registerer = e.reg
+	e.cfg.Metrics.Registerer = e.reg
 	if c.mod != nil {
 		c.mod(e, &e.cfg)
 	}
 	budget := uint64(e.cfg.Info.BufferBytes + e.cfg.Err.BufferBytes)
-	// The test's own ErrFallback buffer is not the client's heap: its growth is left out.
+	// The test's own Spill.Fallback buffer is not the client's heap: its growth is left out.
 	fbBefore := e.fb.Cap()
 	before := testkit.LiveHeap()
 	var d dial.Func
@@ -794,8 +791,8 @@ func checkDelivery(t *testing.T, e *faultEnv, w *faultWorkload, st Stats, infoLo
 		t.Errorf("%d of %d err entries lost (spilled %d, replayed %d, delivered %d, fallback %d)",
 			res.errLost, len(w.err), st.Err.Spilled, st.Err.Replayed, st.Err.Delivered, len(fallback))
 	}
-	if len(fallback) != 0 && e.cfg.SpillDir != "" {
-		t.Errorf("%d err entries went to ErrFallback; with SpillDir none should", len(fallback))
+	if len(fallback) != 0 && e.cfg.Spill.Dir != "" {
+		t.Errorf("%d err entries went to Spill.Fallback; with Spill.Dir none should", len(fallback))
 	}
 	if e.cfg.Err.Acks == AcksOff && res.errDup != 0 {
 		t.Errorf("%d duplicate err entries without err acks", res.errDup)
@@ -815,7 +812,7 @@ func checkDelivery(t *testing.T, e *faultEnv, w *faultWorkload, st Stats, infoLo
 		dup += c - 1
 	}
 	if !e.c.ack && dup != 0 {
-		t.Errorf("%d duplicate info entries without RequireAck", dup)
+		t.Errorf("%d duplicate info entries without Info.Acks on", dup)
 	}
 	written := 0 // info entries counted delivered that the receiver never read (infoAtMostOnce)
 	if e.c.infoAtMostOnce && len(info) < int(st.Info.Delivered) {
@@ -902,7 +899,9 @@ func faultCases() []faultCase {
 	roots.AppendCertsFromPEM(goodCert.CAPEM)
 	roots.AppendCertsFromPEM(otherCert.CAPEM)
 	const key = "the-shared-key"
-	withKey := func(e *faultEnv, cfg *Config) { cfg.SharedKey, cfg.SelfHostname = NewSecret(key), "client.test" }
+	withKey := func(e *faultEnv, cfg *Config) {
+		cfg.Security.SharedKey, cfg.Security.SelfHostname = NewSecret(key), "client.test"
+	}
 	errSpilled := func(e *faultEnv) bool { return e.core.Stats().Err.Spilled > 0 }
 
 	return append([]faultCase{{
@@ -916,7 +915,7 @@ func faultCases() []faultCase {
 		wantErr: "connection refused",
 		heal:    (*faultEnv).receiverUp,
 	}, {
-		name: "receiver killed mid-batch, restarted, 4 logger tags (RequireAck)",
+		name: "receiver killed mid-batch, restarted, 4 logger tags (Info.Acks on)",
 		ack:  true,
 		tags: 4,
 		inject: func(e *faultEnv) {
@@ -958,7 +957,7 @@ func faultCases() []faultCase {
 			// marked down, the connection reopened on the next one), and the fault then
 			// missed the info stream; here the fault is a closed socket, which needs no
 			// ack timeout to be seen.
-			cfg.AckTimeout = 10 * time.Second
+			cfg.Timeouts.Ack = 10 * time.Second
 		},
 		// The fault must land on both streams: the first server carries a connection of each
 		// (info's first opens only once its sender has taken a batch).
@@ -996,7 +995,7 @@ func faultCases() []faultCase {
 	}, {
 		// A name with four addresses (a Kubernetes headless service over four pods), default
 		// config: one of them leaves the name, as a pod's does when it starts terminating,
-		// its receiver still up. The first send after the next lookup, ResolveInterval
+		// its receiver still up. The first send after the next lookup, Transport.ResolveInterval
 		// later, moves its connection to the others in good order: nothing counted
 		// delivered is lost.
 		name: "an address disappears from the name (four addresses, default config)",
@@ -1009,8 +1008,8 @@ func faultCases() []faultCase {
 			e.dns2.set("fleet.test", fleetIPs(4)...)
 		},
 		mod: func(e *faultEnv, cfg *Config) {
-			cfg.Resolver = e.dns2
-			cfg.ResolveInterval = faultResolveInterval
+			cfg.Transport.Resolver = e.dns2
+			cfg.Transport.ResolveInterval = faultResolveInterval
 		},
 		ready:  func(e *faultEnv) bool { return connsTo(e.core, e.listen) > 0 },
 		inject: func(e *faultEnv) { e.dns2.set("fleet.test", fleetIPs(3)...) },
@@ -1021,26 +1020,26 @@ func faultCases() []faultCase {
 		logOn:  true, // a connection moves at its next send
 		heal:   func(e *faultEnv) { e.dns2.set("fleet.test", fleetIPs(4)...) },
 	}, {
-		name:    "receiver down longer than SpillAfter",
+		name:    "receiver down longer than Spill.After",
 		inject:  (*faultEnv).receiverDown,
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
 			f := sinkOf(e.core).streams[errStream].senders[0].fwd
-			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
+			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.Spill.After
 		},
 		heal: (*faultEnv).receiverUp,
 	}, {
-		name:    "receiver down longer than SpillAfter, 4 logger tags",
+		name:    "receiver down longer than Spill.After, 4 logger tags",
 		tags:    4,
 		inject:  (*faultEnv).receiverDown,
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
 			f := sinkOf(e.core).streams[errStream].senders[0].fwd
-			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.SpillAfter
+			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.Spill.After
 		},
 		heal: (*faultEnv).receiverUp,
 	}, {
-		name:    "receiver stalls (reads nothing) longer than SpillAfter",
+		name:    "receiver stalls (reads nothing) longer than Spill.After",
 		ack:     true,
 		inject:  func(e *faultEnv) { e.recv.Stall() },
 		wantErr: "no ack from",
@@ -1054,9 +1053,9 @@ func faultCases() []faultCase {
 		effect:  func(e *faultEnv) bool { return e.recv.Stats().FaultedAcks >= 2 },
 		heal:    func(e *faultEnv) { e.recv.SetAckFault(forwardtest.AckOK) },
 	}, {
-		name: "slow acks: receiver pauses 60 ms before each request (AckTimeout 2s)",
+		name: "slow acks: receiver pauses 60 ms before each request (Timeouts.Ack 2s)",
 		ack:  true,
-		mod:  func(e *faultEnv, cfg *Config) { cfg.AckTimeout = 2 * time.Second },
+		mod:  func(e *faultEnv, cfg *Config) { cfg.Timeouts.Ack = 2 * time.Second },
 		inject: func(e *faultEnv) {
 			e.chaosLoop(func() {
 				e.recv.Stall()
@@ -1154,8 +1153,8 @@ func faultCases() []faultCase {
 		// The name's lookups fail while the fault lasts, as a deleted record's would: the
 		// connections keep the address of the last lookup that answered, and reopen there.
 		mod: func(e *faultEnv, cfg *Config) {
-			cfg.Resolver = e.dns
-			cfg.ResolveInterval = faultResolveInterval
+			cfg.Transport.Resolver = e.dns
+			cfg.Transport.ResolveInterval = faultResolveInterval
 		},
 		inject: func(e *faultEnv) {
 			e.dns.mark = e.recv.Len()
@@ -1172,7 +1171,7 @@ func faultCases() []faultCase {
 		name: "TLS certificate mismatch (receiver's certificate names another host)",
 		opts: []forwardtest.Option{forwardtest.WithTLS(goodCert.ServerConfig())},
 		mod: func(e *faultEnv, cfg *Config) {
-			cfg.TLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+			cfg.Security.TLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		},
 		inject:  func(e *faultEnv) { e.restartReceiver(forwardtest.WithTLS(otherCert.ServerConfig())) },
 		wantErr: "failed to verify certificate",
@@ -1182,7 +1181,7 @@ func faultCases() []faultCase {
 		name: "TLS receiver stops reading, socket buffers full",
 		opts: []forwardtest.Option{forwardtest.WithTLS(goodCert.ServerConfig())},
 		mod: func(e *faultEnv, cfg *Config) {
-			cfg.TLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+			cfg.Security.TLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		},
 		// How full the kernel's buffers are when the receiver stops reading depends on
 		// timing; stallConn makes them full: every write blocks until its deadline.
@@ -1206,8 +1205,8 @@ func faultCases() []faultCase {
 			st := e.core.Stats()
 			return st.Info.SendErrors+st.Err.SendErrors >= 3
 		},
-		// Three failed attempts: a write (WriteTimeout), then connects whose TLS handshake
-		// the stalled receiver never answers (DialTimeout).
+		// Three failed attempts: a write (Timeouts.Write), then connects whose TLS handshake
+		// the stalled receiver never answers (Timeouts.Dial).
 		within: 200*time.Millisecond + 2*500*time.Millisecond + faultSlack,
 		heal: func(e *faultEnv) {
 			e.stalled.Store(false)
@@ -1327,7 +1326,7 @@ func checkGuaranteesTable(t *testing.T, rows []string) {
 		stale = len(g) != len(w) || g[0] != w[0] || g[1] != w[1] || g[len(g)-1] != "0"
 	}
 	if stale {
-		t.Fatalf("%s: the Guarantees table is not this suite's (faults, RequireAck, err lost): run `make guarantees`.\ncommitted:\n%s\nthis run:\n%s", guaranteesDoc, committed, table)
+		t.Fatalf("%s: the Guarantees table is not this suite's (faults, info acks, err lost): run `make guarantees`.\ncommitted:\n%s\nthis run:\n%s", guaranteesDoc, committed, table)
 	}
 }
 
@@ -1409,7 +1408,7 @@ func runAloneChild(t *testing.T, cases []faultCase, row string) {
 }
 
 // guaranteesHeader is the head of the table in guaranteesDoc; guaranteesRow renders one row.
-const guaranteesHeader = "| fault | RequireAck | what the client did | info logged | info delivered | info dropped (reason) | info lost | err logged | err delivered | err spilled (replayed) | err duplicates | err lost |\n" +
+const guaranteesHeader = "| fault | info acks | what the client did | info logged | info delivered | info dropped (reason) | info lost | err logged | err delivered | err spilled (replayed) | err duplicates | err lost |\n" +
 	"|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
 
 func guaranteesRow(r faultResult) string {
@@ -1656,7 +1655,7 @@ func childLogger(t *testing.T) {
 }
 
 // runLoggerKilled: a child process logs during an outage and is killed with SIGKILL once
-// its err entries are spilled; the "restarted" process (a new core on the same SpillDir,
+// its err entries are spilled; the "restarted" process (a new core on the same Spill.Dir,
 // here in the test process) replays them when the receiver is back and logs on.
 func runLoggerKilled(t *testing.T, c *faultCase) faultResult {
 	addr, dir := downAddr(t), t.TempDir()

@@ -88,7 +88,7 @@ func connsTo(core *Core, target string) int {
 
 // sendingOn returns how many connections the info stream of core sends on: 1 while a
 // name's first lookup is under way, then one per server it found (Info.Connections 0).
-func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].sending()) }
+func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].senders.sending()) }
 
 // received is the entries of every receiver.
 func received(rs ...*forwardtest.Receiver) int {
@@ -112,7 +112,7 @@ func TestDefaultConfigSpreadsOverEveryServer(t *testing.T) {
 		rs = append(rs, r)
 		servers = append(servers, Server{Addr: r.Addr(), Standby: i == 4})
 	}
-	core := New(Config{Servers: servers, Registerer: prometheus.NewRegistry()})
+	core := New(Config{Servers: servers, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}})
 	t.Cleanup(func() { _ = core.Close() })
 	if n := len(core.sink.streams[infoStream].senders); n != 4 {
 		t.Fatalf("info connections %d, want 4 (one per regular server)", n)
@@ -138,7 +138,7 @@ func TestDefaultConfigSpreadsOverEveryServer(t *testing.T) {
 		t.Errorf("err connections %d, want 1", conns)
 	}
 	// One server: one connection, as before.
-	one := New(Config{Addr: rs[0].Addr(), Registerer: prometheus.NewRegistry()})
+	one := New(Config{Addr: rs[0].Addr(), Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}})
 	t.Cleanup(func() { _ = one.Close() })
 	if n := len(one.sink.streams[infoStream].senders); n != 1 {
 		t.Fatalf("one server: %d info connections, want 1", n)
@@ -146,7 +146,7 @@ func TestDefaultConfigSpreadsOverEveryServer(t *testing.T) {
 }
 
 // A name with four addresses is four servers: one connection on each. An address that
-// leaves the name loses its connection at the next lookup (ResolveInterval on the core's
+// leaves the name loses its connection at the next lookup (Transport.ResolveInterval on the core's
 // clock), in good order, with nothing counted delivered that its receiver did not get; an
 // address that comes back gets a connection again.
 func TestEveryAddressOfANameIsFollowed(t *testing.T) {
@@ -156,7 +156,7 @@ func TestEveryAddressOfANameIsFollowed(t *testing.T) {
 	res := &fleetResolver{}
 	res.set("fleet.test", fleetIPs(4)...)
 	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
-	core := NewWithClock(Config{Addr: "tcp://fleet.test:" + port, Resolver: res, Registerer: prometheus.NewRegistry()}, clock)
+	core := NewWithClock(Config{Addr: "tcp://fleet.test:" + port, Transport: TransportConfig{Resolver: res}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}}, clock)
 	t.Cleanup(func() { _ = core.Close() })
 	testkit.WaitUntil(t, "the first lookup counts 4 info connections, one per address", func() bool { return sendingOn(core) == 4 })
 	logUntil(t, core, "each address takes entries", func() bool {
@@ -228,7 +228,7 @@ func TestSRVWeightsAreFollowed(t *testing.T) {
 		p, _ := strconv.Atoi(port)
 		res.recs = append(res.recs, &net.SRV{Target: "127.0.0.1.", Port: uint16(p), Priority: 1, Weight: w})
 	}
-	core := New(Config{Addr: "srv://_fluentd._tcp.fleet.test", Resolver: res, Registerer: prometheus.NewRegistry()})
+	core := New(Config{Addr: "srv://_fluentd._tcp.fleet.test", Transport: TransportConfig{Resolver: res}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}})
 	t.Cleanup(func() { _ = core.Close() })
 	testkit.WaitUntil(t, "the first lookup counts 4 info connections (weights 2:1:1)", func() bool { return sendingOn(core) == 4 })
 	target := func(r *forwardtest.Receiver) string { return strings.TrimPrefix(r.Addr(), "tcp://") }
@@ -252,7 +252,7 @@ func TestSRVWeightsAreFollowed(t *testing.T) {
 
 // An srv:// server with a Resolver that cannot look SRV records up is a Validate error.
 func TestSRVNeedsLookupSRV(t *testing.T) {
-	if err := (Config{Addr: "srv://_fluentd._tcp.fleet.test", Resolver: &fleetResolver{}}).Validate(); err == nil || !strings.Contains(err.Error(), "LookupSRV") {
+	if err := (Config{Addr: "srv://_fluentd._tcp.fleet.test", Transport: TransportConfig{Resolver: &fleetResolver{}}}).Validate(); err == nil || !strings.Contains(err.Error(), "LookupSRV") {
 		t.Fatalf("Validate: %v, want the missing LookupSRV", err)
 	}
 	if err := (Config{Addr: "srv://_fluentd._tcp.fleet.test"}).Validate(); err != nil {
@@ -285,8 +285,8 @@ func TestNewNeverWaitsOnALookup(t *testing.T) {
 		several = append(several, Server{Addr: "tcp://" + h + ":" + port})
 	}
 	var cores []*Core
-	for _, cfg := range []Config{{Addr: "tcp://late.test:" + port}, {Servers: several, CloseTimeout: time.Second}} {
-		cfg.Resolver, cfg.Registerer = blocked, prometheus.NewRegistry()
+	for _, cfg := range []Config{{Addr: "tcp://late.test:" + port}, {Servers: several, Timeouts: TimeoutsConfig{Close: time.Second}}} {
+		cfg.Transport.Resolver, cfg.Metrics.Registerer = blocked, prometheus.NewRegistry()
 		start := time.Now()
 		core := New(cfg)
 		took := time.Since(start)
@@ -304,7 +304,7 @@ func TestNewNeverWaitsOnALookup(t *testing.T) {
 	}
 	testkit.WaitUntil(t, "the entry sent to the address the resolver gave", func() bool { return r.Len() == 1 })
 
-	never := New(Config{Addr: "tcp://never.test:" + port, Resolver: hangingResolver{}, Registerer: prometheus.NewRegistry(), CloseTimeout: 200 * time.Millisecond, ErrFallback: io.Discard})
+	never := New(Config{Addr: "tcp://never.test:" + port, Transport: TransportConfig{Resolver: hangingResolver{}}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}, Timeouts: TimeoutsConfig{Close: 200 * time.Millisecond}, Spill: SpillConfig{Fallback: io.Discard}})
 	logger := zap.New(never)
 	for i := range 10 {
 		logger.Info("never delivered", zap.Int("i", i))

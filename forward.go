@@ -12,7 +12,7 @@ import (
 // ErrHandshake is wrapped by every error of the shared-key handshake: the receiver did not
 // send a valid HELO, rejected the PING (wrong shared key, user or password), answered with
 // a PONG that does not prove it knows the key, or closed or timed out before PONG; also by
-// the error of a receiver that asks for the handshake when Config.SharedKey is not set.
+// the error of a receiver that asks for the handshake when Config.Security.SharedKey is not set.
 // Test for it with errors.Is on what Sync and Close return. Its messages never contain the
 // shared key or the password.
 var ErrHandshake = wire.ErrHandshake

@@ -17,15 +17,15 @@ import (
 // Tests of the ack window (forward_acks.go) against forwardtest: acks and their faults,
 // an ack followed by the close, a receiver that never acks.
 
-// With RequireAck, every way an ack can go wrong makes the client drop the connection and
+// With Info.Acks on, every way an ack can go wrong makes the client drop the connection and
 // send the same batch again; nothing is lost, and duplicates are possible.
 func TestAckFaultsResendTheBatch(t *testing.T) {
 	for _, fault := range []forwardtest.AckFault{forwardtest.AckWithhold, forwardtest.AckWrongToken, forwardtest.AckMalformed} {
 		t.Run(fault.String(), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
 			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
-				c.RequireAck = true
-				c.AckTimeout = 100 * time.Millisecond
+				c.Info.Acks = fluentcore.AcksOn
+				c.Timeouts.Ack = 100 * time.Millisecond
 			})
 			r.SetAckFault(fault)
 			const n = 50
@@ -56,10 +56,10 @@ func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 	r.SetAckFault(forwardtest.AckWithhold)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 		c.Err.Acks = fluentcore.AcksOn
-		c.AckTimeout = 100 * time.Millisecond
-		c.SyncTimeout = 2 * time.Second
-		c.CloseTimeout = 200 * time.Millisecond
-		c.ErrFallback = io.Discard
+		c.Timeouts.Ack = 100 * time.Millisecond
+		c.Timeouts.Sync = 2 * time.Second
+		c.Timeouts.Close = 200 * time.Millisecond
+		c.Spill.Fallback = io.Discard
 	})
 	logErrs(core, 0, 1)
 	err := core.Sync()
@@ -70,19 +70,19 @@ func TestUnixSocketWithoutAcksSaysWhy(t *testing.T) {
 
 // With the default config, a unix socket that never acks (fluentd's in_unix) gets every err
 // entry once: the err stream asks no acks of a unix:// receiver, so Sync returns as soon as
-// the frames are written, and nothing is sent again or written to ErrFallback.
+// the frames are written, and nothing is sent again or written to Spill.Fallback.
 func TestUnixSocketThatNeverAcksGetsEachErrEntryOnceByDefault(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
 	r.SetAckFault(forwardtest.AckWithhold)
 	fallback := new(testkit.Lines)
-	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), NoMetrics: true, ErrFallback: fallback})
+	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Metrics: fluentcore.MetricsConfig{Disabled: true}, Spill: fluentcore.SpillConfig{Fallback: fallback}})
 	const n = 200
 	logErrs(core, 0, n)
 	start := time.Now()
 	if err := core.Sync(); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	// Well under the default AckTimeout (30 s) and SyncTimeout (5 s): Sync waited for no ack.
+	// Well under the default Timeouts.Ack (30 s) and Timeouts.Sync (5 s): Sync waited for no ack.
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Sync took %v against a receiver that never acks", took)
 	}
@@ -93,7 +93,7 @@ func TestUnixSocketThatNeverAcksGetsEachErrEntryOnceByDefault(t *testing.T) {
 		t.Errorf("%d err entries arrived twice", dup)
 	}
 	if lines := fallback.Records(); lines != 0 {
-		t.Errorf("%d lines in ErrFallback, want none: every entry was delivered", lines)
+		t.Errorf("%d lines in Spill.Fallback, want none: every entry was delivered", lines)
 	}
 	if st := core.Stats().Err; st.Delivered != n || st.Spilled != 0 {
 		t.Errorf("err delivered %d, spilled %d; want %d, 0", st.Delivered, st.Spilled, n)
@@ -127,7 +127,7 @@ func TestErrStreamAsksForAcksByDefault(t *testing.T) {
 // read before the close, so no acknowledged batch may be taken for lost and sent again.
 func TestAckThenCloseIsNotAResend(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.DenyKeepalive())
-	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) { c.Info.Acks = fluentcore.AcksOn })
 	for i := 0; i < 30; i++ {
 		logErrs(core, i, 1)
 		if err := core.Sync(); err != nil { // one batch, one connection each

@@ -60,7 +60,7 @@ func TestCloseSendsTLSCloseNotify(t *testing.T) {
 	missing := 0
 	for range rounds {
 		// The tap reads and never acks: the err stream asks for none.
-		core := fluentcore.New(fluentcore.Config{Addr: "tls://" + ln.Addr().String(), TLS: cert.ClientConfig(), Err: fluentcore.StreamConfig{Acks: fluentcore.AcksOff}})
+		core := fluentcore.New(fluentcore.Config{Addr: "tls://" + ln.Addr().String(), Security: fluentcore.SecurityConfig{TLS: cert.ClientConfig()}, Err: fluentcore.ErrConfig{Acks: fluentcore.AcksOff}})
 		logger := zap.New(core)
 		logger.Info("to the info connection")
 		logger.Error("to the err connection")

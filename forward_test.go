@@ -79,7 +79,7 @@ func TestModesOnTheWire(t *testing.T) {
 	}{{"", forwardtest.PackedForward}, {"gzip", forwardtest.CompressedPackedForward}} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
-			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Compression = tc.compression })
+			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Transport.Compression = tc.compression })
 			logger := zap.New(core)
 			for i := range 200 {
 				logger.Info("line", zap.Int("i", i), zap.String("pad", strings.Repeat("ab", i)))
@@ -109,7 +109,7 @@ func TestModesOnTheWire(t *testing.T) {
 
 func TestConnectionClosedMidFrameIsResent(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) { c.Info.Acks = fluentcore.AcksOn })
 	r.SetCloseAfter(40) // inside the first frame
 	const n = 50
 	logErrs(core, 0, n)
@@ -146,7 +146,7 @@ func TestRefusedConnectionsAreRetriedWithBackoff(t *testing.T) {
 
 func TestReconnectAfterTheReceiverDropsConnections(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Info.Acks = fluentcore.AcksOn })
 	logErrs(core, 0, 5)
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
@@ -172,16 +172,18 @@ func TestSharedKeyHandshake(t *testing.T) {
 		{"fluentd HELO", []forwardtest.Option{forwardtest.WithSharedKey("k3y")}, nil},
 		{"fluent-bit HELO", []forwardtest.Option{forwardtest.WithSharedKey("k3y"), forwardtest.WithHELOStr()}, nil},
 		{"users", []forwardtest.Option{forwardtest.WithSharedKey("k3y"), forwardtest.WithUsers(users)},
-			func(c *fluentcore.Config) { c.Username, c.Password = "bob", fluentcore.NewSecret("pw-bob") }},
+			func(c *fluentcore.Config) {
+				c.Security.Username, c.Security.Password = "bob", fluentcore.NewSecret("pw-bob")
+			}},
 		{"acks and gzip", []forwardtest.Option{forwardtest.WithSharedKey("k3y")},
-			func(c *fluentcore.Config) { c.RequireAck, c.Compression = true, "gzip" }},
+			func(c *fluentcore.Config) { c.Info.Acks, c.Transport.Compression = fluentcore.AcksOn, "gzip" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, tc.opts...)
 			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-				c.SharedKey = fluentcore.NewSecret("k3y")
-				c.SelfHostname = "client"
+				c.Security.SharedKey = fluentcore.NewSecret("k3y")
+				c.Security.SelfHostname = "client"
 				if tc.mod != nil {
 					tc.mod(c)
 				}
@@ -206,7 +208,7 @@ func TestSharedKeyHandshake(t *testing.T) {
 // frame instead of writing into a connection the receiver is closing.
 func TestHELOKeepaliveFalse(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"), forwardtest.DenyKeepalive())
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.SharedKey = fluentcore.NewSecret("k") })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Security.SharedKey = fluentcore.NewSecret("k") })
 	for i := range 5 {
 		logErrs(core, i, 1)
 		if err := core.Sync(); err != nil {
@@ -235,7 +237,9 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 	}{
 		{"wrong key", []forwardtest.Option{forwardtest.WithSharedKey("another-key")}, nil, 0, "shared_key mismatch", false},
 		{"wrong password", []forwardtest.Option{forwardtest.WithSharedKey(key), forwardtest.WithUsers(map[string]string{"alice": "other"})},
-			func(c *fluentcore.Config) { c.Username, c.Password = "alice", fluentcore.NewSecret(password) }, 0, "username/password mismatch", false},
+			func(c *fluentcore.Config) {
+				c.Security.Username, c.Security.Password = "alice", fluentcore.NewSecret(password)
+			}, 0, "username/password mismatch", false},
 		{"wrong PONG digest", nil, nil, forwardtest.PongWrongDigest, "digest does not match", true},
 		{"PONG auth_result false", nil, nil, forwardtest.PongAuthFailed, "rejected the credentials", true},
 		{"no PONG", nil, nil, forwardtest.PongNone, "reading PONG", true},
@@ -250,7 +254,7 @@ func TestHandshakeFailuresAreCountedAndRetried(t *testing.T) {
 			r.SetPongFault(tc.fault)
 			reg := prometheus.NewRegistry()
 			core := newTestCore(t, r.Addr(), reg, quiet, func(c *fluentcore.Config) {
-				c.SharedKey = fluentcore.NewSecret(key)
+				c.Security.SharedKey = fluentcore.NewSecret(key)
 				if tc.mod != nil {
 					tc.mod(c)
 				}
@@ -290,8 +294,10 @@ func TestMissingSharedKeyIsReported(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
 			var fallback testkit.Lines
 			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
-				c.RequireAck = ack
-				c.ErrFallback = &fallback
+				if ack {
+					c.Info.Acks = fluentcore.AcksOn
+				}
+				c.Spill.Fallback = &fallback
 			})
 			logErrs(core, 0, 5)
 			testkit.WaitUntil(t, "two handshake failures", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
@@ -311,14 +317,14 @@ func TestMissingSharedKeyIsReported(t *testing.T) {
 	}
 }
 
-// The handshake is bounded by HandshakeTimeout: a receiver that sends HELO and then reads
+// The handshake is bounded by Timeouts.Handshake: a receiver that sends HELO and then reads
 // nothing (stalled) costs a timeout, not a hang.
 func TestHandshakeTimeout(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithSharedKey("k"))
 	r.Stall()
 	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
-		c.SharedKey = fluentcore.NewSecret("k")
-		c.HandshakeTimeout = 100 * time.Millisecond
+		c.Security.SharedKey = fluentcore.NewSecret("k")
+		c.Timeouts.Handshake = 100 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
 	testkit.WaitUntil(t, "handshake timeouts", func() bool { return core.Stats().Err.HandshakeFailures >= 2 })
@@ -371,11 +377,11 @@ func TestTLS(t *testing.T) {
 				t.Fatalf("Addr %q", r.Addr())
 			}
 			core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
-				c.TLS = tc.client
-				c.SharedKey = fluentcore.NewSecret(tc.key)
+				c.Security.TLS = tc.client
+				c.Security.SharedKey = fluentcore.NewSecret(tc.key)
 				// A TLS 1.3 server rejects a missing client certificate after the
 				// client's handshake is done: only an ack wait notices.
-				c.RequireAck = true
+				c.Info.Acks = fluentcore.AcksOn
 			})
 			logErrs(core, 0, 3)
 			if tc.want == "" {
@@ -395,7 +401,7 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// DialTimeout bounds the TLS handshake too: a stalled receiver never answers it.
+// Timeouts.Dial bounds the TLS handshake too: a stalled receiver never answers it.
 func TestTLSHandshakeDeadline(t *testing.T) {
 	cert, err := forwardtest.NewTLSCert()
 	if err != nil {
@@ -404,8 +410,8 @@ func TestTLSHandshakeDeadline(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithTLS(cert.ServerConfig()))
 	r.Stall()
 	core := newTestCore(t, r.Addr(), nil, quiet, func(c *fluentcore.Config) {
-		c.TLS = cert.ClientConfig()
-		c.DialTimeout = 200 * time.Millisecond
+		c.Security.TLS = cert.ClientConfig()
+		c.Timeouts.Dial = 200 * time.Millisecond
 	})
 	logErrs(core, 0, 1)
 	testkit.WaitUntil(t, "a TLS handshake timeout", func() bool {
@@ -418,7 +424,7 @@ func TestTLSHandshakeDeadline(t *testing.T) {
 
 func TestUnixSocket(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithAddr("unix://"+filepath.Join(t.TempDir(), "fwd.sock")))
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Info.Acks = fluentcore.AcksOn })
 	logErrs(core, 0, 3)
 	if err := core.Sync(); err != nil {
 		t.Fatal(err)
@@ -451,8 +457,8 @@ func TestTLSAndSecretsFromFilesAndTheEnvironment(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"FLUENT_ADDR": r.Addr(), "FLUENT_TAG": "shop",
-		"FLUENT_TLS_CA_FILE": files.CA, "FLUENT_TLS_CERT_FILE": files.ClientCert, "FLUENT_TLS_KEY_FILE": files.ClientKey,
-		"FLUENT_SHARED_KEY_FILE": keyFile, "FLUENT_USERNAME": "app", "FLUENT_PASSWORD_FILE": pwFile,
+		"FLUENT_SECURITY_TLS_CA_FILE": files.CA, "FLUENT_SECURITY_TLS_CERT_FILE": files.ClientCert, "FLUENT_SECURITY_TLS_KEY_FILE": files.ClientKey,
+		"FLUENT_SECURITY_SHARED_KEY_FILE": keyFile, "FLUENT_SECURITY_USERNAME": "app", "FLUENT_SECURITY_PASSWORD_FILE": pwFile,
 	} {
 		t.Setenv(k, v)
 	}
@@ -479,13 +485,13 @@ func TestTLSAndSecretsFromFilesAndTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []fluentcore.Config{
-		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: filepath.Join(dir, "missing.pem")}},
-		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: keyFile}},
-		{Addr: "tls://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CertFile: files.ClientCert}},
-		{SharedKeyFile: filepath.Join(dir, "missing")},
-		{SharedKeyFile: emptyFile},
-		{SharedKey: fluentcore.NewSecret("k"), SharedKeyFile: keyFile},
-		{Addr: "tcp://127.0.0.1:24224", TLSFiles: fluentcore.TLSFiles{CAFile: files.CA}}, // no tls:// to use it
+		{Addr: "tls://127.0.0.1:24224", Security: fluentcore.SecurityConfig{TLSFiles: fluentcore.TLSFiles{CAFile: filepath.Join(dir, "missing.pem")}}},
+		{Addr: "tls://127.0.0.1:24224", Security: fluentcore.SecurityConfig{TLSFiles: fluentcore.TLSFiles{CAFile: keyFile}}},
+		{Addr: "tls://127.0.0.1:24224", Security: fluentcore.SecurityConfig{TLSFiles: fluentcore.TLSFiles{CertFile: files.ClientCert}}},
+		{Security: fluentcore.SecurityConfig{SharedKeyFile: filepath.Join(dir, "missing")}},
+		{Security: fluentcore.SecurityConfig{SharedKeyFile: emptyFile}},
+		{Security: fluentcore.SecurityConfig{SharedKey: fluentcore.NewSecret("k"), SharedKeyFile: keyFile}},
+		{Addr: "tcp://127.0.0.1:24224", Security: fluentcore.SecurityConfig{TLSFiles: fluentcore.TLSFiles{CAFile: files.CA}}}, // no tls:// to use it
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate accepted %+v", bad)
@@ -506,7 +512,7 @@ func oneShotReceivers(t *testing.T, n int) []*forwardtest.Receiver {
 func TestServersWeightedRoundRobin(t *testing.T) {
 	rs := oneShotReceivers(t, 2)
 	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
-		c.SharedKey = fluentcore.NewSecret("k")
+		c.Security.SharedKey = fluentcore.NewSecret("k")
 		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr(), Weight: 40}, {Addr: rs[1].Addr(), Weight: 20}}
 	})
 	for i := range 30 {
@@ -527,7 +533,7 @@ func TestServersSkipADownServerAndTryItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
-		c.SharedKey = fluentcore.NewSecret("k")
+		c.Security.SharedKey = fluentcore.NewSecret("k")
 		c.Servers = []fluentcore.Server{{Addr: rs[0].Addr()}, {Addr: rs[1].Addr()}}
 	})
 	for i := range 10 {
@@ -556,7 +562,7 @@ func TestServersStandbyFailoverAndRecovery(t *testing.T) {
 	primary := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
 	standby := forwardtest.NewReceiver(t, forwardtest.WithLogf(nil))
 	core := newTestCore(t, "", nil, func(c *fluentcore.Config) {
-		c.RequireAck = true
+		c.Info.Acks = fluentcore.AcksOn
 		c.Servers = []fluentcore.Server{{Addr: standby.Addr(), Standby: true}, {Addr: primary.Addr()}}
 	})
 	logErrs(core, 0, 10)
@@ -610,15 +616,15 @@ func TestValidateForwardOptions(t *testing.T) {
 		cfg  fluentcore.Config
 		want string // "" means valid
 	}{
-		{"gzip", fluentcore.Config{Compression: "gzip"}, ""},
-		{"zstd", fluentcore.Config{Compression: "zstd"}, "Compression"},
+		{"gzip", fluentcore.Config{Transport: fluentcore.TransportConfig{Compression: "gzip"}}, ""},
+		{"zstd", fluentcore.Config{Transport: fluentcore.TransportConfig{Compression: "zstd"}}, "Compression"},
 		{"servers", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1"}, {Addr: "tls://b:2", Weight: 10, Standby: true}}}, ""},
 		{"servers and addr", fluentcore.Config{Addr: "a:1", Servers: []fluentcore.Server{{Addr: "b:1"}}}, "not both"},
 		{"bad server", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1"}, {Addr: "ftp://b:1"}}}, "scheme"},
 		{"negative weight", fluentcore.Config{Servers: []fluentcore.Server{{Addr: "a:1", Weight: -1}}}, "weight"},
-		{"user without key", fluentcore.Config{Username: "u", Password: fluentcore.NewSecret("p")}, "SharedKey"},
-		{"shared key and user", fluentcore.Config{SharedKey: fluentcore.NewSecret("k"), Username: "u", Password: fluentcore.NewSecret("p")}, ""},
-		{"negative handshake timeout", fluentcore.Config{HandshakeTimeout: -1}, "HandshakeTimeout"},
+		{"user without key", fluentcore.Config{Security: fluentcore.SecurityConfig{Username: "u", Password: fluentcore.NewSecret("p")}}, "SharedKey"},
+		{"shared key and user", fluentcore.Config{Security: fluentcore.SecurityConfig{SharedKey: fluentcore.NewSecret("k"), Username: "u", Password: fluentcore.NewSecret("p")}}, ""},
+		{"negative handshake timeout", fluentcore.Config{Timeouts: fluentcore.TimeoutsConfig{Handshake: -1}}, "Timeouts.Handshake"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()

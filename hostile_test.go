@@ -171,10 +171,10 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Addr: hostileServer(t, tc.serve), RequireAck: tc.ack,
-				DialTimeout: timeout, HandshakeTimeout: timeout, WriteTimeout: timeout, AckTimeout: timeout}
+			cfg := Config{Addr: hostileServer(t, tc.serve), Info: InfoConfig{Acks: acksIf(tc.ack)},
+				Timeouts: TimeoutsConfig{Dial: timeout, Handshake: timeout, Write: timeout, Ack: timeout}}
 			if tc.handshake {
-				cfg.SharedKey, cfg.SelfHostname = NewSecret("k"), "client.test"
+				cfg.Security.SharedKey, cfg.Security.SelfHostname = NewSecret("k"), "client.test"
 			}
 			f := newForwarder(settingsFor(cfg).connFor(infoStream))
 			defer f.Close()
@@ -203,7 +203,7 @@ func TestHostileReceiverCannotMakeTheClientAllocateOrHang(t *testing.T) {
 
 // No secret — the shared key, the password, the client's TLS private key — ever appears in
 // what the client says about failures: Sync's and Close's errors, OnEvent's errors, the
-// metrics, ErrFallback's lines.
+// metrics, Spill.Fallback's lines.
 func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 	const key, password = "sk-9f2c61d0e4b7a3", "pw-5e8a1c3f7d92b6"
 	cert, err := forwardtest.NewTLSCert()
@@ -282,16 +282,20 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 			var ev eventLog
 			reg := prometheus.NewRegistry()
 			cfg := fastRetry(Config{
-				Addr: addr, SharedKey: NewSecret(key), SelfHostname: "client.test", Username: "alice", Password: NewSecret(password),
-				TLS: tc.tls, RequireAck: true, AckTimeout: 200 * time.Millisecond, Registerer: reg,
-				ErrFallback: fb, OnEvent: ev.add, SyncTimeout: 200 * time.Millisecond, CloseTimeout: 200 * time.Millisecond,
-				RetryMax: 20 * time.Millisecond, DialTimeout: time.Second,
+				Addr:      addr,
+				Security:  SecurityConfig{SharedKey: NewSecret(key), SelfHostname: "client.test", Username: "alice", Password: NewSecret(password), TLS: tc.tls},
+				Info:      InfoConfig{Acks: AcksOn},
+				Timeouts:  TimeoutsConfig{Ack: 200 * time.Millisecond, Sync: 200 * time.Millisecond, Close: 200 * time.Millisecond, Dial: time.Second},
+				Metrics:   MetricsConfig{Registerer: reg},
+				Spill:     SpillConfig{Fallback: fb},
+				OnEvent:   ev.add,
+				Transport: TransportConfig{RetryMax: 20 * time.Millisecond},
 			})
 			if tc.name == "impostor PONG" {
-				cfg.SharedKey = NewSecret("k2")
+				cfg.Security.SharedKey = NewSecret("k2")
 			}
 			if tc.spill {
-				cfg.SpillDir, cfg.SpillAfter = t.TempDir(), 10*time.Millisecond
+				cfg.Spill.Dir, cfg.Spill.After = t.TempDir(), 10*time.Millisecond
 			}
 			core := New(cfg)
 			logger := zap.New(core)
@@ -332,7 +336,7 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 				t.Fatalf("the failure was not reported (want %q in):\n%s", tc.want, out)
 			}
 			if !tc.spill && !strings.Contains(out, `"failed"`) {
-				t.Fatalf("ErrFallback got no err entries:\n%s", out)
+				t.Fatalf("Spill.Fallback got no err entries:\n%s", out)
 			}
 			for what, s := range secrets {
 				if strings.Contains(out, s) {

@@ -22,7 +22,7 @@ func inFlight(st fluentcore.StreamStats) int {
 	return n
 }
 
-// With RequireAck, a connection writes up to MaxInflight frames before the first ack comes
+// With acks on, a connection writes up to Transport.MaxInflight frames before the first ack comes
 // back, and no more: the receiver holds every ack for a long time, so the frames it has
 // read while no ack was written are the ones the client sent ahead. The stream's buffers
 // bound the window too: all its batches but one per shard may be in flight (64 batches, so
@@ -36,16 +36,16 @@ func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
 		maxInflight, buffer int
 		want                int
 	}{
-		{"MaxInflight", 4, 0, 4},
+		{"Transport.MaxInflight", 4, 0, 4},
 		{"the buffers", fluentcore.MaxInflightLimit, 64 * batchBytes, 64 - shards},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := forwardtest.NewReceiver(t, forwardtest.WithAckDelay(time.Hour))
 			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-				c.RequireAck, c.MaxInflight = true, tc.maxInflight
-				c.MaxBatchBytes, c.Info.BufferBytes = batchBytes, tc.buffer
+				c.Info.Acks, c.Transport.MaxInflight = fluentcore.AcksOn, tc.maxInflight
+				c.Transport.MaxBatchBytes, c.Info.BufferBytes = batchBytes, tc.buffer
 				c.Degrade.Policy = fluentcore.DegradeOff
-				c.CloseTimeout = 100 * time.Millisecond
+				c.Timeouts.Close = 100 * time.Millisecond
 			})
 			logger := zap.New(core)
 			for i := range 3*tc.want + 12 {
@@ -76,7 +76,7 @@ func TestAcksLetMaxInflightFramesGoAhead(t *testing.T) {
 func TestOverdueAckResendsOnlyTheFramesNotAcked(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.RequireAck, c.AckTimeout = true, 300*time.Millisecond
+		c.Info.Acks, c.Timeouts.Ack = fluentcore.AcksOn, 300*time.Millisecond
 	})
 	logger := zap.New(core)
 	logger.Error("a")
@@ -120,7 +120,7 @@ func TestOverdueAckResendsOnlyTheFramesNotAcked(t *testing.T) {
 func TestDuplicateAckEndsTheConnection(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckTwice)
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.RequireAck = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Info.Acks = fluentcore.AcksOn })
 	logger := zap.New(core)
 	const n = 5
 	for i := range n {
@@ -150,11 +150,11 @@ func TestMaxInflightLimits(t *testing.T) {
 		cfg  fluentcore.Config
 		want string
 	}{
-		{"default", fluentcore.Config{RequireAck: true}, ""},
-		{"one", fluentcore.Config{RequireAck: true, MaxInflight: 1}, ""},
-		{"the limit", fluentcore.Config{RequireAck: true, MaxInflight: fluentcore.MaxInflightLimit}, ""},
-		{"over the limit", fluentcore.Config{RequireAck: true, MaxInflight: fluentcore.MaxInflightLimit + 1}, "MaxInflight"},
-		{"negative", fluentcore.Config{MaxInflight: -1}, "MaxInflight"},
+		{"default", fluentcore.Config{Info: fluentcore.InfoConfig{Acks: fluentcore.AcksOn}}, ""},
+		{"one", fluentcore.Config{Info: fluentcore.InfoConfig{Acks: fluentcore.AcksOn}, Transport: fluentcore.TransportConfig{MaxInflight: 1}}, ""},
+		{"the limit", fluentcore.Config{Info: fluentcore.InfoConfig{Acks: fluentcore.AcksOn}, Transport: fluentcore.TransportConfig{MaxInflight: fluentcore.MaxInflightLimit}}, ""},
+		{"over the limit", fluentcore.Config{Info: fluentcore.InfoConfig{Acks: fluentcore.AcksOn}, Transport: fluentcore.TransportConfig{MaxInflight: fluentcore.MaxInflightLimit + 1}}, "Transport.MaxInflight"},
+		{"negative", fluentcore.Config{Transport: fluentcore.TransportConfig{MaxInflight: -1}}, "Transport.MaxInflight"},
 	} {
 		err := c.cfg.Validate()
 		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
@@ -170,29 +170,29 @@ func TestAckFailureWaitsForTheBackoff(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckWrongToken)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.RequireAck = true
-		c.RetryMin, c.RetryMax = 100*time.Millisecond, 100*time.Millisecond
-		c.CloseTimeout, c.ErrFallback = 100*time.Millisecond, io.Discard
+		c.Info.Acks = fluentcore.AcksOn
+		c.Transport.RetryMin, c.Transport.RetryMax = 100*time.Millisecond, 100*time.Millisecond
+		c.Timeouts.Close, c.Spill.Fallback = 100*time.Millisecond, io.Discard
 	})
 	zap.New(core).Error("x")
 	testkit.WaitUntil(t, "a first failure", func() bool { return core.Stats().Err.SendErrors >= 1 })
 	start := time.Now()
 	testkit.WaitUntil(t, "three more", func() bool { return core.Stats().Err.SendErrors >= 4 })
-	// Each wait is at least half of RetryMin (the backoff's jitter).
+	// Each wait is at least half of Transport.RetryMin (the backoff's jitter).
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Fatalf("three more failed attempts in %v; the backoff allows no fewer than 150ms", d)
 	}
 }
 
-// SpillAfter counts from the write of a frame whose ack never comes: the err entry goes to
+// Spill.After counts from the write of a frame whose ack never comes: the err entry goes to
 // the durable spill, as when the write itself fails.
 func TestUnackedErrFrameIsSpilledAfterSpillAfter(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	r.SetAckFault(forwardtest.AckWithhold)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.RequireAck, c.AckTimeout = true, 150*time.Millisecond
-		c.SpillDir, c.SpillAfter = t.TempDir(), 100*time.Millisecond
-		c.CloseTimeout, c.ErrFallback = 100*time.Millisecond, io.Discard
+		c.Info.Acks, c.Timeouts.Ack = fluentcore.AcksOn, 150*time.Millisecond
+		c.Spill.Dir, c.Spill.After = t.TempDir(), 100*time.Millisecond
+		c.Timeouts.Close, c.Spill.Fallback = 100*time.Millisecond, io.Discard
 	})
 	zap.New(core).Error("x")
 	testkit.WaitUntil(t, "the entry spilled", func() bool { return core.Stats().Err.Spilled == 1 })

@@ -41,10 +41,10 @@ type countingWriter struct{ n atomic.Int64 }
 
 func (w *countingWriter) Write(p []byte) (int, error) { w.n.Add(int64(len(p))); return len(p), nil }
 
-// One entry far past MaxEntryBytes — a million keys, as a reflected map or as an
+// One entry far past Transport.MaxEntryBytes — a million keys, as a reflected map or as an
 // ObjectMarshaler's fields — leaves nothing behind: after it, and a collection, the live
 // heap is within the core's buffer budget and 1 MiB of what it was before the core. The
-// info entry is dropped (too_large); the err entry is delivered cut to MaxEntryBytes and
+// info entry is dropped (too_large); the err entry is delivered cut to Transport.MaxEntryBytes and
 // marked, not spilled.
 func TestLargeEntryLeavesNoScratchBehind(t *testing.T) {
 	const budget = 2 << 20 // info + err
@@ -66,8 +66,8 @@ func TestLargeEntryLeavesNoScratchBehind(t *testing.T) {
 			before := testkit.LiveHeap()
 			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
 				c.Info.BufferBytes, c.Err.BufferBytes = budget/2, budget/2
-				c.MaxBatchBytes = 64 << 10
-				c.ErrFallback = &fallback
+				c.Transport.MaxBatchBytes = 64 << 10
+				c.Spill.Fallback = &fallback
 			})
 			logger := zap.New(core)
 			logger.Info("huge info", tc.field)
@@ -130,7 +130,7 @@ func TestLargeEntryLeavesNoScratchBehind(t *testing.T) {
 }
 
 // blockingFields is an ObjectMarshaler with n string fields that, once it has written
-// blockAt of them (well past MaxEntryBytes), says so on passed and waits for release, or
+// blockAt of them (well past Transport.MaxEntryBytes), says so on passed and waits for release, or
 // for a deadline that only a caller held behind it lets pass.
 type blockingFields struct {
 	n, blockAt int
@@ -156,7 +156,7 @@ func (b blockingFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	return nil
 }
 
-// While one goroutine's entry is being encoded past MaxEntryBytes, other goroutines' small
+// While one goroutine's entry is being encoded past Transport.MaxEntryBytes, other goroutines' small
 // calls on the same stream go through: the huge entry's marshaler waits until they have
 // all returned, and only a deadline would end its wait if they were held behind it.
 func TestLargeEntryDoesNotHoldOtherCallsBack(t *testing.T) {
@@ -164,10 +164,10 @@ func TestLargeEntryDoesNotHoldOtherCallsBack(t *testing.T) {
 		t.Run(level.String(), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
 			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-				c.MaxEntryBytes = 4096
-				c.MaxBatchBytes = 16 << 10
+				c.Transport.MaxEntryBytes = 4096
+				c.Transport.MaxBatchBytes = 16 << 10
 				c.Info.BufferBytes, c.Err.BufferBytes = 1<<20, 1<<20
-				c.ErrFallback = new(countingWriter)
+				c.Spill.Fallback = new(countingWriter)
 			})
 			logger := zap.New(core)
 			m := blockingFields{n: 50_000, blockAt: 20_000, once: new(sync.Once),

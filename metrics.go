@@ -137,6 +137,22 @@ func (h *metricsHub) Collect(ch chan<- prometheus.Metric) {
 // own (not through the hub) it exports whether or not it has a live core. Its methods are
 // safe for concurrent use.
 type metrics struct {
+	metricDescs
+	sendDuration *prometheus.HistogramVec
+	names        []metricName // of every series, the histogram's included
+
+	// hub is the collector it is a group of; nil for a core's own collector. Set before
+	// the group is published, not changed after.
+	hub *metricsHub
+
+	mu      sync.Mutex
+	live    []*metricsMember // the cores not closed
+	closed  []*metricsMember // the closed cores still reachable: their counters are read
+	retired Stats            // the counters of the closed cores no longer reachable, summed; its gauges stay zero
+}
+
+// metricDescs are the descriptors of a collector's series, one per metric.
+type metricDescs struct {
 	entries, delivered, spilled, dropped, truncated   *prometheus.Desc
 	replayed, duplicated, spillBytes, spillCorrupt    *prometheus.Desc
 	bufferBytes, capacityBytes, degraded, transitions *prometheus.Desc
@@ -147,17 +163,6 @@ type metrics struct {
 	handshakeFailures                                 *prometheus.Desc
 	serverConns, serverInFlight, serverDelivered      *prometheus.Desc
 	tagOverflow, tagEntries, tagDelivered, tagDropped *prometheus.Desc // logger tags (tags.go)
-	sendDuration                                      *prometheus.HistogramVec
-	names                                             []metricName // of every series, the histogram's included
-
-	// hub is the collector it is a group of; nil for a core's own collector. Set before
-	// the group is published, not changed after.
-	hub *metricsHub
-
-	mu      sync.Mutex
-	live    []*metricsMember // the cores not closed
-	closed  []*metricsMember // the closed cores still reachable: their counters are read
-	retired Stats            // the counters of the closed cores no longer reachable, summed; its gauges stay zero
 }
 
 // metricName is a metric's name and help.
@@ -365,83 +370,10 @@ func (m *metrics) total() Stats {
 	return t
 }
 
-// addCounters adds o's counters to s's, the servers' matched by address.
-func (s *StreamStats) addCounters(o *StreamStats) {
-	s.Entries += o.Entries
-	s.Delivered += o.Delivered
-	s.Truncated += o.Truncated
-	s.Spilled += o.Spilled
-	s.Replayed += o.Replayed
-	s.Duplicated += o.Duplicated
-	s.SpillCorruptSegments += o.SpillCorruptSegments
-	s.DegradeTransitions += o.DegradeTransitions
-	s.SentBatches += o.SentBatches
-	s.SentBytes += o.SentBytes
-	s.SendErrors += o.SendErrors
-	s.Reconnects += o.Reconnects
-	s.HandshakeFailures += o.HandshakeFailures
-	if s.Dropped == nil {
-		s.Dropped = make(map[string]uint64, len(o.Dropped))
-	}
-	for r, v := range o.Dropped {
-		s.Dropped[r] += v
-	}
-	for _, sv := range o.Servers {
-		p := s.server(sv.Addr)
-		p.Delivered += sv.Delivered
-		if sv.LastDelivery.After(p.LastDelivery) {
-			p.LastDelivery = sv.LastDelivery
-		}
-	}
-	s.TagOverflow += o.TagOverflow
-	for tag, ts := range o.Tags {
-		if s.Tags == nil {
-			s.Tags = map[string]TagStats{}
-		}
-		t := s.Tags[tag]
-		s.Tags[tag] = TagStats{t.Entries + ts.Entries, t.Delivered + ts.Delivered, t.Dropped + ts.Dropped, t.Spilled + ts.Spilled}
-	}
-}
-
-// addGauges adds o's gauges to s's: amounts (and the window counts KeepRatio is taken from)
-// are summed, Degraded and Dropping are either's, the ages the larger, AdmitRatio the
-// lower. KeepRatio is left for the caller to take from the summed window counts.
-func (s *StreamStats) addGauges(o *StreamStats) {
-	s.SpillBytes += o.SpillBytes
-	s.BufferedBytes += o.BufferedBytes
-	s.CapacityBytes += o.CapacityBytes
-	s.Capacity += o.Capacity
-	s.Pending += o.Pending
-	s.OldestPending = max(s.OldestPending, o.OldestPending)
-	s.SendInProgress = max(s.SendInProgress, o.SendInProgress)
-	s.Degraded = s.Degraded || o.Degraded
-	s.Dropping = s.Dropping || o.Dropping
-	s.AdmitRatio = min(s.AdmitRatio, o.AdmitRatio)
-	s.recent.offered += o.recent.offered
-	s.recent.dropped += o.recent.dropped
-	s.recent.pressed += o.recent.pressed
-	for _, sv := range o.Servers {
-		p := s.server(sv.Addr)
-		p.Connections += sv.Connections
-		p.FramesInFlight += sv.FramesInFlight
-	}
-}
-
-// server returns s's row for addr, adding it if there is none.
-func (s *StreamStats) server(addr string) *ServerStats {
-	for i := range s.Servers {
-		if s.Servers[i].Addr == addr {
-			return &s.Servers[i]
-		}
-	}
-	s.Servers = append(s.Servers, ServerStats{Addr: addr})
-	return &s.Servers[len(s.Servers)-1]
-}
-
 // sendDurationBuckets are the bounds of fluentcore_send_duration_seconds: 10 µs to about 42 s
 // by factors of 4 (12 bounds, and +Inf). The lowest resolves an err frame acked on a
 // local connection (tens of µs, which a 100 µs floor would read all as "under 100 µs");
-// the highest is past AckTimeout's default (30 s) and WriteTimeout's (10 s), so that an
+// the highest is past Timeouts.Ack's default (30 s) and Timeouts.Write's (10 s), so that an
 // attempt that ran into either lands in a bucket of its own, not in +Inf; factors of 4
 // span that in 12 bounds (a stall in progress is send_in_progress_seconds').
 var sendDurationBuckets = prometheus.ExponentialBuckets(0.00001, 4, 12)
@@ -469,51 +401,53 @@ func newMetrics(constLabels prometheus.Labels) *metrics {
 			Buckets:     sendDurationBuckets,
 			ConstLabels: constLabels,
 		}, []string{labelStream}),
-		entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
-		delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
-		spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback."),
-		dropped:       d("dropped_entries_total", "Entries dropped, by reason.", labelReason),
-		truncated:     d("truncated_entries_total", "Err entries larger than MaxEntryBytes cut down to fit (and still delivered or spilled)."),
-		replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
-		duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback)."),
-		spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
-		spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
-		bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
-		capacityBytes: d("buffer_capacity_bytes", "The stream's buffer budget in bytes."),
-		degraded:      d("degraded", "1 while the stream's degrade policy has it degraded, else 0 (drops with nothing shed, as in an outage: dropping, keep_ratio)."),
-		transitions:   d("degrade_transitions_total", "Changes between the normal and degraded states."),
-		keepRatio: d("keep_ratio",
-			"Share of the info entries offered in the last 10 s that were not dropped, for any reason (1: none offered, or none dropped; 0: all dropped)."),
-		admitRatio: d("degrade_admit_ratio",
-			"Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned)."),
-		capacity: d("capacity_entries_per_second",
-			"Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits; 0 while nothing is delivered."),
-		dropping: d("dropping",
-			"1 while the stream has dropped entries for backpressure (degraded, sampled, queue_full, spill_full) in the last second, else 0."),
-		pending: d("pending_entries",
-			"Entries taken and not yet delivered, spilled or dropped: in the stream's buffers (open, queued, being sent, waiting for acks) or being written."),
-		oldestPending: d("oldest_pending_seconds",
-			"Age of the oldest entry in the stream's buffers not yet delivered, spilled or dropped (its batch's first entry); 0 when none."),
-		sendInProgress: d("send_in_progress_seconds",
-			"How long the oldest send attempt under way has lasted: a frame's dial and write, or the wait for its ack; 0 when none."),
-		sentBatches: d("sent_batches_total", "Forward frames written to a receiver."),
-		sentBytes:   d("sent_bytes_total", "Bytes of Forward frames written to a receiver."),
-		sendErrors:  d("send_errors_total", "Failed attempts to send a frame (dial, write or ack)."),
-		reconnects:  d("reconnects_total", "Connections opened after the first one."),
-		handshakeFailures: d("handshake_failures_total",
-			"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
-		serverConns:    d("server_connections", "The stream's connections open to the server now.", labelServer),
-		serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (RequireAck).", labelServer),
-		serverDelivered: d("server_delivered_entries_total",
-			"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
-		serverLastSuccess: d("last_send_success_timestamp_seconds",
-			"Unix time when the server last took a frame of the stream (written, or acknowledged when acks are on); 0 before the first. Seconds since: time() - this.", labelServer),
-		tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past MaxTags: sent under the stream's tag, the name in the record."),
-		tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most MaxTags tags).", labelTag),
-		tagDelivered: d("tag_delivered_entries_total", "Entries of a logger tag the receiver has.", labelTag),
-		tagDropped:   d("tag_dropped_entries_total", "Entries of a logger tag dropped, whatever the reason.", labelTag),
+		metricDescs: metricDescs{
+			entries:       d("entries_total", "Entries at an enabled level that reached the core, including those dropped before encoding."),
+			delivered:     d("delivered_entries_total", "Entries the receiver has (written, or acknowledged when acks are on)."),
+			spilled:       d("spilled_entries_total", "Entries set aside instead of delivered: appended to the durable spill (Spill.Dir), or written to Spill.Fallback."),
+			dropped:       d("dropped_entries_total", "Entries dropped, by reason.", labelReason),
+			truncated:     d("truncated_entries_total", "Err entries larger than Transport.MaxEntryBytes cut down to fit (and still delivered or spilled)."),
+			replayed:      d("replayed_entries_total", "Spilled entries delivered from the durable spill (already counted as spilled)."),
+			duplicated:    d("duplicated_entries_total", "Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or Spill.Fallback)."),
+			spillBytes:    d("spill_bytes", "Bytes of the durable spill's segment files."),
+			spillCorrupt:  d("spill_corrupt_segments_total", "Spill segments whose damaged tail was skipped on replay."),
+			bufferBytes:   d("buffer_bytes", "Bytes of entries buffered: in open batches and in sealed ones waiting to be sent."),
+			capacityBytes: d("buffer_capacity_bytes", "The stream's buffer budget in bytes."),
+			degraded:      d("degraded", "1 while the stream's degrade policy has it degraded, else 0 (drops with nothing shed, as in an outage: dropping, keep_ratio)."),
+			transitions:   d("degrade_transitions_total", "Changes between the normal and degraded states."),
+			keepRatio: d("keep_ratio",
+				"Share of the info entries offered in the last 10 s that were not dropped, for any reason (1: none offered, or none dropped; 0: all dropped)."),
+			admitRatio: d("degrade_admit_ratio",
+				"Share of the offered info entries the adaptive degrade policy let through at its last step (1: nothing thinned)."),
+			capacity: d("capacity_entries_per_second",
+				"Info entries per second the stream delivered while its buffer held a backlog, smoothed: what the adaptive degrade policy admits; 0 while nothing is delivered."),
+			dropping: d("dropping",
+				"1 while the stream has dropped entries for backpressure (degraded, sampled, queue_full, spill_full) in the last second, else 0."),
+			pending: d("pending_entries",
+				"Entries taken and not yet delivered, spilled or dropped: in the stream's buffers (open, queued, being sent, waiting for acks) or being written."),
+			oldestPending: d("oldest_pending_seconds",
+				"Age of the oldest entry in the stream's buffers not yet delivered, spilled or dropped (its batch's first entry); 0 when none."),
+			sendInProgress: d("send_in_progress_seconds",
+				"How long the oldest send attempt under way has lasted: a frame's dial and write, or the wait for its ack; 0 when none."),
+			sentBatches: d("sent_batches_total", "Forward frames written to a receiver."),
+			sentBytes:   d("sent_bytes_total", "Bytes of Forward frames written to a receiver."),
+			sendErrors:  d("send_errors_total", "Failed attempts to send a frame (dial, write or ack)."),
+			reconnects:  d("reconnects_total", "Connections opened after the first one."),
+			handshakeFailures: d("handshake_failures_total",
+				"New connections whose shared-key handshake failed: rejected credentials, a PONG that does not prove the key, or no PONG."),
+			serverConns:    d("server_connections", "The stream's connections open to the server now.", labelServer),
+			serverInFlight: d("server_frames_in_flight", "Frames written to the server that wait for their acks now (a stream with acks).", labelServer),
+			serverDelivered: d("server_delivered_entries_total",
+				"Entries the server has taken (written, or acknowledged when acks are on), spill replays included.", labelServer),
+			serverLastSuccess: d("last_send_success_timestamp_seconds",
+				"Unix time when the server last took a frame of the stream (written, or acknowledged when acks are on); 0 before the first. Seconds since: time() - this.", labelServer),
+			tagOverflow:  d("tag_overflow_total", "Entries whose logger asked for a tag name past Tags.Max: sent under the stream's tag, the name in the record."),
+			tagEntries:   d("tag_entries_total", "Entries of a logger tag that reached the core, those shed included (at most Tags.Max tags).", labelTag),
+			tagDelivered: d("tag_delivered_entries_total", "Entries of a logger tag the receiver has.", labelTag),
+			tagDropped:   d("tag_dropped_entries_total", "Entries of a logger tag dropped, whatever the reason.", labelTag),
+		},
+		names: names,
 	}
-	m.names = names
 	return m
 }
 

@@ -36,7 +36,7 @@ func scrape(t *testing.T) string {
 // With the default config the metrics are where promhttp.Handler() reads: the dropped
 // counters are scraped with no setting. Two cores with the default config, and a reload
 // (the new core made before the old one is closed), register without an error and share
-// the series, whose counters never go backwards; NoMetrics registers nothing. Not parallel:
+// the series, whose counters never go backwards; Metrics.Disabled registers nothing. Not parallel:
 // it reads the default registry, which other cores of this package may share while it
 // runs (its counts are lower bounds for that reason).
 func TestDefaultConfigMetricsOnTheUsualHandler(t *testing.T) {
@@ -95,21 +95,21 @@ func TestDefaultConfigMetricsOnTheUsualHandler(t *testing.T) {
 	}
 
 	// The opt-out: nothing of this core's on the default registry.
-	quiet := fluentcore.New(fluentcore.Config{Addr: r.Addr(), NoMetrics: true, ConstLabels: prometheus.Labels{"opted": "out"}})
+	quiet := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Metrics: fluentcore.MetricsConfig{Disabled: true, ConstLabels: prometheus.Labels{"opted": "out"}}})
 	zap.New(quiet).Info("not scraped")
 	if err := quiet.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if body := scrape(t); strings.Contains(body, `opted="out"`) {
-		t.Fatal("NoMetrics: the core's series are on the default registry")
+		t.Fatal("Metrics.Disabled: the core's series are on the default registry")
 	}
 	if err := quiet.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if st := quiet.Stats(); st.Info.Delivered != 1 {
-		t.Fatalf("NoMetrics: Stats says %d delivered, want 1", st.Info.Delivered)
+		t.Fatalf("Metrics.Disabled: Stats says %d delivered, want 1", st.Info.Delivered)
 	}
-	if err := (fluentcore.Config{NoMetrics: true, Registerer: prometheus.NewRegistry()}).Validate(); err == nil {
-		t.Fatal("NoMetrics with a Registerer: no Validate error")
+	if err := (fluentcore.Config{Metrics: fluentcore.MetricsConfig{Disabled: true, Registerer: prometheus.NewRegistry()}}).Validate(); err == nil {
+		t.Fatal("Metrics.Disabled with a Registerer: no Validate error")
 	}
 }

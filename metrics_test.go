@@ -22,7 +22,7 @@ import (
 // The exposition of a fresh core's counters, compared whole.
 func TestMetricsExposition(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := New(Config{Addr: r.Addr(), Tag: "m", NoMetrics: true}) // read after Close: not registered
+	core := New(Config{Addr: r.Addr(), Tag: "m", Metrics: MetricsConfig{Disabled: true}}) // read after Close: not registered
 	logger := zap.New(core)
 	logger.Info("one")
 	logger.Info("two")
@@ -40,7 +40,7 @@ fluentcore_entries_total{stream="info"} 2
 # TYPE fluentcore_delivered_entries_total counter
 fluentcore_delivered_entries_total{stream="err"} 1
 fluentcore_delivered_entries_total{stream="info"} 2
-# HELP fluentcore_spilled_entries_total Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback.
+# HELP fluentcore_spilled_entries_total Entries set aside instead of delivered: appended to the durable spill (Spill.Dir), or written to Spill.Fallback.
 # TYPE fluentcore_spilled_entries_total counter
 fluentcore_spilled_entries_total{stream="err"} 0
 # HELP fluentcore_dropped_entries_total Entries dropped, by reason.
@@ -78,13 +78,13 @@ func TestSpillMetricsAreErrOnly(t *testing.T) {
 	core := New(Config{Addr: r.Addr(), Tag: "m"})
 	defer core.Close()
 	want := `
-# HELP fluentcore_spilled_entries_total Entries set aside instead of delivered: appended to the durable spill (SpillDir), or written to ErrFallback.
+# HELP fluentcore_spilled_entries_total Entries set aside instead of delivered: appended to the durable spill (Spill.Dir), or written to Spill.Fallback.
 # TYPE fluentcore_spilled_entries_total counter
 fluentcore_spilled_entries_total{stream="err"} 0
 # HELP fluentcore_replayed_entries_total Spilled entries delivered from the durable spill (already counted as spilled).
 # TYPE fluentcore_replayed_entries_total counter
 fluentcore_replayed_entries_total{stream="err"} 0
-# HELP fluentcore_duplicated_entries_total Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or ErrFallback).
+# HELP fluentcore_duplicated_entries_total Err entries acknowledged by the receiver after they were spilled while their frame waited for its ack (counted as spilled; also in the spill or Spill.Fallback).
 # TYPE fluentcore_duplicated_entries_total counter
 fluentcore_duplicated_entries_total{stream="err"} 0
 # HELP fluentcore_spill_bytes Bytes of the durable spill's segment files.
@@ -237,7 +237,7 @@ func TestErrPendingIsVisibleUntilAcked(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := &manualClock{now: t0}
-	core := NewWithClock(Config{Addr: r.Addr(), FlushInterval: 10 * time.Millisecond, SpillAfter: time.Hour}, clk)
+	core := NewWithClock(Config{Addr: r.Addr(), Transport: TransportConfig{FlushInterval: 10 * time.Millisecond}, Spill: SpillConfig{After: time.Hour}}, clk)
 	defer core.Close()
 	errs := map[string]string{"stream": "err"}
 	server := map[string]string{"stream": "err", "server": r.Addr()}
@@ -289,8 +289,10 @@ func TestErrPendingIsVisibleUntilAcked(t *testing.T) {
 func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
 	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	core := NewWithClock(fastRetry(Config{
-		Addr: downAddr(t), MaxBatchBytes: 1024, Info: StreamConfig{BufferBytes: 4 << 10},
-		FlushInterval: 10 * time.Millisecond, CloseTimeout: 100 * time.Millisecond,
+		Addr:      downAddr(t),
+		Transport: TransportConfig{MaxBatchBytes: 1024, FlushInterval: 10 * time.Millisecond},
+		Info:      InfoConfig{BufferBytes: 4 << 10},
+		Timeouts:  TimeoutsConfig{Close: 100 * time.Millisecond},
 	}), clk)
 	defer core.Close()
 	logger := zap.New(core)
@@ -332,8 +334,8 @@ func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
 func TestDroppingEndsWithClose(t *testing.T) {
 	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	core := NewWithClock(fastRetry(Config{
-		Addr: downAddr(t), MaxBatchBytes: 1024, Info: StreamConfig{BufferBytes: 4 << 10},
-		CloseTimeout: 100 * time.Millisecond, ErrFallback: io.Discard,
+		Addr: downAddr(t), Transport: TransportConfig{MaxBatchBytes: 1024}, Info: InfoConfig{BufferBytes: 4 << 10},
+		Timeouts: TimeoutsConfig{Close: 100 * time.Millisecond}, Spill: SpillConfig{Fallback: io.Discard},
 	}), clk)
 	logger := zap.New(core)
 	for i := range 200 {
@@ -354,8 +356,9 @@ func TestDroppingEndsWithClose(t *testing.T) {
 func TestCapacityIsZeroWhileNothingIsDelivered(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithReadRate(40_000))
 	core := New(Config{
-		Addr: r.Addr(), RequireAck: true, MaxBatchBytes: 16 << 10, Info: StreamConfig{BufferBytes: 512 << 10},
-		FlushInterval: 10 * time.Millisecond,
+		Addr:      r.Addr(),
+		Transport: TransportConfig{MaxBatchBytes: 16 << 10, FlushInterval: 10 * time.Millisecond},
+		Info:      InfoConfig{BufferBytes: 512 << 10, Acks: AcksOn},
 	})
 	defer core.Close()
 	logger := zap.New(core)
@@ -406,11 +409,11 @@ func TestCapacityIsZeroWhileNothingIsDelivered(t *testing.T) {
 }
 
 // The send-duration histogram resolves an err frame acked within tens of µs and a stall
-// up to AckTimeout's default: its lowest bound is under 100 µs and its highest over 30 s.
+// up to Timeouts.Ack's default: its lowest bound is under 100 µs and its highest over 30 s.
 func TestSendDurationBucketsSpanMicrosecondsToStalls(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewPedanticRegistry()
-	core := New(Config{Addr: r.Addr(), Registerer: reg})
+	core := New(Config{Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg}})
 	defer core.Close()
 	zap.New(core).Error("one")
 	if err := core.Sync(); err != nil {
@@ -557,37 +560,37 @@ func series(t *testing.T, g prometheus.Gatherer, name string, labels map[string]
 	return 0, false
 }
 
-// Every label name the metrics set themselves is refused in ConstLabels, by name, "tag"
+// Every label name the metrics set themselves is refused in Metrics.ConstLabels, by name, "tag"
 // (the logger tags' series) included: with it, none of the series could be made. New with
 // it still gives a working core whose Sync reports Validate's error, and registers nothing.
 func TestValidateRefusesEveryMetricsLabelName(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	names := append([]string{"tag"}, metricLabelNames[:]...)
 	for _, name := range names {
-		cfg := Config{Addr: r.Addr(), ConstLabels: prometheus.Labels{name: "x", "core": "a"}}
+		cfg := Config{Addr: r.Addr(), Metrics: MetricsConfig{ConstLabels: prometheus.Labels{name: "x", "core": "a"}}}
 		err := cfg.Validate()
-		if want := fmt.Sprintf("ConstLabels %q", name); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ConstLabels {%s: x}: Validate() = %v, want an error naming %s", name, err, want)
+		if want := fmt.Sprintf("Metrics.ConstLabels %q", name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Metrics.ConstLabels {%s: x}: Validate() = %v, want an error naming %s", name, err, want)
 			continue
 		}
 		reg := prometheus.NewPedanticRegistry()
-		cfg.Registerer = reg
+		cfg.Metrics.Registerer = reg
 		core := New(cfg)
 		zap.New(core).Info("still logged")
 		if serr := core.Sync(); serr == nil || serr.Error() != err.Error() {
-			t.Errorf("ConstLabels {%s: x}: Sync() = %v, want Validate's %v", name, serr, err)
+			t.Errorf("Metrics.ConstLabels {%s: x}: Sync() = %v, want Validate's %v", name, serr, err)
 		}
 		if n, gerr := testutil.GatherAndCount(reg); gerr != nil || n != 0 {
-			t.Errorf("ConstLabels {%s: x}: %d series registered, %v", name, n, gerr)
+			t.Errorf("Metrics.ConstLabels {%s: x}: %d series registered, %v", name, n, gerr)
 		}
 		if d := core.Stats().Info.Delivered; d != 1 {
-			t.Errorf("ConstLabels {%s: x}: %d delivered, want the core to work all the same", name, d)
+			t.Errorf("Metrics.ConstLabels {%s: x}: %d delivered, want the core to work all the same", name, d)
 		}
 		core.Close()
 	}
 }
 
-// Cores with different ConstLabels names on one registry all export, each its own series,
+// Cores with different Metrics.ConstLabels names on one registry all export, each its own series,
 // with its labels and no other: none, {core}, {core, team}. A reload of one of them (closed,
 // then made again with the same labels) continues its counters, and leaves the others'
 // alone. Once every core is closed, nothing is exported.
@@ -595,7 +598,7 @@ func TestCoresWithDifferentConstLabelNamesAllExport(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewPedanticRegistry()
 	newCore := func(labels prometheus.Labels) *Core {
-		core := New(Config{Addr: r.Addr(), Registerer: reg, ConstLabels: labels, FlushInterval: 10 * time.Millisecond})
+		core := New(Config{Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg, ConstLabels: labels}, Transport: TransportConfig{FlushInterval: 10 * time.Millisecond}})
 		if err := core.Sync(); err != nil {
 			t.Fatalf("%v: %v", labels, err)
 		}
@@ -660,12 +663,12 @@ func TestCoresWithDifferentConstLabelNamesAllExport(t *testing.T) {
 
 // A reload's old core, closed, still counts what it is handed, and the shared series have
 // it: 50 info entries logged through its logger after Close are dropped as closed, in its
-// Stats and in the registry's dropped counter; 5 err entries go to its ErrFallback, counted
+// Stats and in the registry's dropped counter; 5 err entries go to its Spill.Fallback, counted
 // as spilled in both.
 func TestClosedCoreDropsCountInSharedMetrics(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewPedanticRegistry()
-	cfg := Config{Addr: r.Addr(), Registerer: reg, ErrFallback: io.Discard}
+	cfg := Config{Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg}, Spill: SpillConfig{Fallback: io.Discard}}
 	old := New(cfg)
 	cur := New(cfg)
 	defer cur.Close()
@@ -698,7 +701,7 @@ func TestClosedCoreDropsCountInSharedMetrics(t *testing.T) {
 // (dropped as closed), and returns its collector; nothing of the core itself stays
 // reachable once it returns.
 func closedAndDropped(t *testing.T, addr string, reg prometheus.Registerer) *metrics {
-	core := New(Config{Addr: addr, Registerer: reg})
+	core := New(Config{Addr: addr, Metrics: MetricsConfig{Registerer: reg}})
 	logger := zap.New(core)
 	for range 3 {
 		logger.Info("delivered")
@@ -716,7 +719,7 @@ func closedAndDropped(t *testing.T, addr string, reg prometheus.Registerer) *met
 func TestUnreachableClosedCoreIsReleased(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewPedanticRegistry()
-	cur := New(Config{Addr: r.Addr(), Registerer: reg})
+	cur := New(Config{Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg}})
 	defer cur.Close()
 	m := closedAndDropped(t, r.Addr(), reg)
 	if m != cur.metrics {
@@ -738,8 +741,8 @@ func TestUnreachableClosedCoreIsReleased(t *testing.T) {
 }
 
 // The hub is found through a wrapped Registerer too, each core wrapping the registry anew
-// with the same labels; a ConstLabels value "" is no label, as Prometheus reads it, so
-// {core: ""} shares the series of no ConstLabels rather than exporting their duplicates;
+// with the same labels; a Metrics.ConstLabels value "" is no label, as Prometheus reads it, so
+// {core: ""} shares the series of no Metrics.ConstLabels rather than exporting their duplicates;
 // and the metric names stay claimed on the registry: another collector of one of them is
 // refused, as it would be by checked metrics.
 func TestMetricsHubOnAWrappedRegistererAndEmptyLabelValues(t *testing.T) {

@@ -63,7 +63,7 @@ func portOf(t *testing.T, r *forwardtest.Receiver) string {
 	return port
 }
 
-// A name that only Config.Resolver knows, with one address, is delivered to: both streams
+// A name that only Config.Transport.Resolver knows, with one address, is delivered to: both streams
 // dial the address the Resolver gave, never the name, and TLS still verifies the name.
 func TestAOneAddressNameIsDialledAtTheResolversAddress(t *testing.T) {
 	cert, err := forwardtest.NewTLSCert("single.test")
@@ -86,7 +86,7 @@ func TestAOneAddressNameIsDialledAtTheResolversAddress(t *testing.T) {
 			res := testkit.NewResolver()
 			res.Set("single.test", "127.0.0.1")
 			var dials dialLog
-			core := newWith(Config{Addr: tc.scheme + "://single.test:" + portOf(t, r), TLS: tc.tls, Resolver: res, Registerer: prometheus.NewRegistry()}, nil, dials.dial)
+			core := newWith(Config{Addr: tc.scheme + "://single.test:" + portOf(t, r), Security: SecurityConfig{TLS: tc.tls}, Transport: TransportConfig{Resolver: res}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}}, nil, dials.dial)
 			t.Cleanup(func() { _ = core.Close() })
 			logger := zap.New(core)
 			for i := range 10 {
@@ -124,7 +124,7 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	res.Set("pair.test", fleetIPs(2)...)
 	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
 	var dials dialLog
-	core := newWith(Config{Addr: "tcp://pair.test:" + port, Resolver: res, Registerer: prometheus.NewRegistry(), CloseTimeout: 5 * time.Second}, clock, dials.dial)
+	core := newWith(Config{Addr: "tcp://pair.test:" + port, Transport: TransportConfig{Resolver: res}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}, Timeouts: TimeoutsConfig{Close: 5 * time.Second}}, clock, dials.dial)
 	t.Cleanup(func() { _ = core.Close() })
 	testkit.WaitUntil(t, "the first lookup counts 2 info connections, one per address", func() bool { return sendingOn(core) == 2 })
 	stays := "127.0.0.1:" + port
@@ -180,7 +180,7 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 		t.Errorf("err spilled %d (to the fallback)", st.Err.Spilled)
 	}
 	if took >= 5*time.Second {
-		t.Errorf("Close took %v: the whole CloseTimeout", took)
+		t.Errorf("Close took %v: the whole Timeouts.Close", took)
 	}
 	if names := dials.names(); len(names) > 0 {
 		t.Errorf("dialed by name, past the Resolver: %v", names)
@@ -190,7 +190,7 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	})
 }
 
-// Every SRV target, the regular one and the standby, is looked up through Config.Resolver
+// Every SRV target, the regular one and the standby, is looked up through Config.Transport.Resolver
 // and dialed at the address it gives.
 func TestEverySRVTargetIsLookedUpThroughTheResolver(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
@@ -206,7 +206,7 @@ func TestEverySRVTargetIsLookedUpThroughTheResolver(t *testing.T) {
 		res.AddSRV("_fluentd._tcp.srv.test", &net.SRV{Target: target, Port: uint16(p), Priority: uint16(10 * (i + 1)), Weight: 1})
 	}
 	var dials dialLog
-	core := newWith(Config{Addr: "srv://_fluentd._tcp.srv.test", Resolver: res, Registerer: prometheus.NewRegistry(), RetryMax: 200 * time.Millisecond}, nil, dials.dial)
+	core := newWith(Config{Addr: "srv://_fluentd._tcp.srv.test", Transport: TransportConfig{Resolver: res, RetryMax: 200 * time.Millisecond}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}}, nil, dials.dial)
 	t.Cleanup(func() { _ = core.Close() })
 	logUntil(t, core, "the regular target takes entries", func() bool { return primary.Len() > 0 })
 	if err := primary.Close(); err != nil {

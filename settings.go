@@ -27,11 +27,11 @@ import (
 
 // Validate reports every problem that keeps cfg from working as written: a malformed
 // address, a negative or inconsistent size or duration, a duration under MinInterval, a
-// secret file that cannot be read or holds nothing, ConstLabels the metrics cannot carry,
-// joined into one error. It is for callers who want to fail fast; New accepts any Config
-// and reports the same error from Sync and Close. Safe for concurrent use: it changes
-// nothing, and looks no further than cfg,
-// SpillDir's status and the host name.
+// secret file that cannot be read or holds nothing, Metrics.ConstLabels the metrics cannot
+// carry, joined into one error; each problem names its field by its path in Config
+// (Transport.MaxBatchBytes, Spill.Dir). It is for callers who want to fail fast; New accepts
+// any Config and reports the same error from Sync and Close. Safe for concurrent use: it
+// changes nothing, and looks no further than cfg, Spill.Dir's status and the host name.
 func (cfg Config) Validate() error {
 	_, err := resolve(cfg)
 	return err
@@ -127,16 +127,16 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // concern (checkAcks to resolveEncoder below) are called from here alone, in the order their
 // problems are listed in the error. A value the error reports is replaced by its default,
 // except the address, whose error every send reports, the degrade watermarks and policy,
-// which are kept as given, and ConstLabels, which leave the metrics unregistered (without
-// them, cores told apart by them would share their series).
+// which are kept as given, and Metrics.ConstLabels, which leave the metrics unregistered
+// (without them, cores told apart by them would share their series).
 func resolve(cfg Config) (*settings, error) {
 	var errs []error
 	s := &settings{
 		level:   cfg.Level,
-		split:   newLevelSplit(cfg.ErrLevel),
+		split:   newLevelSplit(cfg.Err.Level),
 		onEvent: cfg.OnEvent,
 		spill: spillSettings{
-			errFallback: cmp.Or[io.Writer](cfg.ErrFallback, os.Stderr),
+			errFallback: cmp.Or[io.Writer](cfg.Spill.Fallback, os.Stderr),
 			onEvent:     cfg.OnEvent,
 		},
 	}
@@ -145,14 +145,14 @@ func resolve(cfg Config) (*settings, error) {
 	}
 	checkAcks(cfg.Info.Acks, cfg.Err.Acks, &errs)
 	s.conn.resolveConnection(cfg, &errs)
-	s.acks = resolveAcks(cfg.Info.Acks, cfg.Err.Acks, cfg.RequireAck, s.conn.endpoints)
+	s.acks = resolveAcks(cfg.Info.Acks, cfg.Err.Acks, s.conn.endpoints)
 	batch := s.resolveSizes(cfg, &errs)
 	s.resolveDurations(cfg, &errs)
-	s.conn.resolveResolver(cfg.Resolver, &errs)
+	s.conn.resolveResolver(cfg.Transport.Resolver, &errs)
 	s.degrade = resolveDegrade(cfg.Degrade, &errs)
-	s.spill.resolveSpill(cfg.SpillDir, cfg.SpillMaxBytes, batch, s.stream.batchBytes, &errs)
+	s.spill.resolveSpill(cfg.Spill.Dir, cfg.Spill.MaxBytes, batch, s.stream.batchBytes, &errs)
 	checkDegrade(cfg.Degrade, s.degrade, &errs)
-	s.registerer, s.constLabels = resolveMetrics(cfg.Registerer, cfg.NoMetrics, cfg.ConstLabels, &errs)
+	s.registerer, s.constLabels = resolveMetrics(cfg.Metrics.Registerer, cfg.Metrics.Disabled, cfg.Metrics.ConstLabels, &errs)
 	s.resolveTagSettings(cfg, &errs)
 	s.stream.enc = resolveEncoder(cfg.EncoderConfig)
 	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = s.stream.enc, s.stream.batchBytes, s.stream.entryBytes
@@ -177,13 +177,13 @@ func checkAcks(info, err Acks, errs *[]error) {
 	}
 }
 
-// resolveAcks returns whether each stream asks for acks: the info stream with AcksOn, and
-// by default when requireAck; the err stream unless AcksOff, and by default not when every
-// endpoint is a unix socket (fluentd's in_unix never acks: there the err stream asks for
-// acks only when Err.Acks says so).
-func resolveAcks(info, err Acks, requireAck bool, endpoints []dial.Endpoint) [numStreams]bool {
+// resolveAcks returns whether each stream asks for acks: the info stream with AcksOn only;
+// the err stream unless AcksOff, and by default not when every endpoint is a unix socket
+// (fluentd's in_unix never acks: there the err stream asks for acks only when Err.Acks
+// says so).
+func resolveAcks(info, err Acks, endpoints []dial.Endpoint) [numStreams]bool {
 	var acks [numStreams]bool
-	acks[infoStream] = info == AcksOn || (info == AcksDefault && requireAck)
+	acks[infoStream] = info == AcksOn
 	acks[errStream] = err != AcksOff && (err != AcksDefault || !onlyUnix(endpoints))
 	return acks
 }
@@ -198,7 +198,7 @@ func (c *connSettings) resolveConnection(cfg Config, errs *[]error) {
 	for _, f := range []struct {
 		name   string
 		secret Secret
-	}{{"SharedKey", cfg.SharedKey}, {"Password", cfg.Password}} {
+	}{{"Security.SharedKey", cfg.Security.SharedKey}, {"Security.Password", cfg.Security.Password}} {
 		if f.secret.Reveal() == redactedSecret { // set in code, or read from its file
 			err := fmt.Errorf("fluentcore: %s: %w", f.name, errRedactedSecret)
 			*errs = append(*errs, err)
@@ -206,20 +206,21 @@ func (c *connSettings) resolveConnection(cfg Config, errs *[]error) {
 		}
 	}
 	c.resolveServers(cfg, errs)
-	switch cfg.Compression {
+	switch cfg.Transport.Compression {
 	case "":
 	case wire.Gzip:
 		c.compression = wire.Gzip
 	default:
-		badf(errs, "Compression %q: want \"\" or \"gzip\"", cfg.Compression)
+		badf(errs, "Transport.Compression %q: want \"\" or \"gzip\"", cfg.Transport.Compression)
 	}
-	if !cfg.SharedKey.IsZero() {
-		c.creds = &wire.Credentials{SharedKey: cfg.SharedKey.Reveal(), SelfHostname: cfg.SelfHostname, Username: cfg.Username, Password: cfg.Password.Reveal()}
+	sec := cfg.Security // its secrets' files read
+	if !sec.SharedKey.IsZero() {
+		c.creds = &wire.Credentials{SharedKey: sec.SharedKey.Reveal(), SelfHostname: sec.SelfHostname, Username: sec.Username, Password: sec.Password.Reveal()}
 		if c.creds.SelfHostname == "" {
 			c.creds.SelfHostname = defaultHostname()
 		}
-	} else if cfg.Username != "" || !cfg.Password.IsZero() {
-		badf(errs, "Username and Password need a SharedKey")
+	} else if sec.Username != "" || !sec.Password.IsZero() {
+		badf(errs, "Security.Username and Security.Password need a Security.SharedKey")
 	}
 }
 
@@ -230,20 +231,21 @@ func (c *connSettings) resolveConnection(cfg Config, errs *[]error) {
 // is checked on its own, so that every one that is wrong is named. It returns the batch
 // size as configured (its default when unset), the bound the other checks report.
 func (s *settings) resolveSizes(cfg Config, errs *[]error) (batch int) {
-	batch = orDefault(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	tr := cfg.Transport
+	batch = orDefault(tr.MaxBatchBytes, DefaultMaxBatchBytes)
 	b, c := &s.stream, &s.conn
 	b.batchBytes = batch
-	if cfg.MaxBatchBytes < 0 || (cfg.MaxBatchBytes > 0 && cfg.MaxBatchBytes < 1024) || cfg.MaxBatchBytes > maxBatchLimit {
-		badf(errs, "MaxBatchBytes %d is outside [1024, %d]", cfg.MaxBatchBytes, maxBatchLimit)
+	if tr.MaxBatchBytes < 0 || (tr.MaxBatchBytes > 0 && tr.MaxBatchBytes < 1024) || tr.MaxBatchBytes > maxBatchLimit {
+		badf(errs, "Transport.MaxBatchBytes %d is outside [1024, %d]", tr.MaxBatchBytes, maxBatchLimit)
 		b.batchBytes = DefaultMaxBatchBytes
 	}
-	if cfg.MaxEntryBytes < 0 || cfg.MaxEntryBytes > batch {
-		badf(errs, "MaxEntryBytes %d is outside [0, MaxBatchBytes=%d]", cfg.MaxEntryBytes, batch)
+	if tr.MaxEntryBytes < 0 || tr.MaxEntryBytes > batch {
+		badf(errs, "Transport.MaxEntryBytes %d is outside [0, Transport.MaxBatchBytes=%d]", tr.MaxEntryBytes, batch)
 	}
-	b.entryBytes = min(orDefault(cfg.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
+	b.entryBytes = min(orDefault(tr.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
 	budget := func(name string, v, def int) int {
 		if v < 0 || (v > 0 && v < 2*batch) {
-			badf(errs, "%s %d is less than 2 × MaxBatchBytes (%d)", name, v, 2*batch)
+			badf(errs, "%s %d is less than 2 × Transport.MaxBatchBytes (%d)", name, v, 2*batch)
 		}
 		return max(orDefault(v, def), 2*b.batchBytes)
 	}
@@ -257,13 +259,10 @@ func (s *settings) resolveSizes(cfg Config, errs *[]error) (batch int) {
 		badf(errs, "Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
 		s.infoConnections = min(s.infoConnections, most)
 	}
-	c.maxInflight = orDefault(cfg.MaxInflight, DefaultMaxInflight)
-	if cfg.MaxInflight < 0 || cfg.MaxInflight > MaxInflightLimit {
-		badf(errs, "MaxInflight %d is outside [0, %d]", cfg.MaxInflight, MaxInflightLimit)
+	c.maxInflight = orDefault(tr.MaxInflight, DefaultMaxInflight)
+	if tr.MaxInflight < 0 || tr.MaxInflight > MaxInflightLimit {
+		badf(errs, "Transport.MaxInflight %d is outside [0, %d]", tr.MaxInflight, MaxInflightLimit)
 		c.maxInflight = min(max(c.maxInflight, DefaultMaxInflight), MaxInflightLimit)
-	}
-	if cfg.Err.Connections < 0 || cfg.Err.Connections > 1 {
-		badf(errs, "Err.Connections %d: the err stream sends on one connection (0 or 1)", cfg.Err.Connections)
 	}
 	return batch
 }
@@ -272,23 +271,23 @@ func (s *settings) resolveSizes(cfg Config, errs *[]error) (batch int) {
 // and Close waits, the spill's waits, and a connection's timeouts, retry schedule and
 // lookup interval.
 func (s *settings) resolveDurations(cfg Config, errs *[]error) {
-	c := &s.conn
-	s.flushInterval = durationSetting(errs, "FlushInterval", cfg.FlushInterval, DefaultFlushInterval, MaxInterval)
+	c, tr, to := &s.conn, cfg.Transport, cfg.Timeouts
+	s.flushInterval = durationSetting(errs, "Transport.FlushInterval", tr.FlushInterval, DefaultFlushInterval, MaxInterval)
 	s.stream.flushInterval = s.flushInterval
-	s.spill.maxWait = durationSetting(errs, "ErrMaxWait", cfg.ErrMaxWait, DefaultErrMaxWait, MaxErrMaxWait)
-	s.syncTimeout = durationSetting(errs, "SyncTimeout", cfg.SyncTimeout, DefaultSyncTimeout, MaxTimeout)
-	s.closeTimeout = durationSetting(errs, "CloseTimeout", cfg.CloseTimeout, DefaultCloseTimeout, MaxTimeout)
-	c.dialTimeout = durationSetting(errs, "DialTimeout", cfg.DialTimeout, DefaultDialTimeout, MaxTimeout)
-	c.handshakeTimeout = durationSetting(errs, "HandshakeTimeout", cfg.HandshakeTimeout, c.dialTimeout, MaxTimeout)
-	c.writeTimeout = durationSetting(errs, "WriteTimeout", cfg.WriteTimeout, DefaultWriteTimeout, MaxTimeout)
-	c.ackTimeout = durationSetting(errs, "AckTimeout", cfg.AckTimeout, DefaultAckTimeout, MaxTimeout)
-	c.retryMin = durationSetting(errs, "RetryMin", cfg.RetryMin, DefaultRetryMin, MaxInterval)
-	c.retryMax = max(durationSetting(errs, "RetryMax", cfg.RetryMax, DefaultRetryMax, MaxInterval), c.retryMin)
-	if cfg.RetryMin > 0 && cfg.RetryMax > 0 && cfg.RetryMin > cfg.RetryMax {
-		badf(errs, "RetryMin %v is above RetryMax %v", cfg.RetryMin, cfg.RetryMax)
+	s.spill.maxWait = durationSetting(errs, "Err.MaxWait", cfg.Err.MaxWait, DefaultErrMaxWait, MaxErrMaxWait)
+	s.syncTimeout = durationSetting(errs, "Timeouts.Sync", to.Sync, DefaultSyncTimeout, MaxTimeout)
+	s.closeTimeout = durationSetting(errs, "Timeouts.Close", to.Close, DefaultCloseTimeout, MaxTimeout)
+	c.dialTimeout = durationSetting(errs, "Timeouts.Dial", to.Dial, DefaultDialTimeout, MaxTimeout)
+	c.handshakeTimeout = durationSetting(errs, "Timeouts.Handshake", to.Handshake, c.dialTimeout, MaxTimeout)
+	c.writeTimeout = durationSetting(errs, "Timeouts.Write", to.Write, DefaultWriteTimeout, MaxTimeout)
+	c.ackTimeout = durationSetting(errs, "Timeouts.Ack", to.Ack, DefaultAckTimeout, MaxTimeout)
+	c.retryMin = durationSetting(errs, "Transport.RetryMin", tr.RetryMin, DefaultRetryMin, MaxInterval)
+	c.retryMax = max(durationSetting(errs, "Transport.RetryMax", tr.RetryMax, DefaultRetryMax, MaxInterval), c.retryMin)
+	if tr.RetryMin > 0 && tr.RetryMax > 0 && tr.RetryMin > tr.RetryMax {
+		badf(errs, "Transport.RetryMin %v is above Transport.RetryMax %v", tr.RetryMin, tr.RetryMax)
 	}
-	s.spill.after = durationSetting(errs, "SpillAfter", cfg.SpillAfter, DefaultSpillAfter, MaxInterval)
-	c.resolveInterval = durationSetting(errs, "ResolveInterval", cfg.ResolveInterval, DefaultResolveInterval, MaxInterval)
+	s.spill.after = durationSetting(errs, "Spill.After", cfg.Spill.After, DefaultSpillAfter, MaxInterval)
+	c.resolveInterval = durationSetting(errs, "Transport.ResolveInterval", tr.ResolveInterval, DefaultResolveInterval, MaxInterval)
 }
 
 // durationSetting returns the duration that v, the value of the setting name, stands for:
@@ -320,7 +319,7 @@ func (c *connSettings) resolveResolver(r Resolver, errs *[]error) {
 	if _, ok := c.resolver.(dial.SRVResolver); !ok {
 		for _, ep := range c.endpoints {
 			if strings.HasPrefix(ep.Addr, "srv://") {
-				badf(errs, "server %s: Resolver has no LookupSRV, so an srv:// server has no address", ep.Addr)
+				badf(errs, "server %s: Transport.Resolver has no LookupSRV, so an srv:// server has no address", ep.Addr)
 				break
 			}
 		}
@@ -359,29 +358,29 @@ func (sp *spillSettings) resolveSpill(dir string, maxBytes int64, batch, batchBy
 	sp.dir = dir
 	sp.maxBytes = max(orDefault(maxBytes, DefaultSpillMaxBytes), 2*int64(batchBytes))
 	if maxBytes < 0 || (maxBytes > 0 && maxBytes < 2*int64(batch)) {
-		badf(errs, "SpillMaxBytes %d is less than 2 × MaxBatchBytes (%d)", maxBytes, 2*batch)
+		badf(errs, "Spill.MaxBytes %d is less than 2 × Transport.MaxBatchBytes (%d)", maxBytes, 2*batch)
 	}
 	if dir != "" {
 		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-			badf(errs, "SpillDir %s is not a directory", dir)
+			badf(errs, "Spill.Dir %s is not a directory", dir)
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			badf(errs, "SpillDir: %w", err)
+			badf(errs, "Spill.Dir: %w", err)
 		}
 	}
 }
 
 // resolveMetrics returns where and under what labels the core's metrics are registered:
-// reg, else prometheus.DefaultRegisterer, and a copy of labels. The registerer is nil with
-// noMetrics (and reg set with it is reported); both are nil when a label is refused
+// reg, else prometheus.DefaultRegisterer, and a copy of labels. The registerer is nil when
+// disabled (and reg set with it is reported); both are nil when a label is refused
 // (checkConstLabels).
-func resolveMetrics(reg prometheus.Registerer, noMetrics bool, labels prometheus.Labels, errs *[]error) (prometheus.Registerer, prometheus.Labels) {
+func resolveMetrics(reg prometheus.Registerer, disabled bool, labels prometheus.Labels, errs *[]error) (prometheus.Registerer, prometheus.Labels) {
 	r, l := reg, maps.Clone(labels)
 	if r == nil { // not cmp.Or: a Registerer need not be comparable
 		r = prometheus.DefaultRegisterer
 	}
-	if noMetrics {
+	if disabled {
 		if reg != nil {
-			badf(errs, "set Registerer or NoMetrics, not both")
+			badf(errs, "set Metrics.Registerer or Metrics.Disabled, not both")
 		}
 		r = nil
 	}
@@ -393,8 +392,8 @@ func resolveMetrics(reg prometheus.Registerer, noMetrics bool, labels prometheus
 }
 
 // resolveTagSettings sets the tags: each stream's (Tag, Info.Tag, Err.Tag, each within
-// MaxTagBytes), and the loggers' (TagTemplate parsed, MaxTags, TagFromName, and Tag as
-// the template's {tag}).
+// MaxTagBytes), and the loggers' (Tags.Template parsed, Tags.Max, Tags.FromName, and Tag
+// as the template's {tag}).
 func (s *settings) resolveTagSettings(cfg Config, errs *[]error) {
 	*errs = append(*errs, resolveStreamTags(&cfg)...) // sets cfg.Tag's default
 	s.tags = streamTags(&cfg)
@@ -402,7 +401,7 @@ func (s *settings) resolveTagSettings(cfg Config, errs *[]error) {
 	var terrs []error
 	s.tagTemplate, s.maxTags, terrs = resolveTags(&cfg)
 	*errs = append(*errs, terrs...)
-	s.tagBase, s.tagFromName = cfg.Tag, cfg.TagFromName
+	s.tagBase, s.tagFromName = cfg.Tag, cfg.Tags.FromName
 }
 
 // resolveEncoder returns how entries are encoded: with zc, or when zc is all unset with
@@ -431,9 +430,9 @@ func (s *settings) setClock(clock zapcore.Clock) {
 	s.clock, s.conn.clock, s.stream.clock, s.spill.clock = clock, clock, clock, clock
 }
 
-// resolveSecrets reads SharedKeyFile, PasswordFile and TLSFiles into cfg. A problem is
-// added to errs and becomes addrErr: a core that cannot present its credentials must not
-// send without them.
+// resolveSecrets reads Security's SharedKeyFile, PasswordFile and TLSFiles into cfg. A
+// problem is added to errs and becomes addrErr: a core that cannot present its credentials
+// must not send without them.
 func (c *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 	fail := func(err error) {
 		*errs = append(*errs, err)
@@ -444,7 +443,7 @@ func (c *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 	for _, f := range []struct {
 		name, file string
 		secret     *Secret
-	}{{"SharedKey", cfg.SharedKeyFile, &cfg.SharedKey}, {"Password", cfg.PasswordFile, &cfg.Password}} {
+	}{{"Security.SharedKey", cfg.Security.SharedKeyFile, &cfg.Security.SharedKey}, {"Security.Password", cfg.Security.PasswordFile, &cfg.Security.Password}} {
 		if f.file == "" {
 			continue
 		}
@@ -462,20 +461,21 @@ func (c *connSettings) resolveSecrets(cfg *Config, errs *[]error) {
 			fail(fmt.Errorf("fluentcore: %sFile %s is empty (a byte-order mark and trailing white space are not part of the secret)", f.name, f.file))
 		}
 	}
-	if cfg.TLSFiles != (TLSFiles{}) {
-		tc, err := cfg.TLSFiles.apply(cfg.TLS)
+	if cfg.Security.TLSFiles != (TLSFiles{}) {
+		tc, err := cfg.Security.TLSFiles.apply(cfg.Security.TLS)
 		if err != nil {
 			fail(err)
 			return
 		}
-		cfg.TLS = tc
+		cfg.Security.TLS = tc
 	}
 }
 
 // secretFromFile is the secret a file holds: its text without a leading UTF-8 byte-order
 // mark and without trailing spaces, tabs, CRs and LFs. Editors, echo and Windows tools add
 // those unseen, and a key that differs by them fails the handshake with nothing to tell
-// why; a secret that really ends in white space has to be set in SharedKey or Password.
+// why; a secret that really ends in white space has to be set in Security.SharedKey or
+// Security.Password.
 // Leading spaces are kept: they are in the text, where no tool puts them by itself.
 func secretFromFile(b []byte) string {
 	return strings.TrimRight(strings.TrimPrefix(string(b), "\ufeff"), " \t\r\n\v\f")
@@ -491,21 +491,21 @@ func (f TLSFiles) apply(base *tls.Config) (*tls.Config, error) {
 	if f.CAFile != "" {
 		pem, err := os.ReadFile(f.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("fluentcore: TLSFiles.CAFile: %w", err)
+			return nil, fmt.Errorf("fluentcore: Security.TLSFiles.CAFile: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("fluentcore: TLSFiles.CAFile %s: no PEM certificate in it", f.CAFile)
+			return nil, fmt.Errorf("fluentcore: Security.TLSFiles.CAFile %s: no PEM certificate in it", f.CAFile)
 		}
 		tc.RootCAs = pool
 	}
 	if (f.CertFile == "") != (f.KeyFile == "") {
-		return nil, errors.New("fluentcore: TLSFiles: set CertFile and KeyFile, or neither")
+		return nil, errors.New("fluentcore: Security.TLSFiles: set CertFile and KeyFile, or neither")
 	}
 	if f.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("fluentcore: TLSFiles.CertFile/KeyFile: %w", err)
+			return nil, fmt.Errorf("fluentcore: Security.TLSFiles.CertFile/KeyFile: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -537,11 +537,11 @@ func (c *connSettings) resolveServers(cfg Config, errs *[]error) {
 		c.addrErr = errors.New("fluentcore: set Addr or Servers, not both")
 		*errs = append(*errs, c.addrErr)
 	}
-	tlsSet := cfg.TLS != nil || cfg.TLSFiles != (TLSFiles{})
+	tlsSet := cfg.Security.TLS != nil || cfg.Security.TLSFiles != (TLSFiles{})
 	anyTLS := false
 	var plain []string // with TLS settings: the addresses that would still be sent in plain text
 	for _, srv := range servers {
-		ep, err := dial.NewEndpoint(srv.Addr, cmp.Or(srv.Weight, DefaultServerWeight), srv.Standby, cfg.TLS)
+		ep, err := dial.NewEndpoint(srv.Addr, cmp.Or(srv.Weight, DefaultServerWeight), srv.Standby, cfg.Security.TLS)
 		anyTLS = anyTLS || ep.TLS != nil
 		if tlsSet && err == nil && ep.TLS == nil && ep.Network != "unix" {
 			plain = append(plain, srv.Addr)
@@ -560,9 +560,9 @@ func (c *connSettings) resolveServers(cfg Config, errs *[]error) {
 	case len(plain) > 0:
 		// TLS settings say the user wants TLS; sending these in plain text would be the
 		// one outcome they did not ask for. Refused, not upgraded: the address says how.
-		err = fmt.Errorf("fluentcore: TLS or TLSFiles is set, but %s is plain TCP: write tls://host:port, or leave TLS and TLSFiles unset", strings.Join(plain, ", "))
+		err = fmt.Errorf("fluentcore: Security.TLS or Security.TLSFiles is set, but %s is plain TCP: write tls://host:port, or leave both unset", strings.Join(plain, ", "))
 	case tlsSet && !anyTLS:
-		err = errors.New("fluentcore: TLS or TLSFiles is set but no address is tls://: nothing would use it")
+		err = errors.New("fluentcore: Security.TLS or Security.TLSFiles is set but no address is tls://: nothing would use it")
 	}
 	if err != nil {
 		*errs = append(*errs, err)
@@ -581,7 +581,7 @@ func (c *connSettings) resolveServers(cfg Config, errs *[]error) {
 func checkConstLabels(labels prometheus.Labels) []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(labels)) {
-		bad := func(why string) { errs = append(errs, fmt.Errorf("fluentcore: ConstLabels %q: %s", name, why)) }
+		bad := func(why string) { errs = append(errs, fmt.Errorf("fluentcore: Metrics.ConstLabels %q: %s", name, why)) }
 		switch {
 		case slices.Contains(metricLabelNames[:], name):
 			bad(fmt.Sprintf("the metrics set this label themselves (%s are theirs)", strings.Join(metricLabelNames[:], ", ")))
@@ -596,7 +596,7 @@ func checkConstLabels(labels prometheus.Labels) []error {
 	return errs
 }
 
-// defaultHostname is SelfHostname's default.
+// defaultHostname is Security.SelfHostname's default.
 func defaultHostname() string {
 	if h, err := os.Hostname(); err == nil && h != "" {
 		return h
@@ -612,7 +612,8 @@ func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {
 }
 
 // newBackoff returns the retry schedule of one sender or server: exponential with jitter
-// from RetryMin to RetryMax, never giving up, reset after each delivered batch.
+// from Transport.RetryMin to Transport.RetryMax, never giving up, reset after each
+// delivered batch.
 func (c *connSettings) newBackoff() backoff.BackOff { return dial.NewBackOff(c.retryMin, c.retryMax) }
 
 // eventFunc is Config.OnEvent; nil when unset.

@@ -9,9 +9,9 @@ import (
 // ceilingOf is the documented ceiling of the duration field at path (durationFields).
 func ceilingOf(path string) time.Duration {
 	switch {
-	case path == "ErrMaxWait":
+	case path == "Err.MaxWait":
 		return MaxErrMaxWait
-	case strings.HasSuffix(path, "Timeout"):
+	case strings.HasPrefix(path, "Timeouts."):
 		return MaxTimeout
 	}
 	return MaxInterval
@@ -19,7 +19,7 @@ func ceilingOf(path string) time.Duration {
 
 // Every duration has a ceiling, a documented constant: the ceiling itself is accepted, one
 // nanosecond over it is a Validate error naming the field and the ceiling, and New uses
-// the ceiling. ErrMaxWait's is a second: no logging call waits longer for room.
+// the ceiling. Err.MaxWait's is a second: no logging call waits longer for room.
 func TestDurationsHaveACeiling(t *testing.T) {
 	for path, set := range durationFields() {
 		most := ceilingOf(path)
@@ -34,9 +34,9 @@ func TestDurationsHaveACeiling(t *testing.T) {
 			t.Errorf("%s %v: error %v, want one naming it and its maximum %v", path, most+1, err, most)
 		}
 	}
-	s, err := resolve(Config{ErrMaxWait: 20 * time.Second, CloseTimeout: 1000 * time.Hour, WriteTimeout: 365 * 24 * time.Hour})
+	s, err := resolve(Config{Err: ErrConfig{MaxWait: 20 * time.Second}, Timeouts: TimeoutsConfig{Close: 1000 * time.Hour, Write: 365 * 24 * time.Hour}})
 	if err == nil || s.spill.maxWait != MaxErrMaxWait || s.closeTimeout != MaxTimeout || s.conn.writeTimeout != MaxTimeout {
-		t.Errorf("over the ceilings: %v; in use: ErrMaxWait %v, CloseTimeout %v, WriteTimeout %v", err, s.spill.maxWait, s.closeTimeout, s.conn.writeTimeout)
+		t.Errorf("over the ceilings: %v; in use: Err.MaxWait %v, Timeouts.Close %v, Timeouts.Write %v", err, s.spill.maxWait, s.closeTimeout, s.conn.writeTimeout)
 	}
 	if MaxErrMaxWait != time.Second {
 		t.Errorf("MaxErrMaxWait %v, documented as 1s", MaxErrMaxWait)
@@ -49,9 +49,9 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{Config{MaxBatchBytes: 100, MaxEntryBytes: -5}, []string{"MaxBatchBytes 100", "MaxEntryBytes -5"}},
-		{Config{RetryMin: time.Hour, RetryMax: time.Second}, []string{"RetryMin 1h0m0s is above RetryMax 1s"}},
-		{Config{CloseTimeout: 1000 * time.Hour, ErrMaxWait: 10 * time.Hour}, []string{"CloseTimeout 1000h0m0s", "ErrMaxWait 10h0m0s"}},
+		{Config{Transport: TransportConfig{MaxBatchBytes: 100, MaxEntryBytes: -5}}, []string{"Transport.MaxBatchBytes 100", "Transport.MaxEntryBytes -5"}},
+		{Config{Transport: TransportConfig{RetryMin: time.Hour, RetryMax: time.Second}}, []string{"Transport.RetryMin 1h0m0s is above Transport.RetryMax 1s"}},
+		{Config{Timeouts: TimeoutsConfig{Close: 1000 * time.Hour}, Err: ErrConfig{MaxWait: 10 * time.Hour}}, []string{"Timeouts.Close 1000h0m0s", "Err.MaxWait 10h0m0s"}},
 		{Config{Tag: "my app!"}, []string{`Tag "my app!"`}},
 		{Config{Addr: " tcp://127.0.0.1:24224 "}, []string{"leading or trailing spaces"}},
 		{Config{Servers: []Server{{Addr: "tcp://127.0.0.1:24224\n"}}}, []string{"leading or trailing spaces"}},
@@ -64,7 +64,7 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 			}
 		}
 	}
-	if err := (Config{RetryMin: time.Second, RetryMax: time.Second}).Validate(); err != nil {
-		t.Errorf("RetryMin equal to RetryMax: %v", err)
+	if err := (Config{Transport: TransportConfig{RetryMin: time.Second, RetryMax: time.Second}}).Validate(); err != nil {
+		t.Errorf("Transport.RetryMin equal to Transport.RetryMax: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/fluentcore/fluentcore/internal/wire"
 )
 
-// durationFields returns the Go path ("FlushInterval", "Degrade.Hold") of every
+// durationFields returns the Go path ("Transport.FlushInterval", "Degrade.Hold") of every
 // time.Duration field of Config, and a setter for it.
 func durationFields() map[string]func(*Config, time.Duration) {
 	out := map[string]func(*Config, time.Duration){}
@@ -56,7 +56,7 @@ func TestIntervalsHaveALowerBound(t *testing.T) {
 		}
 	}
 	// What New uses instead of a value under the floor: the default.
-	s, _ := resolve(Config{FlushInterval: 500, RetryMin: 1, Degrade: DegradeConfig{Hold: 10, SampleInterval: 10, DisconnectedAfter: 10}})
+	s, _ := resolve(Config{Transport: TransportConfig{FlushInterval: 500, RetryMin: 1}, Degrade: DegradeConfig{Hold: 10, SampleInterval: 10, DisconnectedAfter: 10}})
 	def := DegradeConfig{}.withDefaults()
 	if s.flushInterval != DefaultFlushInterval || s.conn.retryMin != DefaultRetryMin || s.degrade.Hold != def.Hold ||
 		s.degrade.SampleInterval != def.SampleInterval || s.degrade.DisconnectedAfter != 0 {
@@ -78,7 +78,7 @@ func TestSecretFilesAreTrimmed(t *testing.T) {
 	}
 	for i, content := range []string{"k3y", "k3y\n", "k3y\n\n", "k3y \n", "k3y\r\n", "k3y\t \r\n\n", "\ufeffk3y\n", "\ufeffk3y \r\n"} {
 		f := write("ok"+string(rune('a'+i)), content)
-		s, err := resolve(Config{SharedKeyFile: f, Username: "app", PasswordFile: f})
+		s, err := resolve(Config{Security: SecurityConfig{SharedKeyFile: f, Username: "app", PasswordFile: f}})
 		if err != nil {
 			t.Errorf("%q: %v", content, err)
 			continue
@@ -88,13 +88,13 @@ func TestSecretFilesAreTrimmed(t *testing.T) {
 		}
 	}
 	// Inside the secret, and before it, spaces are the secret's own.
-	s, err := resolve(Config{SharedKeyFile: write("inner", " a b \n")})
+	s, err := resolve(Config{Security: SecurityConfig{SharedKeyFile: write("inner", " a b \n")}})
 	if err != nil || cfgSecret(s.conn.creds, true) != " a b" {
 		t.Errorf("inner spaces: %v, read %q", err, cfgSecret(s.conn.creds, true))
 	}
 	for i, content := range []string{"", "\n", " \t\r\n", "\ufeff", "\ufeff\n"} {
 		f := write("empty"+string(rune('a'+i)), content)
-		err := Config{SharedKeyFile: f}.Validate()
+		err := Config{Security: SecurityConfig{SharedKeyFile: f}}.Validate()
 		if err == nil || !strings.Contains(err.Error(), "empty") {
 			t.Errorf("%q: Validate() = %v, want an error saying the file is empty", content, err)
 		}
@@ -112,8 +112,8 @@ func cfgSecret(c *wire.Credentials, key bool) string {
 	return c.Password
 }
 
-// Which streams ask for acks: the err stream unless Err.Acks is AcksOff, the info stream
-// with RequireAck or Info.Acks, Info.Acks winning.
+// Which streams ask for acks: the err stream unless Err.Acks is AcksOff (by default not
+// when every server is a unix socket), the info stream only with Info.Acks on.
 func TestAcksPerStream(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
@@ -121,14 +121,13 @@ func TestAcksPerStream(t *testing.T) {
 		infoAck, errAck bool
 	}{
 		{"default", Config{}, false, true},
-		{"RequireAck", Config{RequireAck: true}, true, true},
-		{"Err.Acks off", Config{Err: StreamConfig{Acks: AcksOff}}, false, false},
-		{"RequireAck, Info.Acks off", Config{RequireAck: true, Info: StreamConfig{Acks: AcksOff}}, false, true},
-		{"Info.Acks on", Config{Info: StreamConfig{Acks: AcksOn}}, true, true},
-		{"RequireAck, Err.Acks off", Config{RequireAck: true, Err: StreamConfig{Acks: AcksOff}}, true, false},
+		{"Err.Acks off", Config{Err: ErrConfig{Acks: AcksOff}}, false, false},
+		{"Info.Acks off", Config{Info: InfoConfig{Acks: AcksOff}}, false, true},
+		{"Info.Acks on", Config{Info: InfoConfig{Acks: AcksOn}}, true, true},
+		{"Info.Acks on, Err.Acks off", Config{Info: InfoConfig{Acks: AcksOn}, Err: ErrConfig{Acks: AcksOff}}, true, false},
 		{"unix socket", Config{Addr: "unix:///run/fluentd.sock"}, false, false},
-		{"unix socket, Err.Acks on", Config{Addr: "unix:///run/fluentd.sock", Err: StreamConfig{Acks: AcksOn}}, false, true},
-		{"unix socket, RequireAck", Config{Addr: "unix:///run/fluentd.sock", RequireAck: true}, true, false},
+		{"unix socket, Err.Acks on", Config{Addr: "unix:///run/fluentd.sock", Err: ErrConfig{Acks: AcksOn}}, false, true},
+		{"unix socket, Info.Acks on", Config{Addr: "unix:///run/fluentd.sock", Info: InfoConfig{Acks: AcksOn}}, true, false},
 		{"a unix socket and a tcp server", Config{Servers: []Server{{Addr: "unix:///run/fluentd.sock"}, {Addr: "tcp://127.0.0.1:24224"}}}, false, true},
 	} {
 		s := settingsFor(tc.cfg)
@@ -139,7 +138,7 @@ func TestAcksPerStream(t *testing.T) {
 			t.Errorf("%s: err asks for acks %v, want %v", tc.name, got, tc.errAck)
 		}
 	}
-	if err := (Config{Err: StreamConfig{Acks: 7}}).Validate(); err == nil || !strings.Contains(err.Error(), "Err.Acks") {
+	if err := (Config{Err: ErrConfig{Acks: 7}}).Validate(); err == nil || !strings.Contains(err.Error(), "Err.Acks") {
 		t.Errorf("Validate of Err.Acks 7: %v", err)
 	}
 }

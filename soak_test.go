@@ -178,9 +178,9 @@ func TestSoak(t *testing.T) {
 
 	fb := new(fallbackLog)
 	cfg := Config{
-		Addr: tagRouter(t, strings.TrimPrefix(infoRecv.Addr(), "tcp://"), errAddr), Tag: "soak", RequireAck: true, AckTimeout: 2 * time.Second,
-		SpillDir: t.TempDir(), SpillAfter: time.Second, ErrFallback: fb, OnEvent: (&eventLog{}).add,
-		RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond, CloseTimeout: 30 * time.Second,
+		Addr: tagRouter(t, strings.TrimPrefix(infoRecv.Addr(), "tcp://"), errAddr), Tag: "soak", Info: InfoConfig{Acks: AcksOn}, Timeouts: TimeoutsConfig{Ack: 2 * time.Second, Close: 30 * time.Second},
+		Spill: SpillConfig{Dir: t.TempDir(), After: time.Second, Fallback: fb}, OnEvent: (&eventLog{}).add,
+		Transport: TransportConfig{RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond},
 		// Degrading would drop most info entries in Check; the soak wants the send path
 		// busy, so info entries are dropped only when the buffers are full.
 		Degrade: DegradeConfig{Policy: DegradeOff},

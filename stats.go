@@ -16,12 +16,12 @@ const (
 	dropDegraded    dropReason = iota // info stream degraded, policy dropped it (in Check)
 	dropSampled                       // info stream degraded, sampler dropped it (in Check)
 	dropQueueFull                     // info buffers all in use
-	dropTooLarge                      // entry larger than MaxEntryBytes (info)
+	dropTooLarge                      // entry larger than Transport.MaxEntryBytes (info)
 	dropClosed                        // logged after Close (info)
 	dropEncodeError                   // a panic no field could take (zap.Inline, EncodeLevel) while encoding
 	dropShutdown                      // accepted, but not delivered before Close's deadline (info)
-	dropSpillFailed                   // err entry the spill (or, without SpillDir, ErrFallback) failed to take
-	dropSpillFull                     // err entry the spill refused: SpillMaxBytes reached (written to ErrFallback)
+	dropSpillFailed                   // err entry the spill (or, without Spill.Dir, Spill.Fallback) failed to take
+	dropSpillFull                     // err entry the spill refused: Spill.MaxBytes reached (written to Spill.Fallback)
 	numDropReasons
 )
 
@@ -43,7 +43,7 @@ func (r dropReason) String() string { return dropReasonNames[r] }
 // point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after
 // Close nothing is in flight. Replayed is outside that sum: replayed entries were counted
 // as Spilled when they went to the spill (by this process, or by an earlier one that used
-// the same SpillDir), so within one process Replayed <= Spilled + what the spill held at
+// the same Spill.Dir), so within one process Replayed <= Spilled + what the spill held at
 // start; the entries still in flight are Pending. A StreamStats is a copy, taken by
 // Core.Stats (and by each scrape) at the sink's clock's time: safe to keep and read from
 // any goroutine. Its zero value is a stream that has seen nothing, except that the ratios
@@ -57,29 +57,29 @@ type StreamStats struct {
 	// into its socket buffers, which a receiver that stopped reading does not empty (see
 	// ServerStats.LastDelivery for what counts as the receiver taking them).
 	Delivered uint64
-	// Truncated counts err entries larger than MaxEntryBytes that were cut down to fit (their
+	// Truncated counts err entries larger than Transport.MaxEntryBytes that were cut down to fit (their
 	// largest values shortened and marked); they are also counted where they went
 	// (Delivered, or Spilled). Always 0 on the info stream, which drops such entries.
 	Truncated uint64
-	// TagOverflow counts entries whose logger asked for a tag name past Config.MaxTags: they
+	// TagOverflow counts entries whose logger asked for a tag name past Config.Tags.Max: they
 	// went under the stream's own tag, with the name in the record (see TagOverflowKey), and
 	// are also counted where they went (Delivered, Dropped, Spilled).
 	TagOverflow uint64
-	// Tags are the counters of each logger tag (Tag, Config.TagFromName) the stream has
-	// sent under, by tag: at most Config.MaxTags; nil without any. The stream's own tag is
+	// Tags are the counters of each logger tag (Tag, Config.Tags.FromName) the stream has
+	// sent under, by tag: at most Config.Tags.Max; nil without any. The stream's own tag is
 	// not among them: its entries are the stream's less these.
 	Tags map[string]TagStats
 	// Spilled counts entries set aside instead of delivered (err only): appended to the
-	// durable spill with Config.SpillDir, written to ErrFallback without it.
+	// durable spill with Config.Spill.Dir, written to Spill.Fallback without it.
 	Spilled uint64
 	// Replayed counts entries delivered from the durable spill (err only). They are not
 	// counted in Delivered again.
 	Replayed uint64
 	// Duplicated counts err entries the receiver acknowledged after they had gone to the
-	// spill: their frame waited for its ack while the connection was stuck for SpillAfter
+	// spill: their frame waited for its ack while the connection was stuck for Spill.After
 	// (or the err buffers were full), so they were spilled, and the ack came later. They are
 	// counted as Spilled, not Delivered, and are at the receiver twice over: once from the
-	// frame, once more if the durable spill replays them (or in ErrFallback's output).
+	// frame, once more if the durable spill replays them (or in Spill.Fallback's output).
 	// Outside the sum of Entries.
 	Duplicated uint64
 	// Dropped counts dropped entries by reason: degraded, sampled, queue_full, too_large,
@@ -141,7 +141,7 @@ type StreamStats struct {
 	// Capacity is the delivery rate DegradeAdaptive measured while the buffer held a
 	// backlog, in entries per second (0 until measured, and on the err stream). It reads 0
 	// while nothing is delivered — entries have been pending for longer than
-	// FlushInterval and a second, and no frame has been taken for a second — rather than
+	// Transport.FlushInterval and a second, and no frame has been taken for a second — rather than
 	// the last measure, which would say the receiver takes what it no longer takes. The
 	// policy itself still uses its measure (this is reporting only).
 	Capacity float64
@@ -182,17 +182,17 @@ type ServerStats struct {
 	// Connections is how many of the stream's connections are open to it now.
 	Connections int
 	// FramesInFlight is how many frames on those connections wait for their acks now
-	// (always 0 without RequireAck).
+	// (always 0 on a stream without acks).
 	FramesInFlight int
-	// Delivered counts the entries it has taken: written, or acknowledged with RequireAck.
+	// Delivered counts the entries it has taken: written, or acknowledged on a stream with acks.
 	// Entries replayed from the spill are counted too, so over all servers it is the
 	// stream's Delivered + Replayed.
 	Delivered uint64
 	// LastDelivery is when it last took a frame of the stream (written, or acknowledged
-	// with RequireAck; a frame of the spill's replay too), on the sink's clock; the zero
+	// on a stream with acks; a frame of the spill's replay too), on the sink's clock; the zero
 	// time before the first. Without acks, once a write has timed out (the receiver read
-	// nothing for WriteTimeout), the frames then written into new connections are counted
-	// in Delivered but move LastDelivery only once writes still succeed WriteTimeout after
+	// nothing for Timeouts.Write), the frames then written into new connections are counted
+	// in Delivered but move LastDelivery only once writes still succeed Timeouts.Write after
 	// the last timeout: into a receiver that reads nothing, a write times out sooner, once
 	// the socket buffers are full. An idle stream's grows old too: it says a server is not taking
 	// entries only while some are pending.
@@ -303,4 +303,77 @@ func (w *recentWindow) before(now time.Time, d time.Duration) recentCounts {
 		return w.c[oldest]
 	}
 	return recentCounts{}
+}
+
+// addCounters adds o's counters to s's, the servers' matched by address.
+func (s *StreamStats) addCounters(o *StreamStats) {
+	s.Entries += o.Entries
+	s.Delivered += o.Delivered
+	s.Truncated += o.Truncated
+	s.Spilled += o.Spilled
+	s.Replayed += o.Replayed
+	s.Duplicated += o.Duplicated
+	s.SpillCorruptSegments += o.SpillCorruptSegments
+	s.DegradeTransitions += o.DegradeTransitions
+	s.SentBatches += o.SentBatches
+	s.SentBytes += o.SentBytes
+	s.SendErrors += o.SendErrors
+	s.Reconnects += o.Reconnects
+	s.HandshakeFailures += o.HandshakeFailures
+	if s.Dropped == nil {
+		s.Dropped = make(map[string]uint64, len(o.Dropped))
+	}
+	for r, v := range o.Dropped {
+		s.Dropped[r] += v
+	}
+	for _, sv := range o.Servers {
+		p := s.server(sv.Addr)
+		p.Delivered += sv.Delivered
+		if sv.LastDelivery.After(p.LastDelivery) {
+			p.LastDelivery = sv.LastDelivery
+		}
+	}
+	s.TagOverflow += o.TagOverflow
+	for tag, ts := range o.Tags {
+		if s.Tags == nil {
+			s.Tags = map[string]TagStats{}
+		}
+		t := s.Tags[tag]
+		s.Tags[tag] = TagStats{t.Entries + ts.Entries, t.Delivered + ts.Delivered, t.Dropped + ts.Dropped, t.Spilled + ts.Spilled}
+	}
+}
+
+// addGauges adds o's gauges to s's: amounts (and the window counts KeepRatio is taken from)
+// are summed, Degraded and Dropping are either's, the ages the larger, AdmitRatio the
+// lower. KeepRatio is left for the caller to take from the summed window counts.
+func (s *StreamStats) addGauges(o *StreamStats) {
+	s.SpillBytes += o.SpillBytes
+	s.BufferedBytes += o.BufferedBytes
+	s.CapacityBytes += o.CapacityBytes
+	s.Capacity += o.Capacity
+	s.Pending += o.Pending
+	s.OldestPending = max(s.OldestPending, o.OldestPending)
+	s.SendInProgress = max(s.SendInProgress, o.SendInProgress)
+	s.Degraded = s.Degraded || o.Degraded
+	s.Dropping = s.Dropping || o.Dropping
+	s.AdmitRatio = min(s.AdmitRatio, o.AdmitRatio)
+	s.recent.offered += o.recent.offered
+	s.recent.dropped += o.recent.dropped
+	s.recent.pressed += o.recent.pressed
+	for _, sv := range o.Servers {
+		p := s.server(sv.Addr)
+		p.Connections += sv.Connections
+		p.FramesInFlight += sv.FramesInFlight
+	}
+}
+
+// server returns s's row for addr, adding it if there is none.
+func (s *StreamStats) server(addr string) *ServerStats {
+	for i := range s.Servers {
+		if s.Servers[i].Addr == addr {
+			return &s.Servers[i]
+		}
+	}
+	s.Servers = append(s.Servers, ServerStats{Addr: addr})
+	return &s.Servers[len(s.Servers)-1]
 }

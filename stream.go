@@ -6,8 +6,9 @@ package fluentcore
 // the shards (stream_shards.go), the tag floors and the reserve (stream_floors.go), the
 // counts (stream_counts.go). Its concerns each have a room: the write path
 // (stream_write.go), its side of the ring (stream_batches.go: which batch a tag may take,
-// what it holds), the flush policy (stream_flush.go), the senders (stream_sender.go) and
-// the spill (stream_spill.go).
+// what it holds), the flush policy (stream_flush.go: flusher), the senders
+// (stream_sender.go: sender, one per connection) and what it cannot carry (stream_spill.go:
+// its overflow, the err stream's spill).
 
 import (
 	"slices"
@@ -21,37 +22,14 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// streamPolicy is what makes a stream the info stream or the err stream: its admission, and
-// what becomes of what it cannot carry. The info stream's (infoPolicy, degrade.go) drops
-// what it cannot carry, counted by reason; the err stream's (errPolicy, err_spill.go) waits,
-// cuts and spills instead, and has its sender seal every entry at once. A policy is told
-// what happened and answers; it never reaches back into the stream. The err stream also
-// holds its policy as errSpill, for the spill and replay paths the policy opens.
+// streamPolicy is what makes a stream's write path the info stream's or the err stream's:
+// its admission (stream_floors.go), which the info stream's (infoPolicy, degrade.go) has
+// admit and thin under backpressure and the err stream's (errPolicy, err_spill.go) has keep
+// every entry whole and wake its sender at each write, and the figures it adds to Stats. A
+// policy is told what happened and answers; it never reaches back into the stream. What the
+// stream cannot carry is its overflow's (stream_spill.go).
 type streamPolicy interface {
 	admission
-	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
-	// all, the entry is lost (losesToSpill says where) at once.
-	roomWait() time.Duration
-	// noRoom is told that a writer found no free batch while every connection fails: the
-	// policy's sender may make room at once rather than wait out its backoff.
-	noRoom()
-	// cutsOversized reports whether an entry over MaxEntryBytes is cut down to fit rather
-	// than dropped (too_large).
-	cutsOversized() bool
-	// losesToSpill reports whether entries the stream cannot carry go to the spill rather
-	// than being dropped and counted by reason.
-	losesToSpill() bool
-	// sealsWhileFailing reports whether the clock seals partly filled batches while sends
-	// have failed for failingFor: when sealed batches leave at once, to the spill.
-	sealsWhileFailing(failingFor time.Duration) bool
-	// spillDue reports whether batches whose sends have failed since failingSince go to
-	// the spill at now and, if not, the longest the sender may wait for its next attempt.
-	spillDue(failingSince, now time.Time) (due bool, within time.Duration)
-	// replaying reports whether the durable spill holds frames: then it is the queue.
-	replaying() bool
-	// signals are what the stream's senders listen to besides their queue and their acks
-	// (see errPolicy); nil channels, never ready, for a policy without them.
-	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
 	// report adds the policy's own figures to the stream's Stats.
 	report(st *StreamStats)
 }
@@ -62,7 +40,7 @@ var (
 )
 
 // stream is one of the two streams: its shards, which batch a writer may take (floors,
-// reserve), its ring, its senders, its counts and its policy.
+// reserve), its ring, its senders, its flush policy, its counts and its policy.
 type stream struct {
 	id     streamID
 	tag    string    // the stream's own tag, of its entries without a logger tag
@@ -80,50 +58,50 @@ type stream struct {
 	firstPass msgpenc.Budget
 	weights   weights // the entries' sample weights (Degrade.WeightKey; none without)
 	closed    atomic.Bool
-	senders   []*sender     // one per connection; the err stream has one
 	clock     zapcore.Clock // streamSettings.clock: the time of its attempts, waits and deadlines
 
 	policy streamPolicy
-	admit  admission // policy's, as the write path asks it
-	// errSpill is the err policy's spill, which only the paths its policy opens reach
-	// (losesToSpill, spillDue, replaying, signals); nil on the info stream.
-	errSpill *errPolicy
-
-	counts                                         *streamCounts
-	busy                                           atomic.Int32  // senders holding a batch (deliver)
-	flushOwed                                      atomic.Bool   // a flush tick found the sender busy
-	replayed                                       atomic.Uint64 // delivered from the durable spill
-	duplicated                                     atomic.Uint64 // acked after their batch was spilled (stuckSpill)
-	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
-	sendDuration                                   prometheus.Observer // this stream's histogram
+	// over is what the stream does with what it cannot carry: drop it (info) or wait, cut
+	// and spill it (err); its senders' route is the same value's.
+	over    overflow
+	senders senders  // one per connection; the err stream has one
+	flusher *flusher // when partly filled batches are sealed
+	sends   sendCounts
+	counts  *streamCounts
 }
 
 // newStream makes stream id with budget bytes of batches, sending on fwds: its entries
-// without a logger tag go under its own tag in tags (index 0), and its send times to
-// sendDuration.
-func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
+// without a logger tag go under its own tag in tags (index 0), what it cannot carry to the
+// overflow carry builds, and its send times to sendDuration.
+func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, carry carrier, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	st := &stream{
-		id:        id,
-		tag:       tags.tagOf(0, id),
-		tags:      tags,
-		policy:    policy,
-		admit:     policy,
-		shards:    newShards(nb, tags, s.enc),
-		sealAt:    s.batchBytes - s.batchBytes/16,
-		entryCap:  s.entryBytes,
-		firstPass: msgpenc.FirstPass(s.entryBytes, policy.cutsOversized()),
-		clock:     s.clock,
-
-		sendDuration: sendDuration,
+		id:       id,
+		tag:      tags.tagOf(0, id),
+		tags:     tags,
+		policy:   policy,
+		shards:   newShards(nb, tags, s.enc),
+		sealAt:   s.batchBytes - s.batchBytes/16,
+		entryCap: s.entryBytes,
+		clock:    s.clock,
 	}
 	st.ring = ring.New(nb, s.batchBytes, len(fwds), ring.Hooks{Finished: st.finished, Merged: func(b *ring.Batch) { st.floors.unclaim(b) }})
 	st.floors = newTagFloors(tags, st.ring)
 	st.reserve = newReserve(st.ring, policy, st.sealAt)
 	st.counts = newStreamCounts(id, tags, st.shards, s.flushInterval, s.clock.Now())
+	st.sends.duration, st.sends.clock = sendDuration, s.clock
+	over, route := carry(st.ring, st, s.clock)
+	st.over = over
+	st.firstPass = msgpenc.FirstPass(s.entryBytes, over.cutsOversized())
+	st.flusher = newFlusher(st.ring, st, over)
+	// The connections hold at most all but randShards of the batches in flight together:
+	// that many stay out of flight, for the writers to fill and the senders to take next
+	// (the logger tags' shards are not counted: a core without tags keeps its window).
+	window := nb - st.shards.randShards
 	for _, f := range fwds {
-		st.senders = append(st.senders, &sender{fwd: f, bo: f.NewBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb)})
+		st.senders = append(st.senders, newSender(f, st.ring, st, route, st.flusher, &st.sends, s.clock, window))
 	}
+	st.flusher.senders = st.senders
 	return st
 }
 
@@ -132,7 +110,7 @@ func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy
 // it is no flood, and the last batches are kept for such entries whatever their tag (see
 // takeFor).
 func (s *stream) mayTake(ent *zapcore.Entry, tag uint16) bool {
-	return !s.floors.at(tag) || s.admit.reserves() && s.admit.keepsWhole(ent.Level, tag, ent.Message)
+	return !s.floors.at(tag) || s.policy.reserves() && s.policy.keepsWhole(ent.Level, tag, ent.Message)
 }
 
 // tagOf returns the Forward tag of a batch with tag index idx.
@@ -151,40 +129,6 @@ func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, uint16, string)
 	s.shards.weightKey(key)
 }
 
-// sending returns the senders that send: the first forward.Forwarder.Sending of them (the
-// others never start, and hold nothing).
-func (s *stream) sending() []*sender { return s.senders[:s.senders[0].fwd.Sending()] }
-
-// failing reports whether every connection of the stream is failing: nothing drains.
-func (s *stream) failing() bool {
-	for _, snd := range s.sending() {
-		if !snd.fwd.Status().Failing() {
-			return false
-		}
-	}
-	return true
-}
-
-// disconnectedFor is how long the stream has had no working connection at now; 0 if it has
-// one.
-func (s *stream) disconnectedFor(now time.Time) time.Duration {
-	d := s.senders[0].fwd.Status().DisconnectedFor(now)
-	for _, snd := range s.sending()[1:] {
-		d = min(d, snd.fwd.Status().DisconnectedFor(now))
-	}
-	return d
-}
-
-// lastError is the last send error of a connection, if one has one.
-func (s *stream) lastError() error {
-	for _, snd := range s.senders {
-		if err := snd.fwd.Status().LastError(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // stats reads the stream's counters and gauges at the sink's clock's now. The outcomes
 // (delivered, spilled, dropped) are read before Entries (streamCounts.read).
 func (s *stream) stats() StreamStats {
@@ -193,14 +137,14 @@ func (s *stream) stats() StreamStats {
 		Dropped:       make(map[string]uint64, numDropReasons),
 		Delivered:     s.counts.delivered.Load(),
 		Spilled:       s.counts.spilled.Load(),
-		Replayed:      s.replayed.Load(),
-		Duplicated:    s.duplicated.Load(),
+		Replayed:      s.sends.replayed.Load(),
+		Duplicated:    s.sends.duplicated.Load(),
 		BufferedBytes: s.buffered(),
 		CapacityBytes: s.capacity(),
-		SentBatches:   s.sentBatches.Load(),
-		SentBytes:     s.sentBytes.Load(),
-		SendErrors:    s.sendErrors.Load(),
-		Reconnects:    s.reconnects.Load(),
+		SentBatches:   s.sends.sentBatches.Load(),
+		SentBytes:     s.sends.sentBytes.Load(),
+		SendErrors:    s.sends.sendErrors.Load(),
+		Reconnects:    s.sends.reconnects.Load(),
 	}
 	var busy int64 // when the oldest send under way began
 	for _, snd := range s.senders {
@@ -266,4 +210,9 @@ func (s *stream) serverStats() []ServerStats {
 		}
 	}
 	return rows
+}
+
+// countDelivered counts a frame delivered (streamCounts.frameDelivered), for the senders.
+func (s *stream) countDelivered(tag uint16, entries []byte, n int) {
+	s.counts.frameDelivered(tag, entries, n)
 }

@@ -20,9 +20,9 @@ import (
 // an entry of that tag the policy keeps whole takes it: else the flood would fill it next.
 func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch {
 	reserved := false
-	if s.admit.reserves() {
+	if s.policy.reserves() {
 		if s.reserve.due() || s.floors.at(tag) {
-			if !s.admit.keepsWhole(ent.Level, tag, ent.Message) {
+			if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 				return nil
 			}
 			reserved = true
@@ -65,8 +65,8 @@ func (s *stream) seal(b *ring.Batch) {
 	s.ring.Seal(b)
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
-	if queued, capacity := s.ring.Bytes(); s.admit.wakes(float64(queued) / float64(capacity)) {
-		s.admit.wakeWith(s.shards.taken())
+	if queued, capacity := s.ring.Bytes(); s.policy.wakes(float64(queued) / float64(capacity)) {
+		s.policy.wakeWith(s.shards.taken())
 	}
 }
 
@@ -157,15 +157,14 @@ func (s *stream) capacity() int64 {
 // dropped), before it is free: its entries leave the policy's count, and the batch its
 // tag's.
 func (s *stream) finished(b *ring.Batch) {
-	s.admit.freed(b.N)
+	s.policy.freed(b.N)
 	s.floors.unclaim(b)
 }
 
 // abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
 // shutdown, as the policy says.
 func (s *stream) abandon(b *ring.Batch) {
-	if s.policy.losesToSpill() {
-		s.spillSealed(b)
+	if s.over.spillBatch(b) {
 		return
 	}
 	s.regroup(b)

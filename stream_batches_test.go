@@ -20,10 +20,13 @@ import (
 func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
 	core := New(fastRetry(Config{
-		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 8 << 10, MaxEntryBytes: 6 << 10,
-		Info: StreamConfig{BufferBytes: 64 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
-		FlushInterval: 5 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, AckTimeout: 50 * time.Millisecond,
-		RetryMax: 10 * time.Millisecond, ErrFallback: io.Discard,
+		Addr:      r.Addr(),
+		Level:     zapcore.DebugLevel,
+		Transport: TransportConfig{MaxBatchBytes: 8 << 10, MaxEntryBytes: 6 << 10, FlushInterval: 5 * time.Millisecond, RetryMax: 10 * time.Millisecond},
+		Info:      InfoConfig{BufferBytes: 64 << 10},
+		Err:       ErrConfig{BufferBytes: 64 << 10},
+		Timeouts:  TimeoutsConfig{Write: 50 * time.Millisecond, Ack: 50 * time.Millisecond},
+		Spill:     SpillConfig{Fallback: io.Discard},
 	}))
 	logger := zap.New(core)
 	for i := 0; i < 20_000; i++ {
@@ -33,7 +36,7 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 		if i == 15_000 {
 			r.Resume()
 		}
-		// Entry sizes from a few bytes to over MaxEntryBytes, so batches overflow at every
+		// Entry sizes from a few bytes to over Transport.MaxEntryBytes, so batches overflow at every
 		// boundary and some entries are refused.
 		pad := strings.Repeat("p", rand.IntN(7<<10))
 		if i%7 == 0 {
@@ -73,11 +76,11 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 }
 
 // BufferedBytes counts what is buffered, open batches included: entries in batches that
-// FlushInterval has not sealed yet are memory in use, and an operator's buffer panel must
+// Transport.FlushInterval has not sealed yet are memory in use, and an operator's buffer panel must
 // show them.
 func TestBufferedBytesCountsOpenBatches(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	core := New(Config{Addr: r.Addr(), FlushInterval: time.Hour})
+	core := New(Config{Addr: r.Addr(), Transport: TransportConfig{FlushInterval: time.Hour}})
 	defer core.Close()
 	logger := zap.New(core)
 	pad := strings.Repeat("p", 400)
@@ -171,7 +174,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 // usageStream is an info stream of 16 batches of 4 KiB, with no sender running, for the
 // usage tests.
 func usageStream(t *testing.T) *stream {
-	s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: 64 << 10}})
+	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10}, Info: InfoConfig{BufferBytes: 64 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 	t.Cleanup(st.senders[0].fwd.Close)
 	if len(st.shards.all) < 3 {
@@ -215,7 +218,7 @@ func (reservingPolicy) keepsWhole(_ zapcore.Level, _ uint16, msg string) bool { 
 // entries are queue_full.
 func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 	for _, n := range []int{1, 0} {
-		s := settingsFor(Config{MaxBatchBytes: 4 << 10, Info: StreamConfig{BufferBytes: reserveFrom * 4 << 10}})
+		s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10}, Info: InfoConfig{BufferBytes: reserveFrom * 4 << 10}})
 		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
 		queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
 		log := func(msg string) {
@@ -265,7 +268,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 // takes one, reserved, so the flood does not fill it next. And a reserved batch whose entry
 // is dropped (too large) goes back to the free list rather than hold the reserve.
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
-	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 64 * 4 << 10}})
+	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10}, Info: InfoConfig{BufferBytes: 64 * 4 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.Close()
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
@@ -294,7 +297,7 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	if got := queueFull() - before; got != 250 {
 		t.Fatalf("%d of 5 rare and 250 flood entries queue_full; want the 250 flood ones (the rare ones in a reserved batch, which the flood does not fill)", got)
 	}
-	// A rare entry too large for MaxEntryBytes is dropped; the batch taken for it is not kept.
+	// A rare entry too large for Transport.MaxEntryBytes is dropped; the batch taken for it is not kept.
 	open, tooLarge := st.reserve.open.Load(), st.stats().Dropped[dropTooLarge.String()]
 	st.flush() // the rare entries' reserved batch is sealed: the next one takes a new batch
 	log("big rare", 4<<10)
@@ -309,7 +312,7 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 // A flooding tag at its floor (see tagFloors) writes into no batch another tag opened in the
 // shard they share: the rare tag's batch stays its own, and its entries are all written.
 func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
-	s := settingsFor(Config{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10, Info: StreamConfig{BufferBytes: 32 * 4 << 10}})
+	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10}, Info: InfoConfig{BufferBytes: 32 * 4 << 10}})
 	// A policy that keeps no entry whole: the floor alone decides.
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.Close()

@@ -24,7 +24,7 @@ type streamCounts struct {
 	delivered, spilled atomic.Uint64
 	deliveredBytes     atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
 	waits              atomic.Uint64 // err writes that found no room and waited
-	waitsOut           atomic.Uint64 // of those, the ones whose ErrMaxWait ran out
+	waitsOut           atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
 
 	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
 	// clock rolls once a second (roll).
@@ -40,7 +40,7 @@ func newStreamCounts(id streamID, tags *tagTable, ss *shards, flushInterval time
 	return c
 }
 
-// entry counts an entry in: in its shard, as past MaxTags if its logger's tag is, and in
+// entry counts an entry in: in its shard, as past Tags.Max if its logger's tag is, and in
 // its logger tag's counts.
 func (c *streamCounts) entry(sh *shard, tag tagRef) {
 	sh.entries.Add(1)
@@ -165,7 +165,7 @@ func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
 const stallAfter = time.Second
 
 // stalled reports whether the stream delivers nothing at now, by st: an entry has waited
-// longer than FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
+// longer than Transport.FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
 func (c *streamCounts) stalled(now time.Time, st *StreamStats) bool {
 	if st.Pending == 0 || st.OldestPending <= c.flushInterval+stallAfter {
 		return false

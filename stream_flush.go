@@ -4,62 +4,78 @@ package fluentcore
 // only while the senders are idle, so that a busy or failing sender does not spend the
 // budget on half-empty batches; the sender does a flush it owes once idle again.
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
 
-// flushTick is the clock's flush: it seals the open batches when the sender is waiting for
-// work. A batch sealed while the sender is still busy (a slow receiver, an ack that does not
-// come) or failing (an outage) would wait with the rest of its buffer unused, and every
-// FlushInterval would seal one more per shard: the budget would run out on batch buffers,
-// not on bytes. Then the tick only marks the flush owed, and the sender seals the open
-// batches itself once it is idle again (sealAfterSend). Full batches, Sync, Close and a
-// DPanic/Panic/Fatal seal at any time. The err stream keeps sealing while failing with a
-// durable spill, and without one once sends have failed for SpillAfter: its sealed batches
-// go to the spill, which frees them, and an entry there survives a crash; so it does while
-// its sender has been stuck in one attempt for SpillAfter (stuckPast), failing or not.
+	"github.com/fluentcore/fluentcore/internal/ring"
+)
+
+// flusher is a stream's flush policy: it seals the open batches partly filled (through the
+// stream's flush) when the senders are waiting for work. A batch sealed while a sender is
+// still busy (a slow receiver, an ack that does not come) or failing (an outage) would wait
+// with the rest of its buffer unused, and every Transport.FlushInterval would seal one more per
+// shard: the budget would run out on batch buffers, not on bytes. Then the tick only marks
+// the flush owed, and a sender seals the open batches itself once it is idle again
+// (afterSend). Full batches, Sync, Close and a DPanic/Panic/Fatal seal at any time.
+//
+// A frame in flight holds its whole batch buffer until its ack comes, so while acks lag
+// (a receiver that stalls, or is slow) the flush waits too, as for a busy sender: partly
+// filled batches stop going out once a second frame waits on a connection (fewInFlight;
+// one flush, a batch per shard, may be on the way then).
+//
+// What the stream cannot carry may have it seal while failing (overflow.sealsNow): the err
+// stream's sealed batches go to the spill, which frees them.
+type flusher struct {
+	ring    *ring.Ring
+	stream  streamView
+	over    overflow
+	senders senders      // the stream's, set once they are made (newStream)
+	busy    atomic.Int32 // senders holding a batch (sender.send)
+	owed    atomic.Bool  // a flush tick found a sender busy, or acks lagging
+}
+
+// newFlusher returns the flush policy of a stream of the ring r, sealing through view,
+// whose overflow is over; its senders are set once they are made, with the flusher.
+func newFlusher(r *ring.Ring, view streamView, over overflow) *flusher {
+	return &flusher{ring: r, stream: view, over: over}
+}
+
+// tick is the clock's flush, every Transport.FlushInterval at now.
+func (f *flusher) tick(now time.Time) {
+	failing := f.senders.failing()
+	if f.over.sealsNow(now, failing, f.senders) {
+		f.stream.flush()
+		return
+	}
+	if failing || f.busy.Load() > 0 || !f.ring.Idle() || !f.senders.fewInFlight() {
+		f.owed.Store(true)
+		return
+	}
+	f.stream.flush()
+}
+
+// afterSend is a sender's side of tick: a flush the tick skipped while a sender was busy is
+// done as soon as nothing else waits to be sent.
+func (f *flusher) afterSend() {
+	if f.ring.Idle() && f.senders.fewInFlight() && f.owed.Swap(false) {
+		f.stream.flush()
+	}
+}
+
+// wake is a sender's answer to its stream's wake (an err entry is waiting): it seals the
+// open batches at once, unless acks lag, when the flush is owed.
+func (f *flusher) wake() {
+	if f.senders.fewInFlight() {
+		f.stream.flush()
+	} else {
+		f.owed.Store(true)
+	}
+}
+
+// flushTick is the clock's flush of the stream at now: the shards calm again, unless
+// writers still meet (shards.lock), and the flush policy's tick.
 func (s *stream) flushTick(now time.Time) {
 	s.shards.calm()
-	failing := s.failing()
-	if failing && s.policy.sealsWhileFailing(s.disconnectedFor(now)) || s.stuckPast(now) {
-		s.flush()
-		return
-	}
-	if failing || s.busy.Load() > 0 || !s.ring.Idle() || !s.fewInFlight() {
-		s.flushOwed.Store(true)
-		return
-	}
-	s.flush()
-}
-
-// stuckPast reports whether, at now, the err stream's sender has been stuck in one attempt
-// (stuckSince) for SpillAfter: its pending batches go to the spill (stuckSpill), and so do
-// those sealed while it lasts. Always false on the info stream.
-func (s *stream) stuckPast(now time.Time) bool {
-	if s.errSpill == nil {
-		return false
-	}
-	at := s.stuckSince()
-	return at != 0 && now.Sub(time.Unix(0, at)) >= s.errSpill.spillAfter
-}
-
-// sealAfterSend is the sender's side of flushTick: a flush the tick skipped while the sender
-// was busy is done as soon as nothing else waits to be sent.
-func (s *stream) sealAfterSend() {
-	if s.ring.Idle() && s.fewInFlight() && s.flushOwed.Swap(false) {
-		s.flush()
-	}
-}
-
-// fewInFlight reports whether every connection has at most one frame waiting for its ack.
-// A frame in flight holds its whole batch buffer until the ack comes, so while acks lag
-// (a receiver that stalls, or is slow), batches sealed partly filled would keep the rest
-// of their buffers unused, as with a sender that is busy: the flush waits, and partly
-// filled batches stop going out once a second frame waits (one flush, a batch per shard,
-// may be on the way then).
-func (s *stream) fewInFlight() bool {
-	for _, snd := range s.senders {
-		if snd.fwd.Status().FramesInFlight() > 1 {
-			return false
-		}
-	}
-	return true
+	s.flusher.tick(now)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -24,12 +25,11 @@ func TestHeapStaysWithinBudgetWhileReceiverStalls(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	core := New(fastRetry(Config{
-		Addr: r.Addr(), MaxBatchBytes: 64 << 10,
-		Info: StreamConfig{BufferBytes: budget / 2}, Err: StreamConfig{BufferBytes: budget / 2},
+		Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 64 << 10, RetryMax: 20 * time.Millisecond},
+		Info: InfoConfig{BufferBytes: budget / 2}, Err: ErrConfig{BufferBytes: budget / 2, MaxWait: time.Millisecond},
 		// A write that times out opens a new connection, whose socket buffers take another
 		// few MiB: a timeout longer than the flood keeps it on one, so that it must drop.
-		WriteTimeout: time.Minute, ErrMaxWait: time.Millisecond, ErrFallback: io.Discard,
-		RetryMax: 20 * time.Millisecond,
+		Timeouts: TimeoutsConfig{Write: time.Minute}, Spill: SpillConfig{Fallback: io.Discard},
 	}))
 	logger := zap.New(core)
 	var wg sync.WaitGroup
@@ -69,7 +69,7 @@ func TestHeapStaysWithinBudgetWhileReceiverStalls(t *testing.T) {
 // its batch buffers run out: the flush tick does not seal partly filled batches while the
 // sender fails, and a writer without a free batch uses another shard's open batch. Err
 // entries go to the fallback, and info entries are dropped, only once at least 90% of the
-// budget is buffered (a sealed batch is at least 15/16 full). Before, every FlushInterval
+// budget is buffered (a sealed batch is at least 15/16 full). Before, every Transport.FlushInterval
 // sealed one batch per shard, and err entries went to the fallback with the budget at a few
 // percent.
 func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
@@ -78,10 +78,14 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 			var fb testkit.Lines
 			reg := prometheus.NewRegistry()
 			core := New(fastRetry(Config{
-				Addr: "tcp://127.0.0.1:1", ErrFallback: &fb, MaxBatchBytes: 16 << 10, Registerer: reg,
-				Info: StreamConfig{BufferBytes: 256 << 10}, Err: StreamConfig{BufferBytes: 256 << 10},
-				FlushInterval: 2 * time.Millisecond, ErrMaxWait: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
-				Degrade: DegradeConfig{Policy: DegradeOff},
+				Addr:      "tcp://127.0.0.1:1",
+				Spill:     SpillConfig{Fallback: &fb},
+				Transport: TransportConfig{MaxBatchBytes: 16 << 10, FlushInterval: 2 * time.Millisecond},
+				Metrics:   MetricsConfig{Registerer: reg},
+				Info:      InfoConfig{BufferBytes: 256 << 10},
+				Err:       ErrConfig{BufferBytes: 256 << 10, MaxWait: time.Millisecond},
+				Timeouts:  TimeoutsConfig{Close: 100 * time.Millisecond},
+				Degrade:   DegradeConfig{Policy: DegradeOff},
 			}))
 			defer core.Close()
 			logger := zap.New(core)
@@ -126,16 +130,15 @@ func TestOutageFillsTheByteBudgetBeforeSpillingOrDropping(t *testing.T) {
 }
 
 // A receiver that accepts and never reads nor acks: the sender holds one batch for
-// AckTimeout, and the flush tick must not seal a partly filled batch per shard every
-// FlushInterval meanwhile, or a low rate of errors runs out of batch buffers long before
+// Timeouts.Ack, and the flush tick must not seal a partly filled batch per shard every
+// Transport.FlushInterval meanwhile, or a low rate of errors runs out of batch buffers long before
 // the budget's bytes and Error() waits, then falls back.
 func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	var fb testkit.Lines
 	core := New(Config{
-		Addr: r.Addr(), ErrFallback: &fb, RequireAck: true, AckTimeout: 10 * time.Second,
-		MaxBatchBytes: 4 << 10, Err: StreamConfig{BufferBytes: 64 << 10}, // 16 batches
-		FlushInterval: time.Millisecond, CloseTimeout: 100 * time.Millisecond,
+		Addr: r.Addr(), Spill: SpillConfig{Fallback: &fb}, Info: InfoConfig{Acks: AcksOn}, Timeouts: TimeoutsConfig{Ack: 10 * time.Second, Close: 100 * time.Millisecond},
+		Transport: TransportConfig{MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond}, Err: ErrConfig{BufferBytes: 64 << 10}, // 16 batches
 	})
 	defer core.Close()
 	logger := zap.New(core)
@@ -156,3 +159,45 @@ func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 			st.buffered(), st.capacity(), w, fb.Records())
 	}
 }
+
+// The flush policy seals the open batches on the clock's tick only while the senders wait
+// for work: while one is busy the tick owes the flush, which the sender does once done, and
+// only once; a wake seals at once while no acks lag.
+func TestFlusherOwesTheFlushWhileASenderIsBusy(t *testing.T) {
+	s := settingsFor(Config{Addr: "127.0.0.1:1"})
+	fwd := newForwarder(s.connFor(infoStream))
+	defer fwd.Close()
+	r := ring.New(4, 1<<10, 1, ring.Hooks{})
+	view := new(flushCounter)
+	f := newFlusher(r, view, dropOverflow{})
+	f.senders = senders{newSender(fwd, r, view, dropOverflow{}, f, &sendCounts{}, s.clock, 2)}
+
+	f.tick(s.clock.Now())
+	if view.flushes != 1 {
+		t.Fatalf("an idle sender's tick flushed %d times, want 1", view.flushes)
+	}
+	f.busy.Add(1)
+	f.tick(s.clock.Now())
+	if view.flushes != 1 || !f.owed.Load() {
+		t.Fatalf("a busy sender's tick flushed (%d) or owed nothing (%v)", view.flushes-1, f.owed.Load())
+	}
+	f.busy.Add(-1)
+	f.afterSend()
+	f.afterSend()
+	if view.flushes != 2 || f.owed.Load() {
+		t.Fatalf("after the send: %d flushes, owed %v; want the owed one, once", view.flushes-1, f.owed.Load())
+	}
+	f.wake()
+	if view.flushes != 3 {
+		t.Fatalf("a wake with no acks lagging flushed %d times, want 1", view.flushes-2)
+	}
+}
+
+// flushCounter is a streamView that counts its flushes; the flusher uses nothing else.
+type flushCounter struct{ flushes int }
+
+func (*flushCounter) regroup(*ring.Batch)                {}
+func (*flushCounter) tagOf(uint16) string                { return "" }
+func (*flushCounter) countDelivered(uint16, []byte, int) {}
+func (*flushCounter) countSpill(error, int, uint16)      {}
+func (c *flushCounter) flush()                           { c.flushes++ }

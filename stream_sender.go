@@ -1,23 +1,41 @@
 package fluentcore
 
 // The senders: one goroutine per connection of the stream takes sealed batches, frames them
-// through its forwarder (forward.go) and finishes each once delivered (with RequireAck, when
+// through its forwarder (forward.go) and finishes each once delivered (with Info.Acks, when
 // its ack comes); after a failure it waits its backoff and sends the same batches again.
-// The time of their attempts and failures, and so SpillAfter's, is the stream's clock
+// The time of their attempts and failures, and so Spill.After's, is the stream's clock
 // (streamSettings.clock); their waits are plain timers.
 
 import (
 	"cmp"
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 )
 
-// sender is one of a stream's connections and the goroutine that sends on it.
+// streamView is what the senders, the flush policy and the err stream's spill use of their
+// stream, which implements it: a batch's runs put together before its first frame, a tag's
+// name, the counts of what was delivered or spilled, and sealing every open batch.
+type streamView interface {
+	regroup(b *ring.Batch)
+	tagOf(idx uint16) string
+	countDelivered(tag uint16, entries []byte, n int)
+	countSpill(err error, n int, tag uint16)
+	flush()
+}
+
+// sender is one of a stream's connections and the goroutine that sends on it (run). Its
+// batches are in one place at a time: in out (taken, not written), in flight on its
+// forwarder (written, waiting for their acks), or handed back to the ring (Finish) or to
+// its route. Only its own goroutine touches it, but for Close once that has stopped
+// (giveBack).
 type sender struct {
 	fwd *forward.Forwarder
 	bo  backoff.BackOff
@@ -30,66 +48,76 @@ type sender struct {
 	// may come after the write (an ack), so both outlive one call to deliver.
 	failingSince time.Time
 	owed         bool
-	// stuckT is the timer of stuckSpill's deadline (nil until the first).
+	// stuckT is the timer of the route's deadline for a stuck connection (nil until the
+	// first; the err stream's, see errSpill.stuck).
 	stuckT *time.Timer
+
+	ring   *ring.Ring  // the stream's batches
+	stream streamView  // the stream's, for framing and counting
+	route  spillRoute  // where batches go that cannot be delivered: the err stream's spill, or nowhere
+	flush  *flusher    // the stream's flush policy, which a sender done sending or woken asks
+	counts *sendCounts // the stream's counters, which its senders share
+	clock  zapcore.Clock
+	window int // the most frames the stream's connections hold in flight together
+}
+
+// newSender returns a sender on fwd for a stream of the ring r, whose connections hold at
+// most window frames in flight together.
+func newSender(fwd *forward.Forwarder, r *ring.Ring, view streamView, route spillRoute, fl *flusher, counts *sendCounts, clock zapcore.Clock, window int) *sender {
+	nb := len(r.Batches())
+	return &sender{fwd: fwd, bo: fwd.NewBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb),
+		ring: r, stream: view, route: route, flush: fl, counts: counts, clock: clock, window: window}
 }
 
 // run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
-// on its own connection, until ctx is cancelled. With RequireAck it writes up to
-// MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
-// batches go out in order. With a durable spill (err stream, SpillDir, one sender) it
+// on its own connection, until ctx is cancelled. With Info.Acks it writes up to
+// Transport.MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
+// batches go out in order. With a durable spill (err stream, Spill.Dir, one sender) it
 // first replays whatever the spill holds — also what a previous process left there — and
-// sends from memory again once it is empty.
-func (s *stream) run(ctx context.Context, snd *sender) {
-	// The connections hold at most all but randShards of the batches in flight together:
-	// that many stay out of flight, for the writers to fill and the senders to take next
-	// (the logger tags' shards are not counted: a core without tags keeps its window).
-	if !snd.fwd.Start(ctx, len(s.ring.Batches())-s.shards.randShards) {
+// sends from memory again once it is empty (route.replay).
+func (snd *sender) run(ctx context.Context) {
+	if !snd.fwd.Start(ctx, snd.window) {
 		return // a connection past the stream's count, or Close before the first lookup ended
 	}
-	wake, spillKick, evacuate := s.policy.signals()
+	wake, spillKick, evacuate := snd.route.signals()
 	for {
-		if s.policy.replaying() {
-			if !s.settle(ctx, snd) || !s.replay(ctx, snd, snd.bo) {
+		if active, ok := snd.route.replay(ctx, snd); active {
+			if !ok {
 				return
 			}
 			continue
 		}
 		if len(snd.out) == 0 {
-			if b := s.ring.TakeHeld(); b != nil {
+			if b := snd.ring.TakeHeld(); b != nil {
 				snd.out = append(snd.out, b)
 			}
 		}
 		if len(snd.out) > 0 {
-			if !s.send(ctx, snd) {
+			if !snd.send(ctx) {
 				return
 			}
 			continue
 		}
 		acks, dead, due := snd.fwd.AckEvents() // nil while no frame is in flight
-		_, stuck, _ := s.stuckSpill(snd)
+		_, stuck, _ := snd.route.stuck(snd)
 		select {
-		case b := <-s.ring.Queue():
+		case b := <-snd.ring.Queue():
 			snd.out = append(snd.out, b)
 		case tok := <-acks:
 			fl, err := snd.fwd.OnAck(tok)
-			if s.acked(snd, fl, err) {
-				s.sealAfterSend() // a flush owed while acks lagged
+			if snd.acked(fl, err) {
+				snd.flush.afterSend() // a flush owed while acks lagged
 			}
 		case <-dead:
 			fl, err := snd.fwd.OnDead()
-			s.acked(snd, fl, err)
+			snd.acked(fl, err)
 		case <-due:
-			s.acked(snd, forward.Flight{}, snd.fwd.OnDue())
+			snd.acked(forward.Flight{}, snd.fwd.OnDue())
 		case <-wake:
-			if s.fewInFlight() {
-				s.flush()
-			} else {
-				s.flushOwed.Store(true) // see fewInFlight
-			}
+			snd.flush.wake()
 		case done := <-evacuate:
-			s.evacuate(snd, done)
-		case <-stuck: // stuckSpill is due
+			snd.route.evacuate(snd, done)
+		case <-stuck: // the route's deadline for a stuck connection
 		case <-spillKick:
 		case <-ctx.Done():
 			return
@@ -97,14 +125,14 @@ func (s *stream) run(ctx context.Context, snd *sender) {
 	}
 }
 
-// send is run's delivery of snd.out, counted busy for flushTick; it reports false when ctx
-// was cancelled, with what is left in snd.out (and in flight) for Close.
-func (s *stream) send(ctx context.Context, snd *sender) bool {
-	s.busy.Add(1)
-	ok := s.deliver(ctx, snd)
-	s.busy.Add(-1)
+// send is run's delivery of snd.out, counted busy for the flush policy; it reports false
+// when ctx was cancelled, with what is left in snd.out (and in flight) for Close.
+func (snd *sender) send(ctx context.Context) bool {
+	snd.flush.busy.Add(1)
+	ok := snd.deliver(ctx)
+	snd.flush.busy.Add(-1)
 	if ok {
-		s.sealAfterSend()
+		snd.flush.afterSend()
 	}
 	return ok
 }
@@ -112,36 +140,36 @@ func (s *stream) send(ctx context.Context, snd *sender) bool {
 // deliver writes the batches of snd.out, oldest first, until each is written (true, once
 // snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
 // connection while frames waited for their acks, which puts them back in front — it waits
-// with backoff before the next attempt. On the err stream with a durable spill, batches
-// that have failed for SpillAfter, or once writers spill because the buffers are full, go to
-// the spill instead (true), and run switches to replaying.
-func (s *stream) deliver(ctx context.Context, snd *sender) bool {
-	_, spillKick, evacuate := s.policy.signals()
+// with backoff before the next attempt. Where the route spills (the err stream), batches
+// that have failed for Spill.After, or once writers spill because the buffers are full, go
+// to the spill instead (true), and run switches to replaying.
+func (snd *sender) deliver(ctx context.Context) bool {
+	_, spillKick, evacuate := snd.route.signals()
 	for len(snd.out) > 0 {
 		if snd.owed {
 			snd.owed = false
-			s.ring.Compact(snd.out[len(snd.out)-1])
-			due, within := s.policy.spillDue(snd.failingSince, s.clock.Now())
-			if due {
-				return s.spillFailed(ctx, snd)
+			snd.ring.Compact(snd.out[len(snd.out)-1])
+			spilled, ok, within := snd.route.overdue(ctx, snd)
+			if spilled {
+				return ok
 			}
 			// The next attempt comes no later than the spill is due: if it fails too, the
 			// batches go to the spill then, not after a long backoff step. The wait is on
 			// the stream's clock, whose ticker ends it.
-			t := s.clock.NewTicker(max(min(nextWait(snd.bo), within), time.Nanosecond))
+			t := snd.clock.NewTicker(max(min(nextWait(snd.bo), within), time.Nanosecond))
 			for waiting := true; waiting; {
 				select {
 				case <-t.C:
 					waiting = false
 				case <-spillKick:
-					s.ring.Compact(snd.out[len(snd.out)-1])
-					if s.spillKicked() {
+					snd.ring.Compact(snd.out[len(snd.out)-1])
+					if spilled, ok := snd.route.kicked(ctx, snd); spilled {
 						t.Stop()
-						return s.spillFailed(ctx, snd)
+						return ok
 					}
 				case done := <-evacuate:
 					t.Stop()
-					s.evacuate(snd, done)
+					snd.route.evacuate(snd, done)
 					return true
 				case <-ctx.Done():
 					t.Stop()
@@ -150,8 +178,8 @@ func (s *stream) deliver(ctx context.Context, snd *sender) bool {
 			}
 			t.Stop()
 		}
-		if s.post(ctx, snd) {
-			if len(snd.out) > 0 { // else post moved them to the spill (stuckSpill)
+		if snd.post(ctx) {
+			if len(snd.out) > 0 { // else post moved them to the spill (route.stuck)
 				snd.out = snd.out[:copy(snd.out, snd.out[1:])]
 			}
 			continue
@@ -194,32 +222,32 @@ func (snd *sender) recovered() {
 // the batch is then delivered; with them it is when the ack of its last frame comes
 // (acked). It reports false when the connection failed (the frames that were in flight on
 // it are back in snd.out, ahead of the batch, which appears there once) or ctx was
-// cancelled. On the err stream, while the connection is stuck (stuckSpill), it writes
-// nothing more: snd.out goes to the spill instead, with the batches of the frames in
-// flight, and it reports true with snd.out empty.
-func (s *stream) post(ctx context.Context, snd *sender) bool {
+// cancelled. While the route finds the connection stuck (the err stream's, errSpill.stuck),
+// it writes nothing more: snd.out goes to the spill instead, with the batches of the
+// frames in flight, and it reports true with snd.out empty.
+func (snd *sender) post(ctx context.Context) bool {
 	b := snd.out[0]
-	s.regroup(b)
-	start := s.clock.Now()
+	snd.stream.regroup(b)
+	start := snd.clock.Now()
 	for i := range b.Runs {
 		if b.Sent[i] {
 			continue
 		}
 		for {
-			if !s.pollAcks(snd) {
+			if !snd.pollAcks() {
 				return false
 			}
 			if !snd.fwd.Full() {
-				if spilled, _, _ := s.stuckSpill(snd); spilled {
+				if spilled, _, _ := snd.route.stuck(snd); spilled {
 					return true
 				}
 				break
 			}
-			fl, spilled, err := s.awaitAck(ctx, snd)
+			fl, spilled, err := snd.awaitAck(ctx)
 			if spilled {
 				return true
 			}
-			if !s.acked(snd, fl, err) {
+			if !snd.acked(fl, err) {
 				return false
 			}
 		}
@@ -228,31 +256,43 @@ func (s *stream) post(ctx context.Context, snd *sender) bool {
 		if snd.fwd.RequireAck() {
 			chunk = b.Token(i)
 		}
-		start = s.clock.Now()
-		size, fresh, err := snd.fwd.Post(ctx, s.tagOf(tag), entries, n, chunk, b)
-		if !s.countSend(snd, fresh, size, err) {
+		start = snd.clock.Now()
+		size, fresh, err := snd.fwd.Post(ctx, snd.stream.tagOf(tag), entries, n, chunk, b)
+		if !snd.counts.attempt(snd.fwd, fresh, size, err) {
 			if ctx.Err() == nil {
 				snd.failed(start)
 			}
-			s.requeue(snd)
+			snd.requeue()
 			return false
 		}
 		if chunk == "" {
 			b.Sent[i] = true
-			s.counts.frameDelivered(tag, entries, n)
+			snd.stream.countDelivered(tag, entries, n)
 		}
 	}
 	if !snd.fwd.RequireAck() || b.AllSent() {
-		s.observeSend(start)
-		s.ring.Finish(b)
+		snd.counts.observe(start)
+		snd.ring.Finish(b)
 		snd.recovered()
 	}
 	return true
 }
 
+// sendFrame sends one frame that is no batch of the ring (the durable spill's replay) on
+// snd's connection, waiting for its ack (no frame may be in flight), and counts it.
+func (snd *sender) sendFrame(ctx context.Context, tag string, entries []byte, n int) bool {
+	start := snd.clock.Now()
+	size, fresh, err := snd.fwd.Send(ctx, tag, entries, n)
+	if !snd.counts.attempt(snd.fwd, fresh, size, err) {
+		return false
+	}
+	snd.counts.observe(start)
+	return true
+}
+
 // pollAcks handles, without waiting, the acks (and the failure) that have come for snd's
 // frames in flight. It reports false if the connection failed.
-func (s *stream) pollAcks(snd *sender) bool {
+func (snd *sender) pollAcks() bool {
 	for {
 		acks, dead, _ := snd.fwd.AckEvents()
 		if acks == nil {
@@ -268,7 +308,7 @@ func (s *stream) pollAcks(snd *sender) bool {
 		default:
 			return true
 		}
-		if !s.acked(snd, fl, err) {
+		if !snd.acked(fl, err) {
 			return false
 		}
 	}
@@ -277,27 +317,27 @@ func (s *stream) pollAcks(snd *sender) bool {
 // acked handles what the forwarder reported of snd's frames in flight: an ack delivers its
 // batch; an error (the connection failed) puts the frames that were in flight back in
 // snd.out, ahead of the rest. It reports false on an error.
-func (s *stream) acked(snd *sender, fl forward.Flight, err error) bool {
+func (snd *sender) acked(fl forward.Flight, err error) bool {
 	if err != nil {
 		if !errors.Is(err, context.Canceled) { // Close
-			s.sendErrors.Add(1)
+			snd.counts.sendErrors.Add(1)
 			// The failure began with the oldest frame that was waiting for its ack.
-			snd.failed(cmp.Or(snd.fwd.Window().OldestLost(), s.clock.Now()))
+			snd.failed(cmp.Or(snd.fwd.Window().OldestLost(), snd.clock.Now()))
 		}
-		s.requeue(snd)
+		snd.requeue()
 		return false
 	}
 	if b := fl.Batch; b != nil {
-		s.observeSend(fl.At)
+		snd.counts.observe(fl.At)
 		if i := b.FrameOf(fl.Chunk); i >= 0 && !b.Sent[i] {
 			b.Sent[i] = true
-			s.counts.frameDelivered(b.Frame(i))
+			snd.stream.countDelivered(b.Frame(i))
 		}
 		if b.AllSent() {
-			s.ring.Finish(b)
+			snd.ring.Finish(b)
 		}
 	} else if fl.Spilled {
-		s.duplicated.Add(uint64(fl.N)) // in the spill too (stuckSpill): counted there
+		snd.counts.duplicated.Add(uint64(fl.N)) // in the spill too (errSpill.stuck): counted there
 	}
 	if fl.Chunk != "" {
 		snd.recovered()
@@ -307,10 +347,10 @@ func (s *stream) acked(snd *sender, fl forward.Flight, err error) bool {
 
 // settle waits until every frame snd has in flight is acked, or has failed and is back in
 // snd.out. It reports false if ctx was cancelled first.
-func (s *stream) settle(ctx context.Context, snd *sender) bool {
+func (snd *sender) settle(ctx context.Context) bool {
 	for snd.fwd.Window().InFlight() > 0 {
-		fl, _, err := s.awaitAck(ctx, snd)
-		s.acked(snd, fl, err)
+		fl, _, err := snd.awaitAck(ctx)
+		snd.acked(fl, err)
 		if ctx.Err() != nil {
 			return false
 		}
@@ -318,29 +358,26 @@ func (s *stream) settle(ctx context.Context, snd *sender) bool {
 	return true
 }
 
-// awaitAck is snd.fwd.AwaitAck with, on the err stream, the care of a stuck connection
-// while it waits: stuckSpill, which its own deadline and the entries written (which may
-// also owe a flush) have it look at again. It reports spilled when
-// the pending batches went to the spill, snd.out with them; once they have, it moves what
-// is sealed to the spill as it comes, until the frames in flight are acked or fail.
-func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl forward.Flight, spilled bool, err error) {
-	if s.errSpill == nil {
-		fl, err = snd.fwd.AwaitAck(ctx)
-		return fl, false, err
-	}
-	wake, _, _ := s.policy.signals()
+// awaitAck waits for the next event of the frames in flight, as forward.Forwarder.AwaitAck
+// does, with the route's care of a stuck connection while it waits (route.stuck, which the
+// deadline it returns has it look at again; the err stream's, whose entries written may
+// also owe a flush). It reports spilled when the pending batches went to the spill,
+// snd.out with them; once they have, it moves what is sealed to the spill as it comes,
+// until the frames in flight are acked or fail.
+func (snd *sender) awaitAck(ctx context.Context) (fl forward.Flight, spilled bool, err error) {
+	wake, _, _ := snd.route.signals()
 	for {
 		acks, dead, due := snd.fwd.AckEvents()
 		if dead == nil {
 			return forward.Flight{}, false, nil // nothing in flight
 		}
-		spilled, stuck, past := s.stuckSpill(snd)
+		spilled, stuck, past := snd.route.stuck(snd)
 		if spilled {
 			return forward.Flight{}, true, nil
 		}
 		var queue <-chan *ring.Batch
 		if past {
-			queue = s.ring.Queue() // snd.out is empty: stuckSpill would have moved it
+			queue = snd.ring.Queue() // snd.out is empty: route.stuck would have moved it
 		}
 		select {
 		case tok := <-acks:
@@ -351,13 +388,9 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl forward.Flight, 
 			err = snd.fwd.OnDue()
 		case <-stuck:
 		case b := <-queue:
-			s.spillSealed(b)
+			snd.route.spillBatch(b)
 		case <-wake:
-			if s.fewInFlight() {
-				s.flush()
-			} else {
-				s.flushOwed.Store(true) // see fewInFlight
-			}
+			snd.flush.wake()
 		case <-ctx.Done():
 			return forward.Flight{}, false, ctx.Err()
 		}
@@ -371,7 +404,7 @@ func (s *stream) awaitAck(ctx context.Context, snd *sender) (fl forward.Flight, 
 // back in front of snd.out, oldest first, each once (a batch's frames may be some in
 // flight, some not written). Nothing is allocated: both slices can hold every batch of the
 // stream.
-func (s *stream) requeue(snd *sender) {
+func (snd *sender) requeue() {
 	if !snd.fwd.Window().HasUnacked() {
 		return
 	}
@@ -383,22 +416,109 @@ func (s *stream) requeue(snd *sender) {
 	snd.out, snd.spare = next, snd.out[:0]
 }
 
-// countSend counts one attempt to write a frame, and reports whether it succeeded.
-func (s *stream) countSend(snd *sender, fresh bool, size int, err error) bool {
-	if fresh && snd.fwd.Status().Connects() > 1 {
-		s.reconnects.Add(1)
+// giveBack hands every batch snd holds to abandon, oldest first: those of the acks that
+// came in before it stopped are delivered first, then the frames in flight, then snd.out.
+// Close calls it once run has returned.
+func (snd *sender) giveBack(abandon func(*ring.Batch)) {
+	snd.pollAcks()
+	snd.requeue()
+	for _, b := range snd.out {
+		abandon(b)
+	}
+	snd.out = snd.out[:0]
+}
+
+// sendCounts are a stream's counters of its senders' attempts and deliveries, which its
+// senders share; Stats reads them.
+type sendCounts struct {
+	replayed                                       atomic.Uint64 // delivered from the durable spill
+	duplicated                                     atomic.Uint64 // acked after their batch was spilled (errSpill.stuck)
+	sentBatches, sentBytes, sendErrors, reconnects atomic.Uint64
+	duration                                       prometheus.Observer // this stream's histogram of send times
+	clock                                          zapcore.Clock
+}
+
+// attempt counts one attempt of fwd to write a frame, and reports whether it succeeded.
+func (c *sendCounts) attempt(fwd *forward.Forwarder, fresh bool, size int, err error) bool {
+	if fresh && fwd.Status().Connects() > 1 {
+		c.reconnects.Add(1)
 	}
 	if err != nil {
-		s.sendErrors.Add(1)
+		c.sendErrors.Add(1)
 		return false
 	}
-	s.sentBatches.Add(1)
-	s.sentBytes.Add(uint64(size))
+	c.sentBatches.Add(1)
+	c.sentBytes.Add(uint64(size))
 	return true
 }
 
-// observeSend records how long a frame took from its write (or the attempt that wrote it)
-// to its delivery.
-func (s *stream) observeSend(start time.Time) {
-	s.sendDuration.Observe(s.clock.Now().Sub(start).Seconds())
+// observe records how long a frame took from its write (or the attempt that wrote it) to
+// its delivery.
+func (c *sendCounts) observe(start time.Time) {
+	c.duration.Observe(c.clock.Now().Sub(start).Seconds())
+}
+
+// senders are a stream's senders, one per connection, made once with the stream; the err
+// stream has one. Its methods read the connections' status and are safe for concurrent use.
+type senders []*sender
+
+// sending returns the senders that send: the first forward.Forwarder.Sending of them (the
+// others never start, and hold nothing).
+func (ss senders) sending() senders { return ss[:ss[0].fwd.Sending()] }
+
+// failing reports whether every connection of the stream is failing: nothing drains.
+func (ss senders) failing() bool {
+	for _, snd := range ss.sending() {
+		if !snd.fwd.Status().Failing() {
+			return false
+		}
+	}
+	return true
+}
+
+// disconnectedFor is how long the stream has had no working connection at now; 0 if it has
+// one.
+func (ss senders) disconnectedFor(now time.Time) time.Duration {
+	d := ss[0].fwd.Status().DisconnectedFor(now)
+	for _, snd := range ss.sending()[1:] {
+		d = min(d, snd.fwd.Status().DisconnectedFor(now))
+	}
+	return d
+}
+
+// stuckSince returns since when every connection of the stream has been stuck (unix nanos,
+// the stream's clock): in one attempt — a dial, a write, or the oldest frame waiting for
+// its ack — with no frame taken since (forward.Status.StuckSince). 0 while a connection is in no
+// attempt.
+func (ss senders) stuckSince() int64 {
+	var since int64
+	for _, snd := range ss.sending() {
+		at := snd.fwd.Status().StuckSince()
+		if at == 0 {
+			return 0
+		}
+		since = max(since, at)
+	}
+	return since
+}
+
+// lastError is the last send error of a connection, if one has one.
+func (ss senders) lastError() error {
+	for _, snd := range ss {
+		if err := snd.fwd.Status().LastError(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fewInFlight reports whether every connection has at most one frame waiting for its ack
+// (see flusher).
+func (ss senders) fewInFlight() bool {
+	for _, snd := range ss {
+		if snd.fwd.Status().FramesInFlight() > 1 {
+			return false
+		}
+	}
+	return true
 }

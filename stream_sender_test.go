@@ -48,13 +48,13 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		b = <-st.ring.Queue()
 		snd := st.senders[0]
 		snd.out = append(snd.out, b)
-		if !st.deliver(context.Background(), snd) {
+		if !snd.deliver(context.Background()) {
 			t.Fatal("not delivered")
 		}
 	}
 	frame() // connects
-	if st.sentBatches.Load() != 1 {
-		t.Fatalf("sent %d batches", st.sentBatches.Load())
+	if st.sends.sentBatches.Load() != 1 {
+		t.Fatalf("sent %d batches", st.sends.sentBatches.Load())
 	}
 	if a := steadyAllocs(200, frame); a != 0 {
 		t.Fatalf("the sender allocates %.1f times per frame", a)
@@ -67,8 +67,10 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 	addr := downAddr(t)
 	var fb testkit.Lines
 	core := New(fastRetry(Config{
-		Addr: addr, ErrFallback: &fb, MaxBatchBytes: 16 << 10, Err: StreamConfig{BufferBytes: 256 << 10},
-		FlushInterval: 2 * time.Millisecond,
+		Addr:      addr,
+		Spill:     SpillConfig{Fallback: &fb},
+		Transport: TransportConfig{MaxBatchBytes: 16 << 10, FlushInterval: 2 * time.Millisecond},
+		Err:       ErrConfig{BufferBytes: 256 << 10},
 	}))
 	defer core.Close()
 	logger := zap.New(core)
@@ -100,27 +102,29 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 	}
 }
 
-// The err sender reads SpillAfter's time from the injected clock (settings.clock), not from
-// time.Now: with SpillAfter an hour and the receiver down, a failed err batch stays in memory
-// however many attempts fail while the clock stands still, and goes to ErrFallback (spillDue)
-// as soon as the clock is moved past SpillAfter, with no hour of real time passing.
+// The err sender reads Spill.After's time from the injected clock (settings.clock), not from
+// time.Now: with Spill.After an hour and the receiver down, a failed err batch stays in memory
+// however many attempts fail while the clock stands still, and goes to Spill.Fallback (spillDue)
+// as soon as the clock is moved past Spill.After, with no hour of real time passing.
 func TestSpillAfterIsReadOnTheInjectedClock(t *testing.T) {
 	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	fb := new(fallbackLog)
 	core := NewWithClock(Config{
-		Addr: downAddr(t), ErrFallback: fb, SpillAfter: time.Hour, CloseTimeout: 100 * time.Millisecond,
-		FlushInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond,
+		Addr:      downAddr(t),
+		Spill:     SpillConfig{Fallback: fb, After: time.Hour},
+		Timeouts:  TimeoutsConfig{Close: 100 * time.Millisecond},
+		Transport: TransportConfig{FlushInterval: 10 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond},
 	}, clk)
 	defer core.Close()
 	zap.New(core).Error("down", zap.Int64("id", 1))
 
 	waitUntil(t, "five failed sends", func() bool { return core.Stats().Err.SendErrors >= 5 })
 	if st := core.Stats().Err; st.Spilled != 0 || fb.count() != 0 {
-		t.Fatalf("spilled %d (ErrFallback %d) with the clock still: SpillAfter was not read on it", st.Spilled, fb.count())
+		t.Fatalf("spilled %d (Spill.Fallback %d) with the clock still: Spill.After was not read on it", st.Spilled, fb.count())
 	}
 
 	clk.add(time.Hour)
-	waitUntil(t, "the entry in ErrFallback once the clock passed SpillAfter", func() bool { return fb.count() == 1 })
+	waitUntil(t, "the entry in Spill.Fallback once the clock passed Spill.After", func() bool { return fb.count() == 1 })
 	if st := core.Stats().Err; st.Spilled != 1 || st.Delivered != 0 {
 		t.Errorf("spilled %d, delivered %d; want 1 and 0", st.Spilled, st.Delivered)
 	}

@@ -20,8 +20,8 @@ type shard struct {
 	enc       *msgpEncoder
 	cur       *ring.Batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
-	truncated atomic.Uint64 // err entries delivered cut down to MaxEntryBytes
-	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
+	truncated atomic.Uint64 // err entries delivered cut down to Transport.MaxEntryBytes
+	// tagOverflow counts the entries whose logger's tag name was past Tags.Max.
 	tagOverflow atomic.Uint64
 	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
 	sinkLocks   atomic.Uint32 // lockForSink calls so far

@@ -14,7 +14,7 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 	for _, procs := range []int{1, 2, 8, 64} {
 		runtime.GOMAXPROCS(procs)
 		for _, budget := range []int{8 << 20, 4 << 20, 1 << 20, 512 << 10} {
-			s, _ := resolve(Config{Info: StreamConfig{BufferBytes: budget}})
+			s, _ := resolve(Config{Info: InfoConfig{BufferBytes: budget}})
 			tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 			nb := max(budget/s.stream.batchBytes, 2)
 			st := newShards(nb, tags, s.stream.enc)

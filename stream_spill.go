@@ -1,107 +1,269 @@
 package fluentcore
 
-// The err stream's spill: what cannot be delivered goes to the durable spill (SpillDir) or
-// to ErrFallback, counted; with SpillDir the sender replays the spill before sending from
-// memory again.
+// What a stream cannot carry: the info stream drops it, counted by reason (dropOverflow); the
+// err stream waits for room, cuts what is too large and spills the rest (errSpill): to the
+// durable spill (Spill.Dir) or to Spill.Fallback, counted, and with Spill.Dir its sender replays
+// the spill before sending from memory again.
 
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"go.uber.org/zap/zapcore"
 )
 
-// spillKicked reports whether, after a writer's kick (kickSpill) and a compact, the
-// sender's batches go to the spill now rather than after SpillAfter: the buffers are still
-// full while sends fail, or the durable spill holds frames, which makes it the queue.
-func (s *stream) spillKicked() bool { return s.ring.Free() == 0 || s.errSpill.replaying() }
-
-// spillFailed moves the err batches that could not be delivered to the spill. With
-// SpillDir, snd's batches go to the durable spill, and run then replays from it. Without,
-// everything held and queued goes to ErrFallback, and so does what is sealed while the
-// backoff runs: the next batch sent is the next attempt, and while sends fail no err entry
-// waits in memory for more than SpillAfter and a backoff wait. It reports false if ctx was
-// cancelled.
-func (s *stream) spillFailed(ctx context.Context, snd *sender) bool {
-	if s.errSpill.disk != nil {
-		s.spillOut(snd)
-		return true
-	}
-	s.drainToSpill(snd)
-	return s.spillWhileWaiting(ctx, snd, nextWait(snd.bo))
+// overflow is what a stream does with what it cannot carry, as its write path, its Close
+// and its flush policy ask: the info stream's (dropOverflow) drops it, the err stream's
+// (errSpill) waits, cuts and spills.
+type overflow interface {
+	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
+	// all, the entry is lost at once.
+	roomWait() time.Duration
+	// noRoom is told that a writer found no free batch while every connection fails: the
+	// sender may make room at once rather than wait out its backoff.
+	noRoom()
+	// cutsOversized reports whether an entry over Transport.MaxEntryBytes is cut down to fit rather
+	// than dropped (too_large).
+	cutsOversized() bool
+	// spillEntry spills an entry the stream cannot carry, written on shard sh — cut, its
+	// bytes once cut down to size —, counted; false if it does not spill: the caller drops
+	// it, counted by reason. The entry comes by value: a pointer passed to an interface's
+	// method would move every entry to the heap, and a logging call allocates nothing.
+	spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field, cut []byte) bool
+	// spillBatch spills a sealed batch's frames not delivered yet and finishes it, counted;
+	// false if it does not spill: the caller drops them.
+	spillBatch(b *ring.Batch) bool
+	// sealsNow reports whether the clock seals partly filled batches at now whatever the
+	// senders (snds) are doing: when sealed batches leave at once, to the spill. failing:
+	// every connection fails.
+	sealsNow(now time.Time, failing bool, snds senders) bool
 }
 
-// sendFrame sends one frame of the spill's replay on snd's connection, waiting for its ack
-// (no frame may be in flight), and counts it.
-func (s *stream) sendFrame(ctx context.Context, snd *sender, tag string, entries []byte, n int) bool {
-	start := s.clock.Now()
-	size, fresh, err := snd.fwd.Send(ctx, tag, entries, n)
-	if !s.countSend(snd, fresh, size, err) {
-		return false
+// spillRoute is where a sender's batches go that cannot be delivered, as the sender asks
+// at each step: the info stream's (dropOverflow) has none, and its sender only retries; the err
+// stream's (errSpill) is the spill, which may also be the queue (replay).
+type spillRoute interface {
+	// signals are what the sender listens to besides its queue and its acks (see
+	// errPolicy); nil channels, never ready, for a route without them.
+	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
+	// replay sends what the spill holds while it is the queue; active: it was (the sender
+	// starts over), ok false: ctx was cancelled.
+	replay(ctx context.Context, snd *sender) (active, ok bool)
+	// overdue moves snd's batches, failing since snd.failingSince, to the spill if they are
+	// due (spilled; ok false: ctx was cancelled); if not, within is the longest the sender
+	// may wait for its next attempt.
+	overdue(ctx context.Context, snd *sender) (spilled, ok bool, within time.Duration)
+	// kicked is told of a writer's kick (noRoom, or an entry spilled) during a backoff
+	// wait, after a compact: it moves snd's batches to the spill if that is due now
+	// (spilled; ok false: ctx was cancelled).
+	kicked(ctx context.Context, snd *sender) (spilled, ok bool)
+	// evacuate moves everything undelivered to the spill, then closes done.
+	evacuate(snd *sender, done chan struct{})
+	// stuck is the care of snd's connection stuck in one attempt: spilled, the pending
+	// batches went to the spill; due, when to ask again; past, the time for that has
+	// passed and what is sealed goes to spillBatch as it comes.
+	stuck(snd *sender) (spilled bool, due <-chan time.Time, past bool)
+	spillBatch(b *ring.Batch) bool
+}
+
+// carrier builds a stream's overflow and its senders' route over the stream's ring, the
+// stream (view) and its clock: dropsAll for the info stream, (*errPolicy).carry for the
+// err stream.
+type carrier func(r *ring.Ring, view streamView, clock zapcore.Clock) (overflow, spillRoute)
+
+// dropOverflow is the info stream's overflow and route: it waits for nothing, cuts nothing
+// and spills nothing; what it cannot carry is dropped, counted by reason (queue_full,
+// too_large, shutdown ...), and its batches wait out an outage in the buffer, whose budget
+// the degrade policy spends on entries.
+type dropOverflow struct{}
+
+// dropsAll is the info stream's carrier.
+func dropsAll(*ring.Ring, streamView, zapcore.Clock) (overflow, spillRoute) {
+	return dropOverflow{}, dropOverflow{}
+}
+
+func (dropOverflow) roomWait() time.Duration { return 0 }
+func (dropOverflow) noRoom()                 {}
+func (dropOverflow) cutsOversized() bool     { return false }
+func (dropOverflow) spillEntry(*shard, uint16, *encodedContext, zapcore.Entry, []zapcore.Field, []byte) bool {
+	return false
+}
+func (dropOverflow) spillBatch(*ring.Batch) bool                  { return false }
+func (dropOverflow) sealsNow(time.Time, bool, senders) bool       { return false }
+func (dropOverflow) replay(context.Context, *sender) (bool, bool) { return false, true }
+func (dropOverflow) kicked(context.Context, *sender) (bool, bool) { return false, true }
+func (dropOverflow) stuck(*sender) (bool, <-chan time.Time, bool) { return false, nil, false }
+func (dropOverflow) evacuate(_ *sender, done chan struct{})       { close(done) } // nothing to move
+
+func (dropOverflow) overdue(context.Context, *sender) (bool, bool, time.Duration) {
+	return false, true, time.Duration(math.MaxInt64)
+}
+
+func (dropOverflow) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
+	return nil, nil, nil
+}
+
+// errSpill is the err stream's overflow and route: no entry is lost silently. Its policy
+// (errPolicy) says how long a writer waits and where the spill is; errSpill moves what the
+// stream cannot carry there, in order: an entry no batch could take, the batches that have
+// failed for Spill.After or that were pending while the sender waited Spill.After for an ack
+// (stuck), and everything at a DPanic, Panic or Fatal (evacuate). With Spill.Dir the spill
+// is then the queue until it is empty (replay). Only the err sender calls its route, but
+// for spillEntry, which writers call.
+type errSpill struct {
+	p      *errPolicy
+	ring   *ring.Ring
+	stream streamView
+	clock  zapcore.Clock
+}
+
+// carry is the err stream's carrier: errSpill over its ring.
+func (p *errPolicy) carry(r *ring.Ring, view streamView, clock zapcore.Clock) (overflow, spillRoute) {
+	e := &errSpill{p: p, ring: r, stream: view, clock: clock}
+	return e, e
+}
+
+func (e *errSpill) roomWait() time.Duration { return e.p.maxWait }
+func (e *errSpill) noRoom()                 { e.p.kickSpill() }
+func (e *errSpill) cutsOversized() bool     { return true } // delivered truncated, marked
+
+// signals: wake (an entry is waiting), spillKick (a writer found the buffers full while
+// sends fail, or spilled) and evacuate (a DPanic, Panic or Fatal: everything undelivered to
+// the spill now).
+func (e *errSpill) signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{}) {
+	return e.p.wake, e.p.spillKick, e.p.evacuate
+}
+
+// sealsNow: the err stream's sealed batches leave at once while sends fail, to the durable
+// spill (which frees them, and an entry there survives a crash), or, without one, to
+// Spill.Fallback once they have failed for Spill.After; and whether failing or not, while its
+// sender has been stuck in one attempt for Spill.After (stuckPast).
+func (e *errSpill) sealsNow(now time.Time, failing bool, snds senders) bool {
+	return failing && e.sealsWhileFailing(snds.disconnectedFor(now)) || e.stuckPast(now, snds)
+}
+
+func (e *errSpill) sealsWhileFailing(failingFor time.Duration) bool {
+	return e.p.disk != nil || failingFor >= e.p.spillAfter
+}
+
+// stuckPast reports whether, at now, the sender (snds) has been stuck in one attempt
+// (stuckSince) for Spill.After: its pending batches go to the spill (stuck), and so do
+// those sealed while it lasts.
+func (e *errSpill) stuckPast(now time.Time, snds senders) bool {
+	at := snds.stuckSince()
+	return at != 0 && now.Sub(time.Unix(0, at)) >= e.p.spillAfter
+}
+
+// spillDue reports whether batches whose sends have failed since failingSince go to the
+// spill at now: after Spill.After, or at once when the durable spill is already the queue;
+// and if not, how long until they will. Without Spill.Dir the spill is Spill.Fallback: an
+// outage longer than Spill.After puts err entries there, in order, rather than keeping them
+// in memory, where a crash would lose them, a full buffer would slow the callers and
+// nothing would show them.
+func (e *errSpill) spillDue(failingSince, now time.Time) (bool, time.Duration) {
+	left := failingSince.Add(e.p.spillAfter).Sub(now)
+	return left <= 0 || e.p.replaying(), left
+}
+
+func (e *errSpill) overdue(ctx context.Context, snd *sender) (spilled, ok bool, within time.Duration) {
+	due, within := e.spillDue(snd.failingSince, e.clock.Now())
+	if due {
+		return true, e.spillFailed(ctx, snd), within
 	}
-	s.observeSend(start)
-	return true
+	return false, true, within
+}
+
+// kicked: after a writer's kick and a compact, the sender's batches go to the spill now
+// rather than after Spill.After if the buffers are still full while sends fail, or the
+// durable spill holds frames, which makes it the queue.
+func (e *errSpill) kicked(ctx context.Context, snd *sender) (spilled, ok bool) {
+	if e.ring.Free() == 0 || e.p.replaying() {
+		return true, e.spillFailed(ctx, snd)
+	}
+	return false, true
+}
+
+// spillFailed moves the err batches that could not be delivered to the spill. With
+// Spill.Dir, snd's batches go to the durable spill, and run then replays from it. Without,
+// everything held and queued goes to Spill.Fallback, and so does what is sealed while the
+// backoff runs: the next batch sent is the next attempt, and while sends fail no err entry
+// waits in memory for more than Spill.After and a backoff wait. It reports false if ctx was
+// cancelled.
+func (e *errSpill) spillFailed(ctx context.Context, snd *sender) bool {
+	if e.p.disk != nil {
+		e.spillOut(snd)
+		return true
+	}
+	e.drainToSpill(snd)
+	return e.spillWhileWaiting(ctx, snd, nextWait(snd.bo))
 }
 
 // spillEntry spills one err entry that could not be buffered — its bytes, cut, when it was
 // cut down to size already — counts it (and on shard sh, its cut), and wakes the sender to
 // move the queued batches to the durable spill too.
-func (s *stream) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field, cut []byte) bool {
 	var err error
 	wasCut := cut != nil
 	if wasCut {
-		err = s.errSpill.appendBatch(s.tagOf(tag), cut, 1)
+		err = e.p.appendBatch(e.stream.tagOf(tag), cut, 1)
 	} else {
-		wasCut, err = s.errSpill.spillEntry(s.tagOf(tag), ctx, ent, fields)
+		wasCut, err = e.p.spillEntry(e.stream.tagOf(tag), ctx, &ent, fields)
 	}
 	if wasCut && err == nil {
 		sh.truncated.Add(1)
 	}
-	s.countSpill(err, 1, tag)
-	s.errSpill.kickSpill()
+	e.stream.countSpill(err, 1, tag)
+	e.p.kickSpill()
+	return true
 }
 
 // evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
-// queue — to the spill (SpillDir, or ErrFallback), then closes done. It answers
+// queue — to the spill (Spill.Dir, or Spill.Fallback), then closes done. It answers
 // syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
 // Frames in flight are not waited for: their connection is closed, and they are spilled
 // with the rest (at least once: they may have arrived).
-func (s *stream) evacuate(snd *sender, done chan struct{}) {
+func (e *errSpill) evacuate(snd *sender, done chan struct{}) {
 	snd.fwd.Reclaim()
-	s.requeue(snd)
-	s.flush()
-	s.drainToSpill(snd)
+	snd.requeue()
+	e.stream.flush()
+	e.drainToSpill(snd)
 	close(done)
 }
 
 // spillOut hands snd's unsent batches to the spill, oldest first.
-func (s *stream) spillOut(snd *sender) {
+func (e *errSpill) spillOut(snd *sender) {
 	for _, b := range snd.out {
-		s.spillSealed(b)
+		e.spillSealed(b)
 	}
 	clear(snd.out)
 	snd.out = snd.out[:0]
 }
 
+// spillBatch is spillSealed: an err batch is never dropped.
+func (e *errSpill) spillBatch(b *ring.Batch) bool {
+	e.spillSealed(b)
+	return true
+}
+
 // spillSealed hands a sealed err batch's frames not delivered yet to the spill, one per
 // tag, and frees it.
-func (s *stream) spillSealed(b *ring.Batch) {
-	s.regroup(b)
+func (e *errSpill) spillSealed(b *ring.Batch) {
+	e.stream.regroup(b)
 	for i := range b.Runs {
 		if !b.Sent[i] {
 			tag, entries, n := b.Frame(i)
-			s.countSpill(s.errSpill.appendBatch(s.tagOf(tag), entries, n), n, tag)
+			e.stream.countSpill(e.p.appendBatch(e.stream.tagOf(tag), entries, n), n, tag)
 		}
 	}
-	s.ring.Finish(b)
+	e.ring.Finish(b)
 }
 
 // countSpill counts n entries by what the spill said: spilled, or dropped with the reason
-// (the spill chain has written them to ErrFallback where it could): never silently. tag is
+// (the spill chain has written them to Spill.Fallback where it could): never silently. tag is
 // the entries' logger tag.
 func (s *stream) countSpill(err error, n int, tag uint16) {
 	if err != nil {
@@ -122,45 +284,53 @@ func (s *stream) countSpill(err error, n int, tag uint16) {
 	}
 }
 
-// replay is the err sender while the durable spill holds frames. The spill is then the
-// queue: every sealed batch is appended to its tail (which frees the batch for writers at
-// once) and frames are sent from its head, oldest first, so spilled entries arrive before
-// newer ones, and newer ones wait behind them, never forever. A segment is deleted once all
-// its frames are delivered (acknowledged, with RequireAck: send waits for the ack). A
-// segment that cannot be read is retried like a failed send. It returns true once the spill
-// is empty, false when ctx is cancelled.
-func (s *stream) replay(ctx context.Context, snd *sender, bo backoff.BackOff) bool {
+// replay is the err sender while the durable spill holds frames (after its frames in
+// flight have settled). The spill is then the queue: every sealed batch is appended to its
+// tail (which frees the batch for writers at once) and frames are sent from its head,
+// oldest first, so spilled entries arrive before newer ones, and newer ones wait behind
+// them, never forever. A segment is deleted once all its frames are delivered
+// (acknowledged, with Info.Acks: sendFrame waits for the ack). A segment that cannot be
+// read is retried like a failed send. ok is true once the spill is empty, false when ctx
+// is cancelled.
+func (e *errSpill) replay(ctx context.Context, snd *sender) (active, ok bool) {
+	if !e.p.replaying() {
+		return false, true
+	}
+	if !snd.settle(ctx) {
+		return true, false
+	}
+	bo := snd.bo
 	bo.Reset()
 	for {
-		s.drainToSpill(snd)
-		fr, ok, err := s.errSpill.disk.Head()
-		if err == nil && !ok {
-			return true
+		e.drainToSpill(snd)
+		fr, has, err := e.p.disk.Head()
+		if err == nil && !has {
+			return true, true
 		}
-		if err == nil && s.sendFrame(ctx, snd, fr.Tag, fr.Entries, fr.N) {
-			s.replayed.Add(uint64(fr.N))
-			s.errSpill.disk.Pop()
+		if err == nil && snd.sendFrame(ctx, fr.Tag, fr.Entries, fr.N) {
+			snd.counts.replayed.Add(uint64(fr.N))
+			e.p.disk.Pop()
 			bo.Reset()
 			continue
 		}
-		if !s.spillWhileWaiting(ctx, snd, nextWait(bo)) {
-			return false
+		if !e.spillWhileWaiting(ctx, snd, nextWait(bo)) {
+			return true, false
 		}
 	}
 }
 
 // spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
 // as they are sealed.
-func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Duration) bool {
+func (e *errSpill) spillWhileWaiting(ctx context.Context, snd *sender, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
-		case b := <-s.ring.Queue():
-			s.spillSealed(b)
-		case <-s.errSpill.spillKick:
-		case done := <-s.errSpill.evacuate:
-			s.evacuate(snd, done) // what was queued is in the durable spill already
+		case b := <-e.ring.Queue():
+			e.spillSealed(b)
+		case <-e.p.spillKick:
+		case done := <-e.p.evacuate:
+			e.evacuate(snd, done) // what was queued is in the durable spill already
 		case <-t.C:
 			return true
 		case <-ctx.Done():
@@ -169,25 +339,21 @@ func (s *stream) spillWhileWaiting(ctx context.Context, snd *sender, d time.Dura
 	}
 }
 
-// stuckSpill is the err sender's care of a connection stuck in one attempt: a write that
-// has not completed, or the oldest frame in flight not acked, with no frame taken since
-// (forward.Status.StuckSince). Once that has lasted SpillAfter, the pending batches go to the
-// spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall spills
-// nothing here, as its frames may still be acked (the writers spill their own entries
-// once it has lasted ErrMaxWait and the buffers are full). Before that it returns the
-// channel that fires when they are due; past it, with nothing left to move, past, and the
-// frames in flight keep waiting for their acks (an ack that comes delivers a duplicate:
-// StreamStats.Duplicated). On the info stream, or while no attempt is under way, it does
-// nothing. Only the sender calls it.
-func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, past bool) {
-	if s.errSpill == nil {
-		return false, nil, false
-	}
+// stuck is the err sender's care of a connection stuck in one attempt: a write that has
+// not completed, or the oldest frame in flight not acked, with no frame taken since
+// (forward.Status.StuckSince). Once that has lasted Spill.After, the pending batches go to
+// the spill (spillStuck), counted as spilled, and it reports spilled; a shorter stall
+// spills nothing here, as its frames may still be acked (the writers spill their own
+// entries once it has lasted Err.MaxWait and the buffers are full). Before that it returns
+// the channel that fires when they are due; past it, with nothing left to move, past, and
+// the frames in flight keep waiting for their acks (an ack that comes delivers a
+// duplicate: StreamStats.Duplicated). While no attempt is under way it does nothing.
+func (e *errSpill) stuck(snd *sender) (spilled bool, due <-chan time.Time, past bool) {
 	at := snd.fwd.Status().StuckSince()
 	if at == 0 {
 		return false, nil, false
 	}
-	if left := time.Unix(0, at).Add(s.errSpill.spillAfter).Sub(s.clock.Now()); left > 0 {
+	if left := time.Unix(0, at).Add(e.p.spillAfter).Sub(e.clock.Now()); left > 0 {
 		if snd.stuckT == nil {
 			snd.stuckT = time.NewTimer(left)
 		} else {
@@ -195,30 +361,30 @@ func (s *stream) stuckSpill(snd *sender) (spilled bool, due <-chan time.Time, pa
 		}
 		return false, snd.stuckT.C, false
 	}
-	if !snd.fwd.Window().CarriesBatches() && len(snd.out) == 0 && s.ring.Idle() {
+	if !snd.fwd.Window().CarriesBatches() && len(snd.out) == 0 && e.ring.Idle() {
 		return false, nil, true
 	}
-	s.spillStuck(snd)
+	e.spillStuck(snd)
 	return true, nil, true
 }
 
 // spillStuck moves to the spill, oldest first, the batches of snd's frames in flight (which
 // stay in flight without them: detach), snd.out, and the held and queued batches.
-func (s *stream) spillStuck(snd *sender) {
+func (e *errSpill) spillStuck(snd *sender) {
 	stuck := snd.fwd.Window().Detach(snd.spare[:0])
 	if n := len(stuck); n > 0 && len(snd.out) > 0 && stuck[n-1] == snd.out[0] {
 		stuck = stuck[:n-1] // some of its frames in flight, the others not written: spilled with snd.out
 	}
 	for _, b := range stuck {
-		s.spillSealed(b)
+		e.spillSealed(b)
 	}
 	clear(stuck)
-	s.drainToSpill(snd)
+	e.drainToSpill(snd)
 }
 
 // drainToSpill moves every batch snd holds unsent, and every queued one, to the spill,
 // without waiting.
-func (s *stream) drainToSpill(snd *sender) {
-	s.spillOut(snd)
-	s.ring.Drain(s.spillSealed)
+func (e *errSpill) drainToSpill(snd *sender) {
+	e.spillOut(snd)
+	e.ring.Drain(e.spillSealed)
 }

@@ -24,10 +24,14 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
 	var spilled testkit.Lines
 	core := New(fastRetry(Config{
-		Addr: r.Addr(), Level: zapcore.DebugLevel, MaxBatchBytes: 16 << 10,
-		Info: StreamConfig{BufferBytes: 128 << 10}, Err: StreamConfig{BufferBytes: 64 << 10},
-		FlushInterval: 2 * time.Millisecond, WriteTimeout: 30 * time.Millisecond, ErrMaxWait: 2 * time.Millisecond,
-		ErrFallback: &spilled, Degrade: DegradeConfig{Hold: 20 * time.Millisecond, DisconnectedAfter: 20 * time.Millisecond},
+		Addr:      r.Addr(),
+		Level:     zapcore.DebugLevel,
+		Transport: TransportConfig{MaxBatchBytes: 16 << 10, FlushInterval: 2 * time.Millisecond},
+		Info:      InfoConfig{BufferBytes: 128 << 10},
+		Err:       ErrConfig{BufferBytes: 64 << 10, MaxWait: 2 * time.Millisecond},
+		Timeouts:  TimeoutsConfig{Write: 30 * time.Millisecond},
+		Spill:     SpillConfig{Fallback: &spilled},
+		Degrade:   DegradeConfig{Hold: 20 * time.Millisecond, DisconnectedAfter: 20 * time.Millisecond},
 	}))
 	logger := zap.New(core).With(zap.String("svc", "random"))
 	sugar := logger.Sugar()
@@ -109,5 +113,5 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 func newTestStream(s *settings, budget int, policy streamPolicy, fwds ...*forward.Forwarder) *stream {
 	tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	sendDuration := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
-	return newStream(infoStream, tags, budget, s.stream, policy, sendDuration, fwds...)
+	return newStream(infoStream, tags, budget, s.stream, policy, dropsAll, sendDuration, fwds...)
 }

@@ -26,10 +26,10 @@ const (
 )
 
 // write appends one entry to the stream. Info entries that find no free batch are dropped
-// (queue_full); err entries wait up to ErrMaxWait for one and are spilled after that. While
+// (queue_full); err entries wait up to Err.MaxWait for one and are spilled after that. While
 // every connection fails, the wait lasts only until the sender has moved the queued batches
 // to the spill. While the sender is stuck in one attempt (stuckSince), failing or not, no
-// wait goes past ErrMaxWait from the attempt's start: once it has lasted that long, an
+// wait goes past Err.MaxWait from the attempt's start: once it has lasted that long, an
 // entry that finds no room is spilled without waiting.
 //
 // An entry is the caller's ctx, ent and fields, and once it has been cut down to size
@@ -58,7 +58,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 		}
 		switch status {
 		case written:
-			s.admit.written()
+			s.policy.written()
 			return
 		case overBudget:
 			var again bool
@@ -71,7 +71,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			s.lose(sh, dropClosed, tag.idx, ctx, ent, fields, cut)
 			return
 		case needBatch:
-			maxWait := s.policy.roomWait()
+			maxWait := s.over.roomWait()
 			if maxWait <= 0 {
 				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
 				if tag.idx != 0 {
@@ -98,7 +98,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 // cutOversized returns the cut and true for the caller to write it, unless it cannot be
 // encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
 func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
-	if !s.policy.cutsOversized() {
+	if !s.over.cutsOversized() {
 		s.weights.discard(enc, ent, tag)
 		s.weights.lost(ent, tag)
 		s.counts.dropped(sh, dropTooLarge, tag)
@@ -129,13 +129,13 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 	if deadline.IsZero() {
 		now := s.clock.Now()
 		deadline = now.Add(maxWait)
-		if at := s.stuckSince(); at != 0 {
+		if at := s.senders.stuckSince(); at != 0 {
 			// The sender has been in one attempt since at (a dial, a write, an ack
 			// that does not come), which may last its whole timeout: it frees no
 			// batch before then. No caller waits past at + maxWait, so the waits of
 			// a stall add up to maxWait at most; after it the entry is lost (spilled)
 			// at once. The pending batches follow once the stall has lasted
-			// SpillAfter (stuckSpill).
+			// Spill.After (errSpill.stuck).
 			if end := time.Unix(0, at).Add(maxWait); end.Before(deadline) {
 				deadline = end
 			}
@@ -146,10 +146,10 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 		}
 		s.counts.waits.Add(1)
 	}
-	if s.failing() {
+	if s.senders.failing() {
 		// The sender packs the queued batches, or moves them to the spill, at once:
 		// the wait below ends as soon as that frees a batch, and order is kept.
-		s.policy.noRoom()
+		s.over.noRoom()
 	}
 	if !s.waitForBatch(sh, deadline) {
 		s.counts.waitsOut.Add(1)
@@ -159,26 +159,9 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 	return deadline, true
 }
 
-// stuckSince returns since when every connection of the stream has been stuck (unix nanos,
-// the stream's clock): in one attempt — a dial, a write, or the oldest frame waiting for
-// its ack — with no frame taken since (forward.Status.StuckSince). 0 while a connection is in no
-// attempt. Safe for concurrent use.
-func (s *stream) stuckSince() int64 {
-	var since int64
-	for _, snd := range s.sending() {
-		at := snd.fwd.Status().StuckSince()
-		if at == 0 {
-			return 0
-		}
-		since = max(since, at)
-	}
-	return since
-}
-
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
 func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
-	if s.policy.losesToSpill() {
-		s.spillEntry(sh, tag, ctx, ent, fields, cut)
+	if s.over.spillEntry(sh, tag, ctx, *ent, fields, cut) {
 		return
 	}
 	s.weights.lost(ent, tag) // its weight passes to its key's next kept entry
@@ -219,7 +202,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		if sh.cur = s.takeFor(sh, ent, tag); sh.cur == nil {
 			return needBatch, nil
 		}
-	} else if sh.cur.Reserved && !s.admit.keepsWhole(ent.Level, tag, ent.Message) {
+	} else if sh.cur.Reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 		// The shard holds the reserve, which this entry may not fill: once the buffer has
 		// room again, the reserve is sealed with what it holds and the shard moves on.
 		if !s.mayTake(ent, tag) {
@@ -270,7 +253,7 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 // has admitted the entry against the room left (roomAdmitted): a shard's lock is held for
 // one entry's encoding, and such an entry is owed the room it was counted into.
 func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
-	wait := s.admit.roomAdmitted()
+	wait := s.policy.roomAdmitted()
 	for pass := 0; pass < 2; pass++ {
 		for k := 1; k < len(s.shards.all); k++ {
 			o := &s.shards.all[(i+k)%len(s.shards.all)]
@@ -281,7 +264,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*msgpEncoder)(nil)
-			if o.cur != nil && o.cur.Accepts(tag) && (o.cur.Tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.Reserved || s.admit.keepsWhole(ent.Level, tag, ent.Message)) {
+			if o.cur != nil && o.cur.Accepts(tag) && (o.cur.Tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.Reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
 				status, enc = s.appendLocked(o, tag, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
@@ -327,7 +310,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		}
 		if len(out)-start > s.entryCap {
 			b.Buf = b.Buf[:start]
-			if !s.policy.cutsOversized() {
+			if !s.over.cutsOversized() {
 				s.dropUnwritten(sh, tag, enc, ent, dropTooLarge)
 				return written, nil
 			}

@@ -17,7 +17,7 @@ import (
 // batches and flushes, on a stream with several shards.
 func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := New(Config{Addr: r.Addr(), MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond})
+	core := New(Config{Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond}})
 	defer core.Close()
 	if n := len(sinkOf(core).streams[infoStream].shards.all); n < 2 {
 		t.Skipf("the info stream has %d shard; the test needs several", n)
@@ -65,12 +65,12 @@ func scratchBytes(e *msgpEncoder) map[string]int {
 	return held
 }
 
-// An entry within MaxEntryBytes can still grow an encoder's scratch far past its own size
+// An entry within Transport.MaxEntryBytes can still grow an encoder's scratch far past its own size
 // (sorting a reflected map's keys takes tens of bytes per key); once it is written, no
 // shard's encoder keeps more than msgpenc.KeptScratch in any scratch buffer.
 func TestShardEncodersKeepBoundedScratch(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := New(Config{Addr: r.Addr(), MaxBatchBytes: 1 << 20, MaxEntryBytes: 1 << 20, ErrFallback: io.Discard})
+	core := New(Config{Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 1 << 20, MaxEntryBytes: 1 << 20}, Spill: SpillConfig{Fallback: io.Discard}})
 	defer core.Close()
 	ints, anys, strs := map[string]int{}, map[string]any{}, map[string]string{}
 	for i := range 5000 {

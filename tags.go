@@ -1,9 +1,9 @@
 package fluentcore
 
 // Logger tags: which Forward tag an entry goes under besides its stream. A logger can carry
-// a tag name, by a Tag option in With or (Config.TagFromName) by its zap name; the name is
+// a tag name, by a Tag option in With or (Config.Tags.FromName) by its zap name; the name is
 // resolved to a small index once, here, and only the index travels with an entry. Names
-// past Config.MaxTags are counted and go under the stream's own tag (see tagTable.lookup).
+// past Config.Tags.Max are counted and go under the stream's own tag (see tagTable.lookup).
 
 import (
 	"cmp"
@@ -19,13 +19,13 @@ import (
 
 // Tag returns a field that sets the Forward tag name of a logger's entries, the zap way:
 // logger.With(fluentcore.Tag("audit")) sends the entries of that logger (info and err alike,
-// each still on its stream, with its stream's policy) under Config.TagTemplate with {name}
+// each still on its stream, with its stream's policy) under Config.Tags.Template with {name}
 // "audit" — "app.audit.info" and "app.audit.err" by default. The name wins over the zap name
-// (Config.TagFromName); a later Tag replaces an earlier one, and Tag("") takes it away: the
+// (Config.Tags.FromName); a later Tag replaces an earlier one, and Tag("") takes it away: the
 // logger's entries go under their stream's tag again (or its zap name's). Bytes other than
 // ASCII letters, digits, '.', '_' and '-' become '_' in the tag, and empty segments are left
 // out (".dot." is "dot"). The name is resolved once, in With; a core takes at most
-// Config.MaxTags distinct names, and a logger with a name past that — or a name whose tag
+// Config.Tags.Max distinct names, and a logger with a name past that — or a name whose tag
 // would pass MaxTagBytes, or of dots only — sends under its stream's tag with the name in
 // the record (TagOverflowKey), counted in Stats (TagOverflow). The field is never written
 // as a record field, by this core or by any other (its type is zapcore.SkipType); in an
@@ -39,7 +39,7 @@ func Tag(name string) zapcore.Field {
 type tagOption struct{}
 
 // TagOverflowKey is the record key that carries the tag name a logger asked for (by the Tag
-// option, or its zap name with Config.TagFromName) when the core already has Config.MaxTags
+// option, or its zap name with Config.Tags.FromName) when the core already has Config.Tags.Max
 // names, or when the name is too long for a tag (MaxTagBytes): such entries go under their
 // stream's tag, with "fluentcore_tag": "<name>" in the record whatever the EncoderConfig
 // (its first MaxTagBytes bytes), and are counted in StreamStats.TagOverflow. The key is
@@ -50,28 +50,28 @@ const TagOverflowKey = "fluentcore_tag"
 // MaxTagBytes is the longest Forward tag a core sends, and so the longest tag label of
 // its metrics: Config.Tag and the streams' tags (Info.Tag and Err.Tag, or Tag+".info" and
 // Tag+".err"; a longer one is a Validate error, and New cuts it to this length), and every
-// tag TagTemplate makes for a logger tag name. A logger
-// tag name too long for its tag to fit goes the way of a name past MaxTags: under its
+// tag Tags.Template makes for a logger tag name. A logger
+// tag name too long for its tag to fit goes the way of a name past Tags.Max: under its
 // stream's tag, with the name in the record (TagOverflowKey), counted.
 const MaxTagBytes = 256
 
-// DefaultTagTemplate is Config.TagTemplate's default.
+// DefaultTagTemplate is Config.Tags.Template's default.
 const DefaultTagTemplate = "{tag}.{name}.{stream}"
 
-// DefaultMaxTags is Config.MaxTags's default, and MaxTagsLimit its largest value.
+// DefaultMaxTags is Config.Tags.Max's default, and MaxTagsLimit its largest value.
 const (
 	DefaultMaxTags = 64
 	MaxTagsLimit   = 1024
 )
 
 // tagRef is what travels with an entry: idx, the entry's tag (0: its stream's own tag),
-// and over, whether its logger asked for a tag name past MaxTags (counted).
+// and over, whether its logger asked for a tag name past Tags.Max (counted).
 type tagRef struct {
 	idx  uint16
 	over bool
 }
 
-// tagTemplate is Config.TagTemplate, parsed: literal text between the placeholders.
+// tagTemplate is Config.Tags.Template, parsed: literal text between the placeholders.
 type tagTemplate struct {
 	parts []tagPart
 }
@@ -106,13 +106,13 @@ func parseTagTemplate(s string) (tagTemplate, error) {
 		case strings.HasPrefix(rest, "{stream}"):
 			ph = 's'
 		default:
-			return tagTemplate{}, fmt.Errorf("TagTemplate %q: unknown placeholder or stray brace at %q (the placeholders are {tag}, {name} and {stream})", s, rest)
+			return tagTemplate{}, fmt.Errorf("Tags.Template %q: unknown placeholder or stray brace at %q (the placeholders are {tag}, {name} and {stream})", s, rest)
 		}
 		t.parts = append(t.parts, tagPart{ph: ph})
 		rest = rest[strings.IndexByte(rest, '}')+1:]
 	}
 	if !hasName {
-		return tagTemplate{}, fmt.Errorf("TagTemplate %q: has no {name}: every logger tag would be the same", s)
+		return tagTemplate{}, fmt.Errorf("Tags.Template %q: has no {name}: every logger tag would be the same", s)
 	}
 	return t, nil
 }
@@ -120,7 +120,7 @@ func parseTagTemplate(s string) (tagTemplate, error) {
 // checkTag returns what keeps tag from being a Forward tag, nil if nothing: it is empty,
 // longer than MaxTagBytes, holds a byte other than ASCII letters, digits, '.', '_' and '-',
 // or has an empty segment (a leading, trailing or doubled '.'). Config.Tag, Info.Tag,
-// Err.Tag and the tags TagTemplate makes are all checked by it.
+// Err.Tag and the tags Tags.Template makes are all checked by it.
 func checkTag(tag string) error {
 	switch {
 	case tag == "":
@@ -229,8 +229,8 @@ func sanitizeTagName(name string) string {
 // added); a name past max takes no lock once the table is full. Safe for concurrent use.
 type tagTable struct {
 	base     string      // Config.Tag
-	template tagTemplate // Config.TagTemplate, parsed
-	max      int         // Config.MaxTags
+	template tagTemplate // Config.Tags.Template, parsed
+	max      int         // Config.Tags.Max
 	// nameRoom is the longest name whose tags fit in MaxTagBytes: a longer one is past the
 	// cap, as a name past max is, without a lock.
 	nameRoom int
@@ -346,11 +346,11 @@ func (t *tagTable) stats(id streamID) map[string]TagStats {
 	return m
 }
 
-// resolveTags checks the tag settings of cfg: the template, parsed, and MaxTags (the
+// resolveTags checks the tag settings of cfg: the template, parsed, and Tags.Max (the
 // defaults in place of what is wrong, with the errors). cfg.Tag is resolveStreamTags'.
 func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 	var errs []error
-	tmpl := cfg.TagTemplate
+	tmpl := cfg.Tags.Template
 	if tmpl == "" {
 		tmpl = DefaultTagTemplate
 	}
@@ -361,9 +361,9 @@ func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 		for id := range numStreams {
 			tag := t.expand(cfg.Tag, "x", id)
 			if terr := checkTag(tag); terr != nil {
-				err = fmt.Errorf("TagTemplate %q makes tags such as %q, which %w", tmpl, tag, terr)
+				err = fmt.Errorf("Tags.Template %q makes tags such as %q, which %w", tmpl, tag, terr)
 				if len(tag) > MaxTagBytes {
-					err = fmt.Errorf("TagTemplate %q with Tag %q would leave no room in MaxTagBytes (%d) for a logger tag name: every logger tag would go the overflow way", tmpl, cfg.Tag, MaxTagBytes)
+					err = fmt.Errorf("Tags.Template %q with Tag %q would leave no room in MaxTagBytes (%d) for a logger tag name: every logger tag would go the overflow way", tmpl, cfg.Tag, MaxTagBytes)
 				}
 				break
 			}
@@ -373,10 +373,10 @@ func resolveTags(cfg *Config) (tagTemplate, int, []error) {
 		errs = append(errs, fmt.Errorf("fluentcore: %w", err))
 		t, _ = parseTagTemplate(DefaultTagTemplate)
 	}
-	max := cfg.MaxTags
+	max := cfg.Tags.Max
 	switch {
 	case max < 0 || max > MaxTagsLimit:
-		errs = append(errs, fmt.Errorf("fluentcore: MaxTags %d: want 0 (the default, %d) to %d", max, DefaultMaxTags, MaxTagsLimit))
+		errs = append(errs, fmt.Errorf("fluentcore: Tags.Max %d: want 0 (the default, %d) to %d", max, DefaultMaxTags, MaxTagsLimit))
 		max = DefaultMaxTags
 	case max == 0:
 		max = DefaultMaxTags

@@ -23,10 +23,10 @@ import (
 func budgetCore(t *testing.T, addr string, mods ...func(*fluentcore.Config)) *fluentcore.Core {
 	t.Helper()
 	cfg := fluentcore.Config{
-		Addr:       addr,
-		Tag:        "shop",
-		Level:      zapcore.DebugLevel,
-		Registerer: prometheus.NewRegistry(),
+		Addr:    addr,
+		Tag:     "shop",
+		Level:   zapcore.DebugLevel,
+		Metrics: fluentcore.MetricsConfig{Registerer: prometheus.NewRegistry()},
 	}
 	for _, mod := range mods {
 		mod(&cfg)
@@ -140,7 +140,7 @@ func TestSixteenTagsFromOneGoroutineDropNothing(t *testing.T) {
 	}
 }
 
-// lineCounter counts the lines written to it (ErrFallback writes one per entry).
+// lineCounter counts the lines written to it (Spill.Fallback writes one per entry).
 type lineCounter struct{ n atomic.Int64 }
 
 func (w *lineCounter) Write(p []byte) (int, error) {
@@ -149,7 +149,7 @@ func (w *lineCounter) Write(p []byte) (int, error) {
 }
 
 // While one named logger floods the info stream of a receiver that takes 40 k entries a
-// second, seven quiet named loggers' err entries are all delivered, none to ErrFallback,
+// second, seven quiet named loggers' err entries are all delivered, none to Spill.Fallback,
 // and their info entries too: the err stream delivers while its receiver takes entries,
 // whatever the info stream and the tags do. Twenty runs (two with -short).
 func TestQuietTagsErrDeliveredUnderAnInfoFlood(t *testing.T) {
@@ -176,8 +176,8 @@ func quietTagsUnderAFlood(t *testing.T, run int) bool {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly(), forwardtest.WithReadRate(40000))
 	var fallback lineCounter
 	core := budgetCore(t, r.Addr(), func(c *fluentcore.Config) {
-		c.TagFromName = true
-		c.ErrFallback = &fallback
+		c.Tags.FromName = true
+		c.Spill.Fallback = &fallback
 	})
 	logger := zap.New(core)
 	var wg sync.WaitGroup
@@ -236,7 +236,7 @@ func quietTagsUnderAFlood(t *testing.T, run int) bool {
 	errs, infos := tagWant(r.TagCounts())
 	st := core.Stats()
 	if fallback.n.Load() != 0 || errs != int64(wantErr) {
-		t.Errorf("run %d: %d of %d err entries delivered, %d to ErrFallback (err stats: %d spilled, dropped %v)", run, errs, wantErr, fallback.n.Load(), st.Err.Spilled, st.Err.Dropped)
+		t.Errorf("run %d: %d of %d err entries delivered, %d to Spill.Fallback (err stats: %d spilled, dropped %v)", run, errs, wantErr, fallback.n.Load(), st.Err.Spilled, st.Err.Dropped)
 		return false
 	}
 	if err != nil || infos != int64(wantInfo) {
@@ -253,9 +253,9 @@ func TestErrFramesOfSharedBatchesAreEachAcked(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	var fallback lineCounter
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.AckTimeout = 200 * time.Millisecond
-		c.SpillAfter = time.Minute
-		c.ErrFallback = &fallback
+		c.Timeouts.Ack = 200 * time.Millisecond
+		c.Spill.After = time.Minute
+		c.Spill.Fallback = &fallback
 	})
 	logger := zap.New(core)
 	// Entries per tag in the rounds with and without acks. While no ack comes, a frame holds
@@ -288,7 +288,7 @@ func TestErrFramesOfSharedBatchesAreEachAcked(t *testing.T) {
 	round(0, each)
 	delivered(tags * each)
 	// Few enough entries to fit the err buffer while no ack comes: none is spilled for want
-	// of room, and each frame is sent again after AckTimeout until its ack comes.
+	// of room, and each frame is sent again after Timeouts.Ack until its ack comes.
 	r.SetAckFault(forwardtest.AckWithhold)
 	round(1, withheld)
 	if err := r.WaitFor(func(s forwardtest.Stats) bool { return s.Entries >= tags*(each+withheld) }, 10*time.Second); err != nil {

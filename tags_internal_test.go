@@ -10,10 +10,10 @@ import (
 )
 
 // A tagged logger's call allocates nothing either: its tag was resolved in With; a named
-// one (TagFromName) looks its name up without allocating, past MaxTags too.
+// one (Tags.FromName) looks its name up without allocating, past Tags.Max too.
 func TestTaggedLoggingCallAllocatesNothing(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
-	core := New(Config{Addr: r.Addr(), TagFromName: true, MaxTags: 2})
+	core := New(Config{Addr: r.Addr(), Tags: TagsConfig{FromName: true, Max: 2}})
 	defer core.Close()
 	logger := zap.New(core)
 	fields := []zap.Field{zap.String("user", "alice"), zap.Int("n", 1)}
@@ -35,12 +35,12 @@ func TestTaggedLoggingCallAllocatesNothing(t *testing.T) {
 }
 
 func TestTagSettingsFromTheEnvironment(t *testing.T) {
-	cfg, err := configFromEnv([]string{"FLUENT_TAG_TEMPLATE={name}.{stream}", "FLUENT_TAG_FROM_NAME=true", "FLUENT_MAX_TAGS=8"})
+	cfg, err := configFromEnv([]string{"FLUENT_TAGS_TEMPLATE={name}.{stream}", "FLUENT_TAGS_FROM_NAME=true", "FLUENT_TAGS_MAX=8"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TagTemplate != "{name}.{stream}" || !cfg.TagFromName || cfg.MaxTags != 8 {
-		t.Errorf("got %q %v %d", cfg.TagTemplate, cfg.TagFromName, cfg.MaxTags)
+	if cfg.Tags.Template != "{name}.{stream}" || !cfg.Tags.FromName || cfg.Tags.Max != 8 {
+		t.Errorf("got %q %v %d", cfg.Tags.Template, cfg.Tags.FromName, cfg.Tags.Max)
 	}
 }
 

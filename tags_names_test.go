@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Config.Tag, Info.Tag and Err.Tag, and the tags TagTemplate makes, are checked by one
+// Config.Tag, Info.Tag and Err.Tag, and the tags Tags.Template makes, are checked by one
 // rule: ASCII letters, digits, '.', '_', '-', no empty segment, at most MaxTagBytes. A bad
 // Tag is a Validate error, and New sends under it with the bad bytes made '_'.
 func TestStreamTagsAreCheckedAsTags(t *testing.T) {
@@ -22,15 +22,15 @@ func TestStreamTagsAreCheckedAsTags(t *testing.T) {
 		{fluentcore.Config{Tag: "my app!"}, `Tag "my app!" is not a tag`},
 		{fluentcore.Config{Tag: ".shop"}, "empty segment"},
 		{fluentcore.Config{Tag: "shop..eu"}, "empty segment"},
-		{fluentcore.Config{Info: fluentcore.StreamConfig{Tag: "a b"}}, `Info.Tag "a b"`},
-		{fluentcore.Config{Err: fluentcore.StreamConfig{Tag: "x."}}, "Err.Tag"},
+		{fluentcore.Config{Info: fluentcore.InfoConfig{Tag: "a b"}}, `Info.Tag "a b"`},
+		{fluentcore.Config{Err: fluentcore.ErrConfig{Tag: "x."}}, "Err.Tag"},
 		{fluentcore.Config{Tag: long + "a"}, "over MaxTagBytes"},
-		{fluentcore.Config{Info: fluentcore.StreamConfig{Tag: long}}, ""},
-		{fluentcore.Config{Tag: long[:fluentcore.MaxTagBytes-len(".err")], Info: fluentcore.StreamConfig{Tag: "i"}, TagTemplate: "{name}.{stream}"}, ""},
-		{fluentcore.Config{Tag: long[:fluentcore.MaxTagBytes-len(".err")], Info: fluentcore.StreamConfig{Tag: "i"}}, "leave no room"},
+		{fluentcore.Config{Info: fluentcore.InfoConfig{Tag: long}}, ""},
+		{fluentcore.Config{Tag: long[:fluentcore.MaxTagBytes-len(".err")], Info: fluentcore.InfoConfig{Tag: "i"}, Tags: fluentcore.TagsConfig{Template: "{name}.{stream}"}}, ""},
+		{fluentcore.Config{Tag: long[:fluentcore.MaxTagBytes-len(".err")], Info: fluentcore.InfoConfig{Tag: "i"}}, "leave no room"},
 		{fluentcore.Config{Tag: long}, `the info stream's tag`},
-		{fluentcore.Config{TagTemplate: "{tag}..{name}"}, "empty segment"},
-		{fluentcore.Config{TagTemplate: "{name}.{stream}."}, "empty segment"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "{tag}..{name}"}}, "empty segment"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "{name}.{stream}."}}, "empty segment"},
 		{fluentcore.Config{Tag: "shop_1.eu-west"}, ""},
 	} {
 		err := tc.cfg.Validate()
@@ -38,11 +38,11 @@ func TestStreamTagsAreCheckedAsTags(t *testing.T) {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v", tc.cfg.Tag, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("Tag %q TagTemplate %q: error %v, want one with %q", tc.cfg.Tag, tc.cfg.TagTemplate, err, tc.want)
+			t.Errorf("Tag %q Tags.Template %q: error %v, want one with %q", tc.cfg.Tag, tc.cfg.Tags.Template, err, tc.want)
 		}
 	}
 	r := forwardtest.NewReceiver(t)
-	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Tag: "my app!", FlushInterval: 10 * time.Millisecond})
+	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Tag: "my app!", Transport: fluentcore.TransportConfig{FlushInterval: 10 * time.Millisecond}})
 	defer core.Close()
 	zap.New(core).Info("m")
 	got, err := r.WaitForEntries(1, 5*time.Second)
@@ -109,7 +109,7 @@ func TestLoggerTagNamesAreCappedAndHaveNoEmptySegment(t *testing.T) {
 	}
 }
 
-// An entry whose tag name came past MaxTags carries the name under TagOverflowKey whatever
+// An entry whose tag name came past Tags.Max carries the name under TagOverflowKey whatever
 // the encoder config (NameKey "" included), and a user's field of that key does not
 // replace it.
 func TestOverflowNameIsKeptInEveryEncoderConfig(t *testing.T) {
@@ -117,7 +117,7 @@ func TestOverflowNameIsKeptInEveryEncoderConfig(t *testing.T) {
 	ec := zap.NewProductionEncoderConfig()
 	ec.NameKey, ec.TimeKey = "", ""
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.MaxTags, c.TagFromName, c.EncoderConfig = 1, true, ec
+		c.Tags.Max, c.Tags.FromName, c.EncoderConfig = 1, true, ec
 	})
 	logger := zap.New(core)
 	logger.Named("first").Info("first") // takes the one tag

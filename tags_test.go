@@ -63,12 +63,12 @@ func TestTagOptionRoutesEntriesWithoutARecordField(t *testing.T) {
 	}
 }
 
-// A zap name is a tag name only with TagFromName; the Tag option wins over it.
+// A zap name is a tag name only with Tags.FromName; the Tag option wins over it.
 func TestNamedLoggersTagOnlyWithTagFromName(t *testing.T) {
 	for _, fromName := range []bool{false, true} {
-		t.Run(fmt.Sprint("TagFromName=", fromName), func(t *testing.T) {
+		t.Run(fmt.Sprint("Tags.FromName=", fromName), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
-			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.TagFromName = fromName })
+			core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Tags.FromName = fromName })
 			logger := zap.New(core)
 			logger.Named("access").Info("access")
 			logger.Named("billing").Named("audit").Error("nested")
@@ -96,7 +96,7 @@ func TestNamedLoggersTagOnlyWithTagFromName(t *testing.T) {
 func TestTagTemplate(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.TagTemplate = "k8s.{stream}.{name}-{tag}"
+		c.Tags.Template = "k8s.{stream}.{name}-{tag}"
 		c.Info.Tag = "own.info" // the stream's tag, for untagged entries
 	})
 	logger := zap.New(core)
@@ -118,31 +118,31 @@ func TestTagSettingsAreValidated(t *testing.T) {
 		want string // in the error; "" for none
 	}{
 		{fluentcore.Config{}, ""},
-		{fluentcore.Config{TagTemplate: "{name}"}, ""},
-		{fluentcore.Config{TagTemplate: "{tag}.{stream}"}, "has no {name}"},
-		{fluentcore.Config{TagTemplate: "{tag}.{nme}.{stream}"}, "unknown placeholder"},
-		{fluentcore.Config{TagTemplate: "{tag}.{name"}, "unknown placeholder"},
-		{fluentcore.Config{TagTemplate: "a b.{name}"}, "is not a tag"},
-		{fluentcore.Config{TagTemplate: "}{name}"}, "stray brace"},
-		{fluentcore.Config{MaxTags: -1}, "MaxTags -1"},
-		{fluentcore.Config{MaxTags: fluentcore.MaxTagsLimit + 1}, "MaxTags"},
-		{fluentcore.Config{MaxTags: fluentcore.MaxTagsLimit}, ""},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "{name}"}}, ""},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "{tag}.{stream}"}}, "has no {name}"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "{tag}.{nme}.{stream}"}}, "unknown placeholder"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "{tag}.{name"}}, "unknown placeholder"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "a b.{name}"}}, "is not a tag"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Template: "}{name}"}}, "stray brace"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Max: -1}}, "Tags.Max -1"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Max: fluentcore.MaxTagsLimit + 1}}, "Tags.Max"},
+		{fluentcore.Config{Tags: fluentcore.TagsConfig{Max: fluentcore.MaxTagsLimit}}, ""},
 	} {
 		err := tc.cfg.Validate()
 		switch {
 		case tc.want == "" && err != nil:
-			t.Errorf("%+v: %v", tc.cfg.TagTemplate, err)
+			t.Errorf("%+v: %v", tc.cfg.Tags.Template, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("TagTemplate %q MaxTags %d: error %v, want one with %q", tc.cfg.TagTemplate, tc.cfg.MaxTags, err, tc.want)
+			t.Errorf("Tags.Template %q Tags.Max %d: error %v, want one with %q", tc.cfg.Tags.Template, tc.cfg.Tags.Max, err, tc.want)
 		}
 	}
 }
 
-// Past MaxTags, an entry goes under its stream's tag with the name it asked for in the
+// Past Tags.Max, an entry goes under its stream's tag with the name it asked for in the
 // record, and is counted: none lost, none silent.
 func TestTagsPastMaxTagsAreCountedAndKeepTheirName(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.MaxTags = 3; c.TagFromName = true })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Tags.Max = 3; c.Tags.FromName = true })
 	logger := zap.New(core)
 	const names = 10
 	for i := range names {
@@ -200,7 +200,7 @@ func TestTagsPastMaxTagsAreCountedAndKeepTheirName(t *testing.T) {
 func TestTaggedEntriesKeepOrderPerGoroutinePerTag(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) {
-		c.MaxBatchBytes = 4 << 10 // many batches, many seals
+		c.Transport.MaxBatchBytes = 4 << 10 // many batches, many seals
 		c.Info.BufferBytes = 1 << 20
 	})
 	logger := zap.New(core)
@@ -263,9 +263,9 @@ func TestTagCountersAddUpAndAreExported(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	reg := prometheus.NewRegistry()
 	core := newTestCore(t, r.Addr(), reg, func(c *fluentcore.Config) {
-		c.MaxBatchBytes, c.Info.BufferBytes = 4<<10, 16<<10 // a small buffer, soon full
+		c.Transport.MaxBatchBytes, c.Info.BufferBytes = 4<<10, 16<<10 // a small buffer, soon full
 		c.Degrade.Policy = fluentcore.DegradeOff
-		c.MaxTags = 2
+		c.Tags.Max = 2
 	})
 	logger := zap.New(core)
 	audit, access := logger.With(fluentcore.Tag("audit")), logger.With(fluentcore.Tag("access"))
@@ -329,11 +329,11 @@ func tagMetric(t *testing.T, reg *prometheus.Registry, name, stream, tag string)
 	return testkit.Metric(t, reg, name, labels)
 }
 
-// A logger derived from one past MaxTags with a Tag option of its own does not carry the
+// A logger derived from one past Tags.Max with a Tag option of its own does not carry the
 // first one's name in its record; one derived with other fields does.
 func TestTagOverflowFieldIsNotInherited(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.MaxTags = 1 })
+	core := newTestCore(t, r.Addr(), nil, func(c *fluentcore.Config) { c.Tags.Max = 1 })
 	logger := zap.New(core)
 	logger.With(fluentcore.Tag("first")).Info("first")
 	over := logger.With(fluentcore.Tag("second"), zap.String("k", "v"))

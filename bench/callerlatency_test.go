@@ -12,7 +12,7 @@ import (
 
 // BenchmarkCallerLatency times single AddingFields log calls from one goroutine (issue 5):
 //
-//   - state=degraded: fluentcore with small buffers (MaxBatchBytes 16 KiB, info budget
+//   - state=degraded: fluentcore with small buffers (Transport.MaxBatchBytes 16 KiB, info budget
 //     64 KiB) and the receiver stalled until the info stream has degraded (Config.OnEvent
 //     says so); then b.N calls are timed. Target: p99 ≤ 1 µs.
 //   - state=full: the same with the degrade policy off, once entries are dropped as
@@ -40,7 +40,7 @@ func logPrebuilt() func(*zap.Logger) {
 
 func callerLatencyStates(b *testing.B, logf func(*zap.Logger)) {
 	small := func(c *fluentcore.Config) {
-		c.MaxBatchBytes = 16 << 10
+		c.Transport.MaxBatchBytes = 16 << 10
 		c.Info.BufferBytes = 64 << 10
 	}
 	b.Run("state=degraded/contender=fluentcore", func(b *testing.B) {

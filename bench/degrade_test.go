@@ -218,7 +218,7 @@ func startDegradeRun(b *testing.B, kind string, policy fluentcore.DegradePolicy)
 	r := mustStartReceiver(b, kind)
 	core := newFluentcore(r.Addr(), func(c *fluentcore.Config) {
 		c.Degrade.Policy = policy
-		c.ErrFallback = io.Discard
+		c.Spill.Fallback = io.Discard
 	})
 	run := &degradeRun{core: core, logger: zap.New(core), recv: r}
 	// Connected before the clock starts, as a service that has been running a while: the

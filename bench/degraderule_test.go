@@ -138,9 +138,9 @@ func BenchmarkDegradeRule(b *testing.B) {
 			}
 		}
 	}
-	// 6: flat out from 1, 16, 256 and 1024 goroutines into a receiver that takes all it
+	// 6: flat out from 1, 8, 16, 256 and 1024 goroutines into a receiver that takes all it
 	// gets: delivered against off, and the share of calls the default drops as queue_full.
-	for _, g := range []int{1, 16, 256, 1024} {
+	for _, g := range []int{1, 8, 16, 256, 1024} {
 		b.Run(fmt.Sprintf("scenario=flat-out/goroutines=%d", g), func(b *testing.B) {
 			var queueFull float64
 			pair(b, func(b *testing.B, p fluentcore.DegradePolicy) ruleResult {
@@ -273,8 +273,8 @@ func burstRun(b *testing.B, kind string, p fluentcore.DegradePolicy, share float
 	budget := max(int(float64(fluentcore.DefaultInfoBufferBytes)**ruleScale), 1<<20)
 	core := newFluentcore(r.Addr(), func(c *fluentcore.Config) {
 		c.Degrade.Policy = p
-		c.ErrFallback = io.Discard
-		c.SyncTimeout = time.Minute
+		c.Spill.Fallback = io.Discard
+		c.Timeouts.Sync = time.Minute
 		c.Info.BufferBytes = budget
 	})
 	defer core.Close()
@@ -459,12 +459,12 @@ func weightRun(b *testing.B) weightResult {
 	defer r.Close()
 	core := newFluentcore(r.Addr(), func(c *fluentcore.Config) {
 		c.Degrade.WeightKey = "weight"
-		c.ErrFallback = io.Discard
-		c.SyncTimeout = time.Minute
+		c.Spill.Fallback = io.Discard
+		c.Timeouts.Sync = time.Minute
 		// A budget the burst overflows (the default holds the whole of it at this size),
 		// and acks, so that the kernel's socket buffers do not take what the budget cannot.
 		c.Info.BufferBytes = weightBuffer
-		c.RequireAck = true
+		c.Info.Acks = fluentcore.AcksOn
 	})
 	defer core.Close()
 	logger := zap.New(core)

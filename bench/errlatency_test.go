@@ -19,7 +19,7 @@ const errEvery = 5 * time.Millisecond
 // one goroutine logs b.N err entries (Error, the same 10 fields), one every errEvery. The
 // receiver notes when each err entry arrives; latency is arrival minus the entry's EventTime
 // (the time of the log call). The err stream has its own connection, and its sender seals
-// and sends err entries as soon as it is free (FlushInterval, 500ms by default, bounds only
+// and sends err entries as soon as it is free (Transport.FlushInterval, 500ms by default, bounds only
 // info), so expect milliseconds, and a tail set by how long the woken sender waits for a CPU
 // among the flooders. Also reported: the info entries delivered per second meanwhile, the share of
 // info calls dropped, and the p99 of the time runnable goroutines waited for a CPU (the
@@ -41,7 +41,7 @@ func errLatency(b *testing.B, acks fluentcore.Acks) {
 	rc := mustStartReceiver(b, KindClock)
 	defer rc.Close()
 	r := rc.(*remote)
-	core := newFluentcore(r.Addr(), func(c *fluentcore.Config) { c.ErrFallback, c.Err.Acks = io.Discard, acks })
+	core := newFluentcore(r.Addr(), func(c *fluentcore.Config) { c.Spill.Fallback, c.Err.Acks = io.Discard, acks })
 	defer core.Close()
 	l := zap.New(core)
 

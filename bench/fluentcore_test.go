@@ -21,7 +21,7 @@ func init() {
 
 // newFluentcore returns a core with the default configuration, except the info stream's tag.
 func newFluentcore(addr string, mod func(*fluentcore.Config)) *fluentcore.Core {
-	cfg := fluentcore.Config{Addr: addr, Info: fluentcore.StreamConfig{Tag: Tag}}
+	cfg := fluentcore.Config{Addr: addr, Info: fluentcore.InfoConfig{Tag: Tag}}
 	if mod != nil {
 		mod(&cfg)
 	}

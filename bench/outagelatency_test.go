@@ -18,7 +18,7 @@ import (
 // 660 bytes every 5 ms (200/s), with the default Config. Each of b.N calls is timed; at
 // -benchtime 4000x (20 s, about 2.6 MB) the buffers always have room (4 MiB err, 8 MiB
 // info), which is the state the target is for: p99 ≤ 1 µs, and nothing dropped. Err
-// entries go to ErrFallback once sends have failed for SpillAfter (reported as spilled).
+// entries go to Spill.Fallback once sends have failed for Spill.After (reported as spilled).
 // zap's JSON core to io.Discard, paced the same, is the floor: a call every 5 ms finds cold
 // caches whatever the logger.
 func BenchmarkOutageCallerLatency(b *testing.B) {
@@ -28,7 +28,7 @@ func BenchmarkOutageCallerLatency(b *testing.B) {
 	})
 	for _, lvl := range []zapcore.Level{zapcore.ErrorLevel, zapcore.InfoLevel} {
 		b.Run("level="+lvl.String()+"/contender=fluentcore", func(b *testing.B) {
-			core := fluentcore.New(fluentcore.Config{Addr: refusedAddr(b), ErrFallback: io.Discard,
+			core := fluentcore.New(fluentcore.Config{Addr: refusedAddr(b), Spill: fluentcore.SpillConfig{Fallback: io.Discard},
 				Degrade: fluentcore.DegradeConfig{Policy: fluentcore.DegradeOff}})
 			defer core.Close()
 			pacedLatency(b, zap.New(core), lvl, pad)

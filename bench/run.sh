@@ -62,7 +62,7 @@ full)
 	# Scale-out and acks: timed by the clock too, sixteen shapes of about 4 s a round.
 	gotest -bench '^BenchmarkScaleOut$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	gotest -bench '^BenchmarkMaxInflight$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
-	# Logger tags: a flood on one tag, and 10,000 names past MaxTags; 5 s each.
+	# Logger tags: a flood on one tag, and 10,000 names past Tags.Max; 5 s each.
 	gotest -bench '^BenchmarkTag(Flood|Cardinality)$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	echo "loadavg-end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$raw"
 

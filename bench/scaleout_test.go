@@ -34,7 +34,7 @@ var scaleOutLength = flag.Duration("bench.scaleout", 3*time.Second, "how long Be
 //     default for one server (of-R is then only relative);
 //   - four-addresses: four receivers each reading scaleOutRate entries a second on one port
 //     of 127.0.0.1 to 127.0.0.4, behind one name (Addr "tcp://fleet.bench:PORT", through
-//     Config.Resolver): a Kubernetes headless service over four aggregator pods.
+//     Config.Transport.Resolver): a Kubernetes headless service over four aggregator pods.
 //
 // connections=default leaves Info.Connections at 0 (one per server, each address of a name
 // counted; issue 27).
@@ -76,10 +76,12 @@ func BenchmarkScaleOut(b *testing.B) {
 				kinds, name = fourAddresses(b)
 			}
 			scaleOut(b, kinds, func(c *fluentcore.Config) {
-				c.RequireAck = shape.ack
+				if shape.ack {
+					c.Info.Acks = fluentcore.AcksOn
+				}
 				c.Info.Connections = shape.conns
 				if name != nil {
-					c.Servers, c.Addr, c.Resolver = nil, "tcp://fleet.bench:"+name.port, name
+					c.Servers, c.Addr, c.Transport.Resolver = nil, "tcp://fleet.bench:"+name.port, name
 				}
 			})
 		})
@@ -118,22 +120,22 @@ func fourAddresses(b *testing.B) ([]string, *nameResolver) {
 
 // BenchmarkMaxInflight is the ack-delay shape of BenchmarkScaleOut (one receiver reading
 // scaleOutRate entries a second, acking each request 1 ms after reading it) at several
-// MaxInflight values, and the same receiver without acks: what the default of
-// Config.MaxInflight is chosen by. Those run with degrade off; degrade=adaptive runs the
-// default MaxInflight, and no acks, under the default policy, which holds the buffer about
+// Transport.MaxInflight values, and the same receiver without acks: what the default of
+// Config.Transport.MaxInflight is chosen by. Those run with degrade off; degrade=adaptive runs the
+// default Transport.MaxInflight, and no acks, under the default policy, which holds the buffer about
 // half full, frames in flight included: whether the window still keeps the receiver busy
 // there. Run it with -benchtime 1x.
 func BenchmarkMaxInflight(b *testing.B) {
 	kinds := []string{KindRate(KindSlowAck, scaleOutRate)}
 	for _, n := range []int{1, 4, 8, 16, 32} {
 		b.Run(fmt.Sprintf("acks=on/inflight=%d", n), func(b *testing.B) {
-			scaleOut(b, kinds, func(c *fluentcore.Config) { c.RequireAck, c.MaxInflight = true, n })
+			scaleOut(b, kinds, func(c *fluentcore.Config) { c.Info.Acks, c.Transport.MaxInflight = fluentcore.AcksOn, n })
 		})
 	}
 	b.Run("acks=off", func(b *testing.B) { scaleOut(b, kinds, nil) })
 	adaptive := func(c *fluentcore.Config) { c.Degrade.Policy = fluentcore.DegradeAdaptive }
 	b.Run("degrade=adaptive/acks=on", func(b *testing.B) {
-		scaleOut(b, kinds, func(c *fluentcore.Config) { adaptive(c); c.RequireAck = true })
+		scaleOut(b, kinds, func(c *fluentcore.Config) { adaptive(c); c.Info.Acks = fluentcore.AcksOn })
 	})
 	b.Run("degrade=adaptive/acks=off", func(b *testing.B) { scaleOut(b, kinds, adaptive) })
 }
@@ -149,7 +151,7 @@ func scaleOut(b *testing.B, kinds []string, mod func(*fluentcore.Config)) {
 	}
 	core := newFluentcore(recvs[0].Addr(), func(c *fluentcore.Config) {
 		c.Degrade.Policy = fluentcore.DegradeOff
-		c.ErrFallback = io.Discard
+		c.Spill.Fallback = io.Discard
 		if len(recvs) > 1 {
 			c.Addr = ""
 			for _, r := range recvs {

@@ -164,9 +164,9 @@ func BenchmarkTagFlood(b *testing.B) {
 const tagFloodRate = 100_000
 
 // BenchmarkTagCardinality (issue 28, target 3): 10,000 distinct logger names
-// (Config.TagFromName, logger.Named) logged round robin from 16 goroutines for
+// (Config.Tags.FromName, logger.Named) logged round robin from 16 goroutines for
 // -bench.tagflood, into a receiver that takes all it gets. Reported: the tags the receiver
-// saw (MaxTags, 64, and the stream's own), the entries past the cap (TagOverflow), the
+// saw (Tags.Max, 64, and the stream's own), the entries past the cap (TagOverflow), the
 // entries not accounted for (entries - delivered - dropped, after Sync: target 0), and the
 // most heap in use above what it was before the first call, sampled every 10 ms (the info
 // and err budgets are 12 MiB). Timed by the clock: run it with -benchtime 1x.
@@ -176,7 +176,7 @@ func BenchmarkTagCardinality(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Tag: "bench", TagFromName: true})
+	core := fluentcore.New(fluentcore.Config{Addr: r.Addr(), Tag: "bench", Tags: fluentcore.TagsConfig{FromName: true}})
 	defer core.Close()
 	logger := zap.New(core)
 	const names = 10_000

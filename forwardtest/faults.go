@@ -111,47 +111,12 @@ func (r *Receiver) SetCloseAfter(n int64) { r.faults.closeAfter.Store(max(n, 0))
 // listens again on the same address and port. It returns an error only if listening again
 // fails (another process took the port). Idempotent and safe for concurrent use; Close
 // ends it.
-func (r *Receiver) SetRefuse(refuse bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	if refuse {
-		if r.ln == nil {
-			return nil
-		}
-		ln := r.ln
-		r.ln = nil // the accept loop sees it and returns
-		return ln.Close()
-	}
-	if r.ln != nil {
-		return nil
-	}
-	ln, err := r.listen()
-	if err != nil {
-		return err
-	}
-	r.ln = ln
-	r.wg.Add(1)
-	go r.acceptLoop(ln)
-	return nil
-}
+func (r *Receiver) SetRefuse(refuse bool) error { return r.acc.refuse(refuse) }
 
 // CloseConnections closes every open connection now, as a restarting receiver would;
 // requests being read are counted in Stats.Truncated. New connections are accepted as
 // usual. Safe for concurrent use.
-func (r *Receiver) CloseConnections() {
-	r.mu.Lock()
-	conns := make([]net.Conn, 0, len(r.conns))
-	for c := range r.conns {
-		conns = append(conns, c)
-	}
-	r.mu.Unlock()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-}
+func (r *Receiver) CloseConnections() { r.acc.closeConns() }
 
 // errInjectedClose is the read error of a connection closed by SetCloseAfter.
 var errInjectedClose = errors.New("closed by SetCloseAfter")

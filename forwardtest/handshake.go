@@ -77,96 +77,131 @@ func WithTLS12Only() Option {
 	return func(o *options) { o.tls12Only = true }
 }
 
-// handshake runs the server side of HELO/PING/PONG and reports whether the connection
-// goes on to requests.
-func (c *conn) handshake() bool {
-	r := c.r
-	o := &r.opts
-	var nonce, auth [16]byte
-	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails on supported platforms
-	_, _ = rand.Read(auth[:])
+// hello is the receiver's side of one handshake: the nonce and auth salt its HELO sent,
+// which the client's PING digests must be made with. They are random, fresh for each
+// connection, and never change after newHello.
+type hello struct {
+	nonce, auth [16]byte
+}
 
-	b := msgp.AppendArrayHeader(nil, 2)
+func newHello() hello {
+	var h hello
+	_, _ = rand.Read(h.nonce[:]) // crypto/rand.Read never fails on supported platforms
+	_, _ = rand.Read(h.auth[:])
+	return h
+}
+
+// appendHELO appends the HELO: its nonce and auth as bin with "keepalive" (fluentd's form)
+// or, with heloStr, as str leaving "keepalive" out unless denyKeepalive (fluent-bit's).
+func (h *hello) appendHELO(b []byte, heloStr, denyKeepalive bool) []byte {
+	b = msgp.AppendArrayHeader(b, 2)
 	b = msgp.AppendString(b, "HELO")
-	if o.heloStr {
+	if heloStr {
 		n := uint32(2)
-		if o.denyKeepalive {
+		if denyKeepalive {
 			n++
 		}
 		b = msgp.AppendMapHeader(b, n)
 		b = msgp.AppendString(b, "nonce")
-		b = msgp.AppendStringFromBytes(b, nonce[:])
+		b = msgp.AppendStringFromBytes(b, h.nonce[:])
 		b = msgp.AppendString(b, "auth")
-		b = msgp.AppendStringFromBytes(b, auth[:])
+		b = msgp.AppendStringFromBytes(b, h.auth[:])
 	} else {
 		b = msgp.AppendMapHeader(b, 3)
 		b = msgp.AppendString(b, "nonce")
-		b = msgp.AppendBytes(b, nonce[:])
+		b = msgp.AppendBytes(b, h.nonce[:])
 		b = msgp.AppendString(b, "auth")
-		b = msgp.AppendBytes(b, auth[:])
+		b = msgp.AppendBytes(b, h.auth[:])
 	}
-	if !o.heloStr || o.denyKeepalive {
+	if !heloStr || denyKeepalive {
 		b = msgp.AppendString(b, "keepalive")
-		b = msgp.AppendBool(b, !o.denyKeepalive)
+		b = msgp.AppendBool(b, !denyKeepalive)
 	}
-	if _, err := c.w.Write(b); err != nil {
-		if !r.isClosed() {
-			r.logf("forwardtest: conn %d (%s): writing HELO: %v", c.id, c.peer, err)
-		}
-		return false
-	}
+	return b
+}
 
-	if !r.gate(false) {
-		return false
+// mismatch returns why fluentd would reject p, made with sharedKey and, when users is not
+// empty, one of users; "" if it would accept it.
+func (h *hello) mismatch(p ping, sharedKey string, users map[string]string) string {
+	if want := hexSHA512(p.salt, p.hostname, string(h.nonce[:]), sharedKey); !equal(p.digest, want) {
+		return "shared_key mismatch"
 	}
-	if _, err := c.rd.R.PeekByte(); err != nil {
-		if !r.isClosed() {
-			r.logf("forwardtest: conn %d (%s): closed before PING: %v", c.id, c.peer, err)
+	if len(users) > 0 {
+		pw, ok := users[p.username]
+		if !ok || !equal(p.passwordDigest, hexSHA512(string(h.auth[:]), p.username, pw)) {
+			return "username/password mismatch"
+		}
+	}
+	return ""
+}
+
+// handshake runs the server side of HELO/PING/PONG and reports whether the connection
+// goes on to requests.
+func (c *conn) handshake() bool {
+	h := newHello()
+	if _, err := c.w.Write(h.appendHELO(nil, c.o.heloStr, c.o.denyKeepalive)); err != nil {
+		if !isClosed(c.done) {
+			c.logf("forwardtest: conn %d (%s): writing HELO: %v", c.id, c.peer, err)
 		}
 		return false
 	}
-	if !r.gate(true) {
+	if !c.readPing() {
 		return false
 	}
-	if err := c.readFrame(); err != nil {
-		if r.isClosed() {
-			return false
-		}
-		var v violationError
-		if errors.As(err, &v) {
-			r.violation(fmt.Errorf("conn %d (%s) PING: %w", c.id, c.peer, v.err))
-		} else {
-			r.logf("forwardtest: conn %d (%s): closed in the middle of PING: %v", c.id, c.peer, err)
-		}
-		return false
-	}
-	p, err := parsePing(c.frame)
+	p, err := parsePing(c.in.frame)
 	if err != nil {
 		var v violationError
 		if errors.As(err, &v) {
-			r.violation(fmt.Errorf("conn %d (%s) PING: %w", c.id, c.peer, v.err))
+			c.violation(fmt.Errorf("conn %d (%s) PING: %w", c.id, c.peer, v.err))
 			return false
 		}
 		return c.reject(err.Error())
 	}
-	if want := hexSHA512(p.salt, p.hostname, string(nonce[:]), o.sharedKey); !equal(p.digest, want) {
-		return c.reject("shared_key mismatch")
+	if reason := h.mismatch(p, c.o.sharedKey, c.o.users); reason != "" {
+		return c.reject(reason)
 	}
-	if len(o.users) > 0 {
-		pw, ok := o.users[p.username]
-		if !ok || !equal(p.passwordDigest, hexSHA512(string(auth[:]), p.username, pw)) {
-			return c.reject("username/password mismatch")
-		}
-	}
-	r.mu.Lock()
-	r.stats.Handshakes++
-	r.notifyLocked()
-	r.mu.Unlock()
+	c.got.count(handshakes)
+	return c.pong(&h, p)
+}
 
-	key := o.sharedKey
-	switch PongFault(r.faults.pong.Load()) {
+// readPing reads the client's first message into c.in.frame, passing the stall gate as
+// a request does; false if the connection ended, the message violates the protocol, or
+// the receiver closed.
+func (c *conn) readPing() bool {
+	if !c.stall.gate(false) {
+		return false
+	}
+	if err := c.in.arrived(); err != nil {
+		if !isClosed(c.done) {
+			c.logf("forwardtest: conn %d (%s): closed before PING: %v", c.id, c.peer, err)
+		}
+		return false
+	}
+	if !c.stall.gate(true) {
+		return false
+	}
+	if err := c.in.read(); err != nil {
+		if isClosed(c.done) {
+			return false
+		}
+		var v violationError
+		if errors.As(err, &v) {
+			c.violation(fmt.Errorf("conn %d (%s) PING: %w", c.id, c.peer, v.err))
+		} else {
+			c.logf("forwardtest: conn %d (%s): closed in the middle of PING: %v", c.id, c.peer, err)
+		}
+		return false
+	}
+	return true
+}
+
+// pong answers the accepted PING p as the PongFault set now says; false unless it sent
+// a proper PONG.
+func (c *conn) pong(h *hello, p ping) bool {
+	key := c.o.sharedKey
+	switch PongFault(c.faults.pong.Load()) {
 	case PongNone:
-		r.logf("forwardtest: conn %d (%s): closing without PONG (PongNone)", c.id, c.peer)
+		c.logf("forwardtest: conn %d (%s): closing without PONG (PongNone)", c.id, c.peer)
 		return false
 	case PongAuthFailed:
 		c.writePong(false, "forwardtest: PongAuthFailed", "", "")
@@ -174,18 +209,14 @@ func (c *conn) handshake() bool {
 	case PongWrongDigest:
 		key += " but wrong"
 	}
-	digest := hexSHA512(p.salt, o.hostname, string(nonce[:]), key)
-	return c.writePong(true, "", o.hostname, digest)
+	digest := hexSHA512(p.salt, c.o.hostname, string(h.nonce[:]), key)
+	return c.writePong(true, "", c.o.hostname, digest)
 }
 
 // reject answers PONG false with reason and ends the connection, as fluentd does.
 func (c *conn) reject(reason string) bool {
-	r := c.r
-	r.mu.Lock()
-	r.stats.HandshakeFailures++
-	r.notifyLocked()
-	r.mu.Unlock()
-	r.logf("forwardtest: conn %d (%s): handshake rejected: %s", c.id, c.peer, reason)
+	c.got.count(handshakeFailures)
+	c.logf("forwardtest: conn %d (%s): handshake rejected: %s", c.id, c.peer, reason)
 	c.writePong(false, reason, "", "")
 	return false
 }
@@ -198,8 +229,8 @@ func (c *conn) writePong(ok bool, reason, hostname, digest string) bool {
 	b = msgp.AppendString(b, hostname)
 	b = msgp.AppendString(b, digest)
 	if _, err := c.w.Write(b); err != nil {
-		if !c.r.isClosed() {
-			c.r.logf("forwardtest: conn %d (%s): writing PONG: %v", c.id, c.peer, err)
+		if !isClosed(c.done) {
+			c.logf("forwardtest: conn %d (%s): writing PONG: %v", c.id, c.peer, err)
 		}
 		return false
 	}

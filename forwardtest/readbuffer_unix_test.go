@@ -45,12 +45,10 @@ func serverReadBuffer(t *testing.T, r *Receiver) int {
 	if err := r.WaitFor(func(s Stats) bool { return s.Connections > 0 }, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
 	var nc net.Conn
-	for c := range r.conns {
+	for _, c := range r.acc.openConns() {
 		nc = c
 	}
-	r.mu.Unlock()
 	raw, err := nc.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)

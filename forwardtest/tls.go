@@ -124,7 +124,7 @@ func (c *TLSCert) ClientConfig() *tls.Config {
 	return &tls.Config{RootCAs: c.CAPool, MinVersion: tls.VersionTLS12}
 }
 
-// TLSFiles are the paths WriteFiles wrote.
+// Security.TLSFiles are the paths WriteFiles wrote.
 type TLSFiles struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
 }

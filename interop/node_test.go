@@ -167,7 +167,7 @@ func (v *tlsVersions) only(want uint16) error {
 
 const (
 	nodeHostname   = "fluent-node-peer"  // FluentServer's serverHostname
-	clientHostname = "fluentcore-client" // Config.SelfHostname: must differ from the peer's
+	clientHostname = "fluentcore-client" // Config.Security.SelfHostname: must differ from the peer's
 	sharedKey      = "interop-shared-key-3b9f"
 	userName       = "alice"
 	userPassword   = "alice-password-81d2"
@@ -222,17 +222,19 @@ func TestNodeFluentServer(t *testing.T) {
 			}
 			fallback := &syncBuffer{}
 			cfg := baseConfig(addr, fallback)
-			cfg.RequireAck = tc.ack
-			cfg.Compression = tc.compression
+			if tc.ack {
+				cfg.Info.Acks = fluentcore.AcksOn
+			}
+			cfg.Transport.Compression = tc.compression
 			if tc.security != nil {
-				cfg.SharedKey = fluentcore.NewSecret(sharedKey)
-				cfg.SelfHostname = clientHostname
+				cfg.Security.SharedKey = fluentcore.NewSecret(sharedKey)
+				cfg.Security.SelfHostname = clientHostname
 			}
 			if tc.user {
-				cfg.Username, cfg.Password = userName, fluentcore.NewSecret(userPassword)
+				cfg.Security.Username, cfg.Security.Password = userName, fluentcore.NewSecret(userPassword)
 			}
 			if tc.tls {
-				cfg.TLS = versions.config(pki)
+				cfg.Security.TLS = versions.config(pki)
 			}
 			core := fluentcore.New(cfg)
 			want := logScenario(core, "")
@@ -277,7 +279,7 @@ func TestNodeFluentServerRejects(t *testing.T) {
 		name:     "WrongSharedKey",
 		security: nodeSecurity{ServerHostname: nodeHostname, SharedKey: sharedKey},
 		configure: func(c *fluentcore.Config) {
-			c.SharedKey, c.SelfHostname = fluentcore.NewSecret(wrongKey), clientHostname
+			c.Security.SharedKey, c.Security.SelfHostname = fluentcore.NewSecret(wrongKey), clientHostname
 		},
 		secrets:   []string{wrongKey, sharedKey},
 		wantWords: []string{"shared key", "shared_key", "sharedkey"},
@@ -286,8 +288,8 @@ func TestNodeFluentServerRejects(t *testing.T) {
 		security: nodeSecurity{ServerHostname: nodeHostname, SharedKey: sharedKey, Authorize: true,
 			UserDict: map[string]string{userName: userPassword}},
 		configure: func(c *fluentcore.Config) {
-			c.SharedKey, c.SelfHostname = fluentcore.NewSecret(sharedKey), clientHostname
-			c.Username, c.Password = userName, fluentcore.NewSecret(wrongPassword)
+			c.Security.SharedKey, c.Security.SelfHostname = fluentcore.NewSecret(sharedKey), clientHostname
+			c.Security.Username, c.Security.Password = userName, fluentcore.NewSecret(wrongPassword)
 		},
 		secrets:   []string{wrongPassword, userPassword, sharedKey},
 		wantWords: []string{"password", "authentication", "username"},
@@ -297,7 +299,7 @@ func TestNodeFluentServerRejects(t *testing.T) {
 		configure: func(c *fluentcore.Config) {
 			// With acks: without them, frames written before the server's HELO is read
 			// count as delivered (at-most-once), and the server drops them.
-			c.SelfHostname, c.RequireAck = clientHostname, true
+			c.Security.SelfHostname, c.Info.Acks = clientHostname, fluentcore.AcksOn
 		},
 		secrets:   []string{sharedKey},
 		wantWords: []string{"shared key", "shared_key", "sharedkey", "handshake"},
@@ -307,8 +309,8 @@ func TestNodeFluentServerRejects(t *testing.T) {
 			p := startNode(t, nodeConfig{Security: &sec})
 			fallback := &syncBuffer{}
 			cfg := baseConfig("tcp://"+p.addr, fallback)
-			cfg.SyncTimeout = failSyncAfter
-			cfg.CloseTimeout = time.Second
+			cfg.Timeouts.Sync = failSyncAfter
+			cfg.Timeouts.Close = time.Second
 			tc.configure(&cfg)
 			core := fluentcore.New(cfg)
 			want := logScenario(core, "")
@@ -338,7 +340,7 @@ func TestNodeFluentServerRejects(t *testing.T) {
 				}
 			}
 			if st.Err.Spilled != uint64(errs) {
-				t.Errorf("err entries spilled to ErrFallback: %d, want %d", st.Err.Spilled, errs)
+				t.Errorf("err entries spilled to Spill.Fallback: %d, want %d", st.Err.Spilled, errs)
 			}
 			if n := p.count(); n != 0 {
 				t.Errorf("the server emitted %d entries, want none", n)
@@ -364,7 +366,7 @@ func TestNodeFluentServerRejects(t *testing.T) {
 					t.Errorf("an error reveals the secret %q:\n%s", s, text.String())
 				}
 				if strings.Contains(fallback.String(), s) {
-					t.Errorf("ErrFallback reveals the secret %q", s)
+					t.Errorf("Spill.Fallback reveals the secret %q", s)
 				}
 			}
 		})

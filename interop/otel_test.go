@@ -253,8 +253,10 @@ func TestOTelModes(t *testing.T) {
 			tp := newTap(t, p.addr)
 			fallback := &syncBuffer{}
 			cfg := baseConfig("tcp://"+tp.addr(), fallback)
-			cfg.Compression = tc.compression
-			cfg.RequireAck = tc.ack
+			cfg.Transport.Compression = tc.compression
+			if tc.ack {
+				cfg.Info.Acks = fluentcore.AcksOn
+			}
 			core := fluentcore.New(cfg)
 			want := logScenario(core, "")
 			syncAndClose(t, core)
@@ -271,7 +273,7 @@ func TestOTelUnixSocket(t *testing.T) {
 	p := startOTel(t, sock)
 	fallback := &syncBuffer{}
 	cfg := baseConfig("unix://"+sock, fallback)
-	cfg.RequireAck = true
+	cfg.Info.Acks = fluentcore.AcksOn
 	core := fluentcore.New(cfg)
 	want := logScenario(core, "")
 	syncAndClose(t, core)
@@ -286,7 +288,7 @@ func TestOTelMessageBody(t *testing.T) {
 	p := startOTel(t, "")
 	fallback := &syncBuffer{}
 	cfg := baseConfig("tcp://"+p.addr, fallback)
-	cfg.RequireAck = true
+	cfg.Info.Acks = fluentcore.AcksOn
 	cfg.EncoderConfig = fluentcoreEncoderConfig("message")
 	core := fluentcore.New(cfg)
 	want := logScenario(core, "message")

@@ -52,7 +52,7 @@ func (c *fixedClock) Now() time.Time {
 
 func (c *fixedClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
 
-// syncBuffer is an ErrFallback the test can read while the core writes to it.
+// syncBuffer is a Spill.Fallback the test can read while the core writes to it.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -74,21 +74,16 @@ const baseTag = "interop"
 
 // baseConfig is the Config every interop test starts from: small batches so that one
 // scenario spans several frames (and several acks) per stream, a short flush interval,
-// an ErrFallback the test can inspect.
+// a Spill.Fallback the test can inspect.
 func baseConfig(addr string, fallback *syncBuffer) fluentcore.Config {
 	return fluentcore.Config{
-		Addr:          addr,
-		Tag:           baseTag,
-		Info:          fluentcore.StreamConfig{BufferBytes: 1 << 20},
-		Err:           fluentcore.StreamConfig{BufferBytes: 1 << 20},
-		MaxBatchBytes: 4096,
-		FlushInterval: 20 * time.Millisecond,
-		SyncTimeout:   deliverTimeout,
-		CloseTimeout:  closeTimeout,
-		RetryMin:      50 * time.Millisecond,
-		RetryMax:      500 * time.Millisecond,
-		AckTimeout:    deliverTimeout,
-		ErrFallback:   fallback,
+		Addr:      addr,
+		Tag:       baseTag,
+		Info:      fluentcore.InfoConfig{BufferBytes: 1 << 20},
+		Err:       fluentcore.ErrConfig{BufferBytes: 1 << 20},
+		Transport: fluentcore.TransportConfig{MaxBatchBytes: 4096, FlushInterval: 20 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond},
+		Timeouts:  fluentcore.TimeoutsConfig{Sync: deliverTimeout, Close: closeTimeout, Ack: deliverTimeout},
+		Spill:     fluentcore.SpillConfig{Fallback: fallback},
 	}
 }
 
@@ -209,7 +204,7 @@ func checkAllDelivered(t *testing.T, core *fluentcore.Core, want []sent, fallbac
 		}
 	}
 	if out := fallback.String(); out != "" {
-		t.Errorf("ErrFallback got %q, want nothing", out)
+		t.Errorf("Spill.Fallback got %q, want nothing", out)
 	}
 }
 

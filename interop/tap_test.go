@@ -276,7 +276,7 @@ func checkFrames(t *testing.T, tp *tap, wantMode string, ack bool, wantEntries i
 		t.Errorf("the core sent %d entries in %d requests, want at least %d", total, len(frames), wantEntries)
 	}
 	if len(frames) < 4 {
-		t.Errorf("the core sent %d requests, want several per stream (small MaxBatchBytes)", len(frames))
+		t.Errorf("the core sent %d requests, want several per stream (small Transport.MaxBatchBytes)", len(frames))
 	}
 }
 

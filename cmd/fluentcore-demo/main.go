@@ -5,7 +5,7 @@
 // anywhere; -fluent ADDR sends to a real fluentd or fluent-bit instead. Each handler logs
 // under a tag of its own (docs/tags.md): the orders handler by a Tag option
 // (demo.orders.info, demo.orders.err), the cache handler by its logger's name with
-// TagFromName (demo.cache.info); the summary counts each tag.
+// Tags.FromName (demo.cache.info); the summary counts each tag.
 //
 // With -d 0 it runs until interrupted (Ctrl-C, SIGTERM), so that its -metrics endpoint can
 // be scraped for as long as one likes; it then closes the core and prints its table.
@@ -170,7 +170,7 @@ func parseFlags(args []string, w io.Writer) (demoFlags, error) {
 	fs.IntVar(&f.workers, "workers", 8, "concurrent HTTP clients")
 	fs.DurationVar(&f.stall, "stall", 0, "pause the embedded receiver for this long, a third of the way in")
 	fs.DurationVar(&f.down, "down", 0, "take the embedded receiver down (connections closed, port refused) for this long, a third of the way in")
-	fs.StringVar(&f.spill, "spill", "", "durable err spill directory (SpillDir): err batches that have failed for 1 s go there and are replayed once the receiver is back; try it with -down 3s")
+	fs.StringVar(&f.spill, "spill", "", "durable err spill directory (Spill.Dir): err batches that have failed for 1 s go there and are replayed once the receiver is back; try it with -down 3s")
 	fs.SetOutput(w) // -h prints its usage where the demo prints everything else
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -217,23 +217,23 @@ func startReceiver(f demoFlags) (*forwardtest.Receiver, string, error) {
 // to out.
 func newCore(f demoFlags, addr string, reg prometheus.Registerer, out io.Writer) (*fluentcore.Core, error) {
 	cfg := fluentcore.Config{
-		Addr:       addr,
-		Tag:        "demo",
-		Registerer: reg,
+		Addr:    addr,
+		Tag:     "demo",
+		Metrics: fluentcore.MetricsConfig{Registerer: reg},
 		// logger.Named("cache") sends under demo.cache.info: a tag per handler, routed by
 		// fluentd's <match demo.cache.**>.
-		TagFromName: true,
+		Tags: fluentcore.TagsConfig{FromName: true},
 		// A small info budget, so that a few seconds of -stall show the info stream
 		// degrading; production services keep the default (8 MiB).
-		Info: fluentcore.StreamConfig{BufferBytes: 1 << 20},
+		Info: fluentcore.InfoConfig{BufferBytes: 1 << 20},
 		OnEvent: func(e fluentcore.Event) {
 			fmt.Fprintf(out, "\n[event] %s stream %s\n", e.Stream, e.Kind)
 		},
 	}
 	if f.spill != "" {
-		// SpillAfter 1 s rather than the default 5 s, so that a short -stall shows the
+		// Spill.After 1 s rather than the default 5 s, so that a short -stall shows the
 		// spill and its replay.
-		cfg.SpillDir, cfg.SpillAfter = f.spill, time.Second
+		cfg.Spill.Dir, cfg.Spill.After = f.spill, time.Second
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

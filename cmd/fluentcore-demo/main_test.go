@@ -141,7 +141,7 @@ func TestMetricsServed(t *testing.T) {
 }
 
 // -spill shows the durable err spill at work: an outage (-down) longer than the demo's
-// SpillAfter moves err batches to the directory, and they are replayed once the receiver is
+// Spill.After moves err batches to the directory, and they are replayed once the receiver is
 // back.
 func TestSpillFlagShowsSpillAndReplay(t *testing.T) {
 	if testing.Short() {
@@ -156,7 +156,7 @@ func TestSpillFlagShowsSpillAndReplay(t *testing.T) {
 		t.Fatalf("no err row in:\n%s", out.String())
 	}
 	if spilled, replayed := atoi(m[4]), atoi(m[5]); spilled == 0 || replayed == 0 {
-		t.Errorf("err spilled %d, replayed %d; want both, the outage outlasting SpillAfter:\n%s", spilled, replayed, out.String())
+		t.Errorf("err spilled %d, replayed %d; want both, the outage outlasting Spill.After:\n%s", spilled, replayed, out.String())
 	}
 }
 

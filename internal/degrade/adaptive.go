@@ -65,7 +65,7 @@ func NewAdaptive(low float64, clock zapcore.Clock, observe func() Observation) *
 // entry's time, the caller then tries it (stepLate); a shed entry is marked, which keeps the
 // stream degraded (Step).
 func (a *Adaptive) Admit(level zapcore.Level, tag uint16, msg string, at int64) Verdict {
-	kept := a.shed.KeepTag(int8(level), tag, msg)
+	kept := a.shed.Keep(int8(level), tag, msg)
 	if at-a.lastStep.Load() >= int64(AdaptiveStep) {
 		a.stepLate()
 	}
@@ -161,18 +161,18 @@ func (a *Adaptive) Freed(entries int) { a.shed.Freed(entries) }
 
 // KeepsWhole reports whether a key is one the shedder neither thins nor counts as a flood.
 func (a *Adaptive) KeepsWhole(level zapcore.Level, tag uint16, msg string) bool {
-	return a.shed.WholeTag(int8(level), tag, msg)
+	return a.shed.Whole(int8(level), tag, msg)
 }
 
 // Weight is the weight of a kept entry: how many entries of its key it stands for.
 func (a *Adaptive) Weight(level zapcore.Level, tag uint16, msg string) uint32 {
-	return a.shed.WeightTag(int8(level), tag, msg)
+	return a.shed.Weight(int8(level), tag, msg)
 }
 
 // Unweigh gives back the weight of an entry that was weighed and then not kept after all
 // (it did not fit), so that the next kept entry of its key carries it.
 func (a *Adaptive) Unweigh(level zapcore.Level, tag uint16, msg string, w uint32) {
-	a.shed.UnweighTag(int8(level), tag, msg, w)
+	a.shed.Unweigh(int8(level), tag, msg, w)
 }
 
 // Gauges are the share of the offered entries the last step let through, and the delivery

@@ -14,7 +14,7 @@ import (
 // errNoAckOnUnix explains an ack timeout on a unix socket: fluentd's in_unix never acks, so
 // with RequireAck every frame times out, is resent, and err entries end in the spill
 // although they were delivered.
-var errNoAckOnUnix = errors.New("fluentd's in_unix never sends acks (the frames may well have arrived): for a unix:// receiver that does not ack, set Err.Acks to AcksOff and leave RequireAck unset")
+var errNoAckOnUnix = errors.New("fluentd's in_unix never sends acks (the frames may well have arrived): for a unix:// receiver that does not ack, set Err.Acks to AcksOff and leave Info.Acks off")
 
 // Flight is a frame written on the connection whose ack has not come back yet; the zero
 // Flight is none.

@@ -132,7 +132,7 @@ func TestWriteTimeout(t *testing.T) {
 // The largest batch, incompressible, still makes a frame fluent-bit accepts: forwardtest
 // enforces its 6144000-byte limit on the frame and on the decompressed entries.
 func TestGzipFrameOfTheLargestIncompressibleBatchFits(t *testing.T) {
-	const maxBatchLimit = 6_000_000 // the largest Config.MaxBatchBytes
+	const maxBatchLimit = 6_000_000 // the largest Config.Transport.MaxBatchBytes
 	r := forwardtest.NewReceiver(t, forwardtest.CountOnly())
 	s := settingsFor(t, nil, r.Addr())
 	s.Compression, s.RequireAck = wire.Gzip, true

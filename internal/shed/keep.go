@@ -22,18 +22,15 @@ const firstFew = 4
 // line, which they write anyway, rather than all of them one shared line per entry.
 const leaseChunk = 32
 
-// Keep reports whether an entry of msg at level is kept. Higher levels are kept first. An
-// entry is shed if its key's keep ratio leaves it out, or if the allowance has no room for
+// Keep reports whether an entry of msg at level, of logger tag tag (0: the stream's
+// own), is kept. A key is a message at a level of a tag, so that a flood of one tag's
+// message does not thin another tag's entries of the same message; higher levels are kept
+// first. An entry is shed if its key's keep ratio leaves it out, or if the allowance has no room for
 // it (fits). Call it once per entry the stream is offered, before the stream takes the
 // entry in (Observation.Written counts it then). While keys are not counted it is one
 // atomic load; otherwise a hash, an atomic add and a few loads, and near a full buffer a
 // count down of the key's lease of the allowance.
-func (s *Shedder) Keep(level int8, msg string) bool { return s.KeepTag(level, 0, msg) }
-
-// KeepTag is Keep for a message of a tag: a key is a message at a level of a tag, so that a
-// flood of one tag's message does not thin another tag's entries of the same message. Tag 0
-// is Keep's key.
-func (s *Shedder) KeepTag(level int8, tag uint16, msg string) bool {
+func (s *Shedder) Keep(level int8, tag uint16, msg string) bool {
 	if !s.counting.Load() {
 		return true
 	}
@@ -109,10 +106,7 @@ func (sl *slot) shedOne() {
 // Whole reports whether msg at level is a key kept whole: not thinned by the last step,
 // and not a flood, which is kept out of the margin. Every key is while keys are not
 // counted. Safe for concurrent use; a hash and two loads.
-func (s *Shedder) Whole(level int8, msg string) bool { return s.WholeTag(level, 0, msg) }
-
-// WholeTag is Whole for a message of a tag (see KeepTag).
-func (s *Shedder) WholeTag(level int8, tag uint16, msg string) bool {
+func (s *Shedder) Whole(level int8, tag uint16, msg string) bool {
 	if !s.counting.Load() {
 		return true
 	}
@@ -126,10 +120,7 @@ func (s *Shedder) WholeTag(level int8, tag uint16, msg string) bool {
 // two kept entries (a step's new ratio, a spent allowance); only the entries shed
 // after the last kept one are not counted yet. Keys that share a slot share that count.
 // Call it once per kept entry. Safe for concurrent use.
-func (s *Shedder) Weight(level int8, msg string) uint32 { return s.WeightTag(level, 0, msg) }
-
-// WeightTag is Weight for a message of a tag (see KeepTag).
-func (s *Shedder) WeightTag(level int8, tag uint16, msg string) uint32 {
+func (s *Shedder) Weight(level int8, tag uint16, msg string) uint32 {
 	sl := &s.slots[slotOf(level, tag, msg)]
 	if sl.unweighed.Load() == 0 { // kept whole: no write to the slot
 		return 1
@@ -140,10 +131,7 @@ func (s *Shedder) WeightTag(level int8, tag uint16, msg string) uint32 {
 // Unweigh gives back w entries of msg at level to its key: a weighed entry that was not
 // kept after all (the stream had no room for it), which the next weighed entry then carries.
 // Safe for concurrent use.
-func (s *Shedder) Unweigh(level int8, msg string, w uint32) { s.UnweighTag(level, 0, msg, w) }
-
-// UnweighTag is Unweigh for a message of a tag (see KeepTag).
-func (s *Shedder) UnweighTag(level int8, tag uint16, msg string, w uint32) {
+func (s *Shedder) Unweigh(level int8, tag uint16, msg string, w uint32) {
 	s.slots[slotOf(level, tag, msg)].unweighed.Add(uint64(w))
 }
 

@@ -34,7 +34,7 @@ type pipe struct {
 }
 
 type load struct {
-	msg   string // "message@tag" offers message with KeepTag's tag; no '@', with tag 0
+	msg   string // "message@tag" offers message with Keep's tag; no '@', with tag 0
 	level int8
 	rate  float64 // entries/s
 }
@@ -110,11 +110,11 @@ func (p *pipe) run(d time.Duration, loads ...load) {
 				}
 				p.offered[l.key()]++
 				msg, tag := l.keyOf()
-				if !p.s.KeepTag(l.level, tag, msg) {
+				if !p.s.Keep(l.level, tag, msg) {
 					continue
 				}
 				p.taken++
-				p.weighed[l.key()] += int(p.s.WeightTag(l.level, tag, msg))
+				p.weighed[l.key()] += int(p.s.Weight(l.level, tag, msg))
 				if p.buffered+1 > p.size {
 					p.full[l.key()]++
 					continue
@@ -423,7 +423,7 @@ func TestBoundedAndAllocationFree(t *testing.T) {
 		msgs[i] = fmt.Sprintf("message %d", i)
 	}
 	i := 0
-	if a := testing.AllocsPerRun(10_000, func() { p.s.Keep(0, msgs[i%len(msgs)]); i++ }); a != 0 {
+	if a := testing.AllocsPerRun(10_000, func() { p.s.Keep(0, 0, msgs[i%len(msgs)]); i++ }); a != 0 {
 		t.Errorf("Keep allocates %v times a call", a)
 	}
 	if a := testing.AllocsPerRun(100, func() {
@@ -445,7 +445,7 @@ func TestBoundedAndAllocationFree(t *testing.T) {
 // whole weighs 1.
 func TestWeightsAddUpToWhatWasOffered(t *testing.T) {
 	p := newPipe(100_000, 40_000)
-	if w := p.s.Weight(0, "hot"); w != 1 {
+	if w := p.s.Weight(0, 0, "hot"); w != 1 {
 		t.Errorf("weight %d before any shedding, want 1", w)
 	}
 	loads := []load{{"hot", 0, 400_000}, {"rare", 0, 10}}
@@ -453,7 +453,7 @@ func TestWeightsAddUpToWhatWasOffered(t *testing.T) {
 	if p.kept["hot"] >= p.offered["hot"]/2 {
 		t.Fatalf("kept %d of %d hot entries: the flood was not thinned", p.kept["hot"], p.offered["hot"])
 	}
-	rest := int(p.s.Weight(0, "hot")) - 1 // shed since the last kept entry
+	rest := int(p.s.Weight(0, 0, "hot")) - 1 // shed since the last kept entry
 	if got := p.weighed["hot"] + rest; got != p.offered["hot"] {
 		t.Errorf("hot: the weights add up to %d (+ %d shed since the last kept entry); %d were offered", p.weighed["hot"], rest, p.offered["hot"])
 	}
@@ -527,7 +527,7 @@ func TestWakeCarriesNoStaleAllowance(t *testing.T) {
 	s := New(Config{Low: 0.25, Full: 0.9, Calm: time.Second})
 	s.Wake(0)
 	for i := range 20_000 {
-		if !s.Keep(0, "burst") {
+		if !s.Keep(0, 0, "burst") {
 			t.Fatalf("entry %d of a first burst shed before any step measured the room", i)
 		}
 	}
@@ -641,7 +641,7 @@ func TestAFloodOnOneTagKeepsTheOthersWhole(t *testing.T) {
 func (p *pipe) offer(level int8, msg string, n int) int {
 	kept := 0
 	for range n {
-		if p.s.KeepTag(level, 0, msg) {
+		if p.s.Keep(level, 0, msg) {
 			kept++
 		}
 	}
@@ -887,7 +887,7 @@ func TestAStepHeldBetweenItsReadsCountsPendingRight(t *testing.T) {
 func TestTheMarginIsTakenEntryByEntry(t *testing.T) {
 	p, _ := afterAFlood(1, 0) // no room up to Full: the allowance is the margin
 	for i := range 300 {
-		if !p.s.Keep(0, fmt.Sprintf("rare %d", i)) {
+		if !p.s.Keep(0, 0, fmt.Sprintf("rare %d", i)) {
 			t.Fatalf("rare message %d shed with the margin free", i)
 		}
 	}

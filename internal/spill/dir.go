@@ -22,7 +22,7 @@ const SegmentSuffix = ".fwd"
 
 const (
 	lockName = "LOCK"
-	// spillSegmentMax is the largest segment size; smaller SpillMaxBytes get smaller segments
+	// spillSegmentMax is the largest segment size; smaller Spill.MaxBytes get smaller segments
 	// (a sixteenth of it), so deleting a delivered segment frees a useful share.
 	spillSegmentMax = 4 << 20
 	spillSegmentMin = 4 << 10
@@ -31,12 +31,12 @@ const (
 )
 
 var (
-	// ErrFull means the segments hold SpillMaxBytes; the frame was not written.
-	ErrFull = errors.New("fluentcore: spill: SpillMaxBytes reached")
-	// ErrClosed means the spill was closed (its lock released); the caller uses ErrFallback.
+	// ErrFull means the segments hold Spill.MaxBytes; the frame was not written.
+	ErrFull = errors.New("fluentcore: spill: Spill.MaxBytes reached")
+	// ErrClosed means the spill was closed (its lock released); the caller uses Spill.Fallback.
 	ErrClosed = errors.New("fluentcore: spill: closed")
 	// ErrTooLarge means a frame larger than any receiver accepts (wire.MaxFrameBytes); the
-	// caller uses ErrFallback.
+	// caller uses Spill.Fallback.
 	ErrTooLarge = errors.New("fluentcore: spill: frame larger than a receiver accepts")
 )
 
@@ -107,7 +107,7 @@ type Dir struct {
 // error says why the directory cannot be used (not creatable, or locked by another core).
 func Open(dir string, maxBytes int64, batchBytes int, report Reporter) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("fluentcore: SpillDir: %w", err)
+		return nil, fmt.Errorf("fluentcore: Spill.Dir: %w", err)
 	}
 	lock, err := lockDir(filepath.Join(dir, lockName))
 	if err != nil {
@@ -124,7 +124,7 @@ func Open(dir string, maxBytes int64, batchBytes int, report Reporter) (*Dir, er
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		_ = lock.Close()
-		return nil, fmt.Errorf("fluentcore: SpillDir: %w", err)
+		return nil, fmt.Errorf("fluentcore: Spill.Dir: %w", err)
 	}
 	var total int64
 	for _, e := range ents { // sorted by name, so by sequence number: the names are zero-padded
@@ -174,7 +174,7 @@ func (d *Dir) Append(tag string, entries []byte, n int) error {
 	d.mu.Unlock()
 	if report {
 		if errors.Is(err, ErrFull) {
-			d.event(Full, fmt.Errorf("%w (%d bytes in %s): further err entries go to ErrFallback", err, d.maxBytes, d.dir))
+			d.event(Full, fmt.Errorf("%w (%d bytes in %s): further err entries go to Spill.Fallback", err, d.maxBytes, d.dir))
 		} else {
 			d.event(Failed, err)
 		}

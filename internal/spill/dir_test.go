@@ -10,7 +10,7 @@ import (
 	"github.com/fluentcore/fluentcore/internal/testkit"
 )
 
-// A batch of several entries becomes one JSON line per entry in ErrFallback.
+// A batch of several entries becomes one JSON line per entry in Spill.Fallback.
 func TestJSONFallbackWritesOneLinePerEntry(t *testing.T) {
 	var fb testkit.Lines
 	j := NewJSONWriter(&fb)
@@ -72,7 +72,7 @@ func TestSpillReadFrameRejectsWhatReceiversReject(t *testing.T) {
 }
 
 // BenchmarkSpillAppend measures one append to the spill — what moving a sealed err batch
-// (256 KiB, the default MaxBatchBytes) or one overflowing err entry to disk costs — with
+// (256 KiB, the default Transport.MaxBatchBytes) or one overflowing err entry to disk costs — with
 // the fsync every append gets ("fsync") and without it ("nosync", for comparison only).
 func BenchmarkSpillAppend(b *testing.B) {
 	entry := testkit.Entries(1, "m")

@@ -29,7 +29,7 @@ type Spiller interface {
 //     what the spill lost (nobody will replay them), and the spill's error is returned, so
 //     they are counted as dropped (spill_full, spill_failed) and not as spilled;
 //   - the spill is closed (its lock released) or the frame is too large for any receiver:
-//     the fallback is where such entries belong, as without a SpillDir, and its result is
+//     the fallback is where such entries belong, as without a Spill.Dir, and its result is
 //     returned (spilled, or spill_failed if the fallback fails too).
 type Chain struct {
 	Disk     *Dir
@@ -50,7 +50,7 @@ func (c Chain) Append(tag string, entries []byte, n int) error {
 }
 
 // JSONWriter writes one JSON object per entry — {"tag":..,"time":..,"record":{..}} — to a
-// writer (Config.ErrFallback). Safe for concurrent use; it is the slow path, so one mutex
+// writer (Config.Spill.Fallback). Safe for concurrent use; it is the slow path, so one mutex
 // is fine. An error is the writer's, or a malformed entry's.
 type JSONWriter struct {
 	mu   sync.Mutex

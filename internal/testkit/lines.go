@@ -7,7 +7,7 @@ import (
 )
 
 // Lines is an io.Writer that keeps what is written to it, for a test to read while another
-// goroutine writes: an ErrFallback, most often. Its zero value is ready to use. It is safe
+// goroutine writes: a Spill.Fallback, most often. Its zero value is ready to use. It is safe
 // for concurrent use.
 type Lines struct {
 	mu sync.Mutex

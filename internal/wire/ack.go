@@ -16,7 +16,7 @@ const MaxResponseBytes = 512
 
 // ErrUnexpectedHELO is the error of a receiver that sent HELO (or PONG) on a connection
 // that did not run the handshake: it requires the shared key, and the client has none.
-var ErrUnexpectedHELO = fmt.Errorf("%w: receiver sent HELO: it requires the shared_key handshake (set Config.SharedKey)", ErrHandshake)
+var ErrUnexpectedHELO = fmt.Errorf("%w: receiver sent HELO: it requires the shared_key handshake (set Config.Security.SharedKey)", ErrHandshake)
 
 // NewChunkID returns an ack token: base64 of 16 random bytes, 24 ASCII characters.
 func NewChunkID() string {

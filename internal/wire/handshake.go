@@ -89,7 +89,7 @@ func Handshake(c net.Conn, cr *Credentials, addr string) (keepalive bool, err er
 	if pong.Hostname == cr.SelfHostname {
 		// The PONG digest would then equal our own PING digest: a peer that merely echoes it
 		// would pass. fluentd refuses this configuration too.
-		return fail("receiver's hostname %q equals SelfHostname; give the client (Config.SelfHostname) or the receiver (self_hostname) another name", pong.Hostname)
+		return fail("receiver's hostname %q equals SelfHostname; give the client (Config.Security.SelfHostname) or the receiver (self_hostname) another name", pong.Hostname)
 	}
 	want := hexSHA512(salt, pong.Hostname, string(h.nonce), cr.SharedKey)
 	if subtle.ConstantTimeCompare([]byte(pong.Digest), []byte(want)) != 1 {

@@ -22,7 +22,7 @@
 // then one of:
 //
 //	go run ./fluentdcheck -mode tags -tags 64   # 4 goroutines, 20 k entries/s in bursts of 100 over 64 logger tags, 3 s
-//	go run ./fluentdcheck -mode quiet           # an info flood beside 7 quiet TagFromName loggers logging Info and Error
+//	go run ./fluentdcheck -mode quiet           # an info flood beside 7 quiet Tags.FromName loggers logging Info and Error
 //	go run ./fluentdcheck -mode stall           # 30 s of Info and Error; stop fluentd (kill -STOP) from 5 s to 25 s
 //	go run ./fluentdcheck -mode errs -addr unix:///tmp/fd/fd.sock   # 200 err entries to in_unix, then Sync
 //
@@ -56,7 +56,7 @@ func main() {
 	addr := flag.String("addr", "tcp://127.0.0.1:24224", "")
 	flag.Parse()
 	fb := &countWriter{}
-	cfg := fluentcore.Config{Addr: *addr, Tag: "chk", NoMetrics: true, ErrFallback: fb, TagFromName: true}
+	cfg := fluentcore.Config{Addr: *addr, Tag: "chk", Metrics: fluentcore.MetricsConfig{Disabled: true}, Spill: fluentcore.SpillConfig{Fallback: fb}, Tags: fluentcore.TagsConfig{FromName: true}}
 	core := fluentcore.New(cfg)
 	logger := zap.New(core)
 	start := time.Now()

@@ -119,8 +119,8 @@ BenchmarkMaxInflight/acks=off-2 	1	1 ns/op	100000 delivered/s	0.7 of-R
 	}
 	got := (&doc{rs: rs}).targets()
 	for _, want := range []string{
-		"without acks, degrade off | MaxInflight 32 (the default): 0.90× (90.0 k/s vs 100 k/s) | **met** |",
-		"(the default policy) | MaxInflight 32 (the default): 0.80× (40.0 k/s vs 50.0 k/s) | **not met** |",
+		"without acks, degrade off | Transport.MaxInflight 32 (the default): 0.90× (90.0 k/s vs 100 k/s) | **met** |",
+		"(the default policy) | Transport.MaxInflight 32 (the default): 0.80× (40.0 k/s vs 50.0 k/s) | **not met** |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("targets lack %q:\n%s", want, got)

@@ -57,7 +57,7 @@ func run(d time.Duration, g int, policy, contender, cpuprofile string) error {
 	)
 	switch contender {
 	case "fluentcore":
-		cfg := fluentcore.Config{Info: fluentcore.StreamConfig{Tag: bench.Tag}}
+		cfg := fluentcore.Config{Info: fluentcore.InfoConfig{Tag: bench.Tag}}
 		if err := cfg.Degrade.Policy.UnmarshalText([]byte(policy)); err != nil {
 			return err
 		}
