@@ -109,7 +109,7 @@ func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	}
 	ok, reason := k.info.admit(ent.Level, tag.idx, ent.Message, ent.Time.UnixNano())
 	if !ok {
-		k.streams[infoStream].countDrop(reason, tag)
+		k.streams[infoStream].counts.drop(reason, tag)
 		if k.info.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not
 			// take pays (see yields).
@@ -167,7 +167,7 @@ func (k *sink) clock() {
 		}
 		now := k.s.clock.Now()
 		for _, st := range k.streams {
-			st.rollRecent(now) // once a second: the windows of KeepRatio and Dropping
+			st.counts.roll(now) // once a second: the windows of KeepRatio and Dropping
 		}
 		k.info.step()
 		if d := k.info.stepEvery(slow); d != every {
@@ -187,7 +187,7 @@ const observeEvery = 100 * time.Millisecond
 // would count those entries against too short a span, and take a burst for a flood.
 func (k *sink) infoObservation() degrade.Observation {
 	info := k.streams[infoStream]
-	delivered := info.delivered.Load()
+	delivered := info.counts.delivered.Load()
 	u := info.usage()
 	now := k.s.clock.Now()
 	// The size of an entry: of those delivered, else of those held. Not from the bytes
@@ -195,12 +195,12 @@ func (k *sink) infoObservation() degrade.Observation {
 	// made an entry look up to several times its size.
 	var entryBytes float64
 	if delivered > 0 {
-		entryBytes = float64(info.deliveredBytes.Load()) / float64(delivered)
+		entryBytes = float64(info.counts.deliveredBytes.Load()) / float64(delivered)
 	} else if u.held > 0 {
 		entryBytes = float64(u.buffered) / float64(u.held)
 	}
 	return degrade.Observation{
-		Now: now, Buffered: u.buffered, Limit: info.capacity(), Room: u.room, Reserved: info.reservedBytes(),
+		Now: now, Buffered: u.buffered, Limit: info.capacity(), Room: u.room, Reserved: info.reserve.room(),
 		DisconnectedFor: info.senders.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
 		Written: u.taken,
 	}

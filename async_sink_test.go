@@ -50,8 +50,8 @@ func TestObservedEntrySizeIsTheDeliveredEntries(t *testing.T) {
 		}
 		logger.Info("sized", zap.String("pad", strings.Repeat("p", 200)))
 	}
-	waitUntil(t, "a frame delivered", func() bool { return st.delivered.Load() > 1 })
-	entry := float64(st.deliveredBytes.Load()) / float64(st.delivered.Load())
+	waitUntil(t, "a frame delivered", func() bool { return st.counts.delivered.Load() > 1 })
+	entry := float64(st.counts.deliveredBytes.Load()) / float64(st.counts.delivered.Load())
 	if entry < 200 || entry > 300 {
 		t.Fatalf("a delivered entry is %.0f bytes; want about 250", entry)
 	}
@@ -73,7 +73,7 @@ func TestObservationIsTimedAfterItsCounts(t *testing.T) {
 	clk := &manualClock{now: time.Unix(1_000, 0)}
 	core := NewWithClock(Config{Addr: r.Addr()}, clk)
 	defer core.Close()
-	sh := &core.sink.streams[infoStream].shards[0]
+	sh := &core.sink.streams[infoStream].shards.all[0]
 	sh.lockForSink() // as a writer holds it
 	got := make(chan time.Time)
 	go func() { got <- core.sink.infoObservation().Now }()

@@ -597,14 +597,14 @@ func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 	logUntil("a write timed out", func() bool { return st.sends.sendErrors.Load() > 0 })
 	before := lastSuccess() // the last frame written into the first connection's buffers
 	clk.add(writeTimeout / 4)
-	reconnects, delivered := st.sends.reconnects.Load(), st.delivered.Load()
+	reconnects, delivered := st.sends.reconnects.Load(), st.counts.delivered.Load()
 	logUntil("frames written into a new connection", func() bool {
-		return st.sends.reconnects.Load() > reconnects && st.delivered.Load() > delivered
+		return st.sends.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
 	})
 	clk.add(writeTimeout / 4)
-	reconnects, delivered = st.sends.reconnects.Load(), st.delivered.Load()
+	reconnects, delivered = st.sends.reconnects.Load(), st.counts.delivered.Load()
 	logUntil("frames written into another new connection", func() bool {
-		return st.sends.reconnects.Load() > reconnects && st.delivered.Load() > delivered
+		return st.sends.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
 	})
 	if got := lastSuccess(); got != before {
 		t.Errorf("info last success %v after frames went into fresh connections of a stalled receiver, want %v: "+

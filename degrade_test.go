@@ -247,10 +247,10 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 					rare++
 				}
 				for credit += rate * step.Seconds(); credit > 0 && queuedBytes(st) > 0; {
-					d, free := st.delivered.Load(), st.ring.Free()
+					d, free := st.counts.delivered.Load(), st.ring.Free()
 					r.Allow(1)
 					waitUntil(t, "a frame acked and its batch free", func() bool { return st.ring.Free() > free })
-					credit -= float64(st.delivered.Load() - d)
+					credit -= float64(st.counts.delivered.Load() - d)
 				}
 			}
 			thinning := false

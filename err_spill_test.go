@@ -655,7 +655,7 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 		logger.Error("down", zap.Int("i", i), zap.String("pad", pad))
 		slowest = max(slowest, time.Since(t0))
 	}
-	if n := errSt.waitsOut.Load(); n != 0 || slowest >= maxWait {
+	if n := errSt.counts.waitsOut.Load(); n != 0 || slowest >= maxWait {
 		t.Errorf("%d Error() calls waited out Err.MaxWait (%v); the slowest took %v", n, maxWait, slowest)
 	}
 	if err := core.Close(); err != nil && !strings.Contains(err.Error(), "not delivered") {

@@ -69,7 +69,7 @@ func TestErrCallersDoNotWaitOnAStuckSender(t *testing.T) {
 	n := 1
 	// Fill the buffers: the first call that finds no room waits (at most Err.MaxWait: the
 	// clock stands still, so the sender is not stuck for that long yet).
-	for ; errSt.waits.Load() == 0; n++ {
+	for ; errSt.counts.waits.Load() == 0; n++ {
 		if n > 1000 {
 			t.Fatalf("no Error() call found the err buffers full: %+v", core.Stats().Err)
 		}
@@ -80,11 +80,11 @@ func TestErrCallersDoNotWaitOnAStuckSender(t *testing.T) {
 	}
 
 	clk.add(maxWait) // the sender has now been stuck in its attempt for Err.MaxWait
-	waits, spilled := errSt.waits.Load(), core.Stats().Err.Spilled
+	waits, spilled := errSt.counts.waits.Load(), core.Stats().Err.Spilled
 	for range 40 {
 		logger.Error("stalled", zap.Int64("id", faultID(0, n)), zap.String("pad", pad))
 		n++
-		if w := errSt.waits.Load(); w != waits {
+		if w := errSt.counts.waits.Load(); w != waits {
 			t.Fatalf("an Error() call waited for room with the sender stuck for Err.MaxWait (%d waits, %d before)", w, waits)
 		}
 	}
@@ -122,7 +122,7 @@ func TestErrWaitForRoomEndsOnTheInjectedClock(t *testing.T) {
 	pad := strings.Repeat("e", 400)
 	var slowest time.Duration
 	n := 1
-	for ; errSt.waitsOut.Load() < 3; n++ {
+	for ; errSt.counts.waitsOut.Load() < 3; n++ {
 		if n > 1000 {
 			t.Fatalf("no Error() call waited out Err.MaxWait: %+v", core.Stats().Err)
 		}

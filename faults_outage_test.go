@@ -124,7 +124,7 @@ func (o *outageLog) catchUp(now time.Time) {
 	el := now.Sub(o.start).Seconds()
 	for o.nerr < int(el*float64(o.errRate)) {
 		fill := fillOf(o.errSt)
-		waits := o.errSt.waits.Load()
+		waits := o.errSt.counts.waits.Load()
 		id := faultID(0, o.nerr)
 		t0 := time.Now()
 		o.logger.Error("outage", zap.Int64("id", id), zap.String("pad", outagePad))
@@ -132,10 +132,10 @@ func (o *outageLog) catchUp(now time.Time) {
 		o.measure(1, took)
 		o.w.err = append(o.w.err, id)
 		o.nerr++
-		if o.errSt.waits.Load() != waits {
+		if o.errSt.counts.waits.Load() != waits {
 			o.errWaited += took
 		}
-		if o.errSt.waits.Load() != waits && fill < 0.9 {
+		if o.errSt.counts.waits.Load() != waits && fill < 0.9 {
 			o.errWaitsWhileRoom++
 			if o.errRoomAtFirstWait < 0 {
 				o.errRoomAtFirstWait = fill
@@ -474,7 +474,7 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 	healthy := run(healthyDuration, nil)
 	e.settle()
 
-	waits, waitsOut := errSt.waits.Load(), errSt.waitsOut.Load()
+	waits, waitsOut := errSt.counts.waits.Load(), errSt.counts.waitsOut.Load()
 	mustDo(t, e.recv.SetRefuse(true))
 	e.recv.CloseConnections()
 	injected := time.Now()
@@ -496,7 +496,7 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 	}
 	slowest := [2]time.Duration{time.Duration(slowestInfo.Load()), time.Duration(slowestErr.Load())}
 
-	waited, waitedOut := errSt.waits.Load()-waits, errSt.waitsOut.Load()-waitsOut
+	waited, waitedOut := errSt.counts.waits.Load()-waits, errSt.counts.waitsOut.Load()-waitsOut
 	if waitedOut > 0 {
 		t.Errorf("%d Error() calls waited out Err.MaxWait (of %d that waited for room)", waitedOut, waited)
 	}

@@ -220,7 +220,7 @@ func advance(t *testing.T, core *Core, clk *manualClock, d time.Duration) {
 	now := clk.Now().UnixNano()
 	waitUntil(t, "the sink's clock counts at the new time", func() bool {
 		for _, st := range sinkOf(core).streams {
-			if st.recent.newestCount() != now {
+			if st.counts.recent.newestCount() != now {
 				return false
 			}
 		}

@@ -12,18 +12,16 @@ import (
 )
 
 // takeFor takes a free batch for ent's shard sh (an entry of tag), whose lock the caller
-// holds and into which it puts the batch, or returns nil. While the policy reserves,
-// the last s.reserve free batches go only to an entry the policy keeps whole, and are marked
-// reserved: a flood the policy thins then finds the buffer full while the keys it keeps
-// whole (rare ones, Warn under an Info flood) still have a batch, however the flood's
-// batches were sealed.
+// holds and into which it puts the batch, or returns nil. While the policy reserves, the
+// last free batches of the reserve go only to an entry the policy keeps whole, and are
+// marked reserved (reserve.hold).
 //
-// A batch a flooding tag could not have taken (atTagFloor) is reserved the same way when an
-// entry of that tag the policy keeps whole takes it: else the flood would fill it next.
+// A batch a flooding tag could not have taken (tagFloors.at) is reserved the same way when
+// an entry of that tag the policy keeps whole takes it: else the flood would fill it next.
 func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch {
 	reserved := false
 	if s.policy.reserves() {
-		if n := s.reserve - int(s.reservedOpen.Load()); n > 0 && s.ring.Free() <= n || s.atTagFloor(tag) {
+		if s.reserve.due() || s.floors.at(tag) {
 			if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 				return nil
 			}
@@ -36,8 +34,7 @@ func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch 
 	}
 	sh.takes.Add(1)
 	if reserved {
-		b.Reserved = true
-		s.reservedOpen.Add(1)
+		s.reserve.hold(b)
 	}
 	return b
 }
@@ -64,52 +61,19 @@ func (s *stream) regroup(b *ring.Batch) {
 // seal queues a batch for the sender (ring.Ring.Seal). Callers hold the lock of the shard
 // the batch came from; it never blocks.
 func (s *stream) seal(b *ring.Batch) {
-	s.unreserve(b)
+	s.reserve.unreserve(b)
 	s.ring.Seal(b)
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
 	if queued, capacity := s.ring.Bytes(); s.policy.wakes(float64(queued) / float64(capacity)) {
-		s.policy.wakeWith(s.takenSoFar())
-	}
-}
-
-// takenSoFar is usage's taken read without the shards' locks, for a writer that holds one:
-// good but for the entries being written at the moment.
-func (s *stream) takenSoFar() uint64 {
-	var n uint64
-	for i := range s.shards {
-		taken, _ := s.shards[i].counts()
-		n += taken
-	}
-	return n
-}
-
-// counts reads the shard's entries taken in (every entry its writers counted less those
-// Check shed before the write, countDrop) and held (less every drop). The drops are read
-// before the entries, each of which is counted before its drop: an entry is never held
-// and dropped at once, though taken may read one high.
-func (sh *shard) counts() (taken, held uint64) {
-	checked := sh.dropped[dropSampled].Load() + sh.dropped[dropDegraded].Load()
-	var all uint64
-	for r := range sh.dropped {
-		all += sh.dropped[r].Load()
-	}
-	n := sh.entries.Load()
-	return n - checked, n - all
-}
-
-// unreserve counts a reserved batch out of the open ones (sealed, or given back).
-func (s *stream) unreserve(b *ring.Batch) {
-	if b.Reserved {
-		b.Reserved = false
-		s.reservedOpen.Add(-1)
+		s.policy.wakeWith(s.shards.taken())
 	}
 }
 
 // flush seals every shard's non-empty open batch.
 func (s *stream) flush() {
-	for i := range s.shards {
-		sh := &s.shards[i]
+	for i := range s.shards.all {
+		sh := &s.shards.all[i]
 		sh.lockForSink()
 		if b := sh.cur; b != nil && b.N > 0 {
 			sh.cur = nil
@@ -135,7 +99,7 @@ type streamUsage struct {
 // they are sealed (the rest of a batch is slack for the entry that crosses the mark, not
 // room): with the batches split over shards the stream is full before buffered reaches
 // capacity, and room says when. taken is every entry the writers counted less what Check
-// shed before the write (countDrop); held is those less every other drop too (before
+// shed before the write (streamCounts.drop); held is those less every other drop too (before
 // anything is delivered, what the batches hold).
 //
 // The degrade policy's allowance is the room less the entries it admitted that are not
@@ -155,14 +119,14 @@ type streamUsage struct {
 // free list during the read (an empty reserve given back) is not counted as free. What is
 // left is on the safe side but for a few entries: one a writer counts in one shard and
 // writes into another (writeElsewhere), and one that Check shed whose drop is counted just
-// after the entry (countDrop), each one per writer.
+// after the entry (streamCounts.drop), each one per writer.
 func (s *stream) usage() streamUsage {
 	var u streamUsage
 	u.buffered, _ = s.ring.Bytes() // first: a batch sealed meanwhile is counted once at most
-	back := s.givenBack.Load()
+	back := s.reserve.given.Load()
 	var takesAtRead uint64
-	for i := range s.shards {
-		sh := &s.shards[i]
+	for i := range s.shards.all {
+		sh := &s.shards.all[i]
 		sh.lockForSink()
 		takesAtRead += sh.takes.Load()
 		if sh.cur != nil {
@@ -175,10 +139,10 @@ func (s *stream) usage() streamUsage {
 		u.held += held
 	}
 	var takes uint64
-	for i := range s.shards {
-		takes += s.shards[i].takes.Load()
+	for i := range s.shards.all {
+		takes += s.shards.all[i].takes.Load()
 	}
-	free := s.ring.Free() - int(s.givenBack.Load()-back) + int(takes-takesAtRead)
+	free := s.ring.Free() - int(s.reserve.given.Load()-back) + int(takes-takesAtRead)
 	u.room += int64(max(0, free) * s.sealAt)
 	return u
 }
@@ -194,7 +158,7 @@ func (s *stream) capacity() int64 {
 // tag's.
 func (s *stream) finished(b *ring.Batch) {
 	s.policy.freed(b.N)
-	s.unclaim(b)
+	s.floors.unclaim(b)
 }
 
 // abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
@@ -207,8 +171,8 @@ func (s *stream) abandon(b *ring.Batch) {
 	for i := range b.Runs {
 		if !b.Sent[i] {
 			tag, _, n := b.Frame(i)
-			s.shards[0].dropped[dropShutdown].Add(uint64(n))
-			s.droppedTag(tag, n)
+			s.shards.all[0].dropped[dropShutdown].Add(uint64(n))
+			s.counts.droppedTag(tag, n)
 		}
 	}
 	s.ring.Finish(b)

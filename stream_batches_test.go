@@ -54,8 +54,8 @@ func TestBatchBuffersNeverGrowOrMultiply(t *testing.T) {
 		for b := st.ring.Take(nil); b != nil; b = st.ring.Take(nil) {
 			all = append(all, b)
 		}
-		for i := range st.shards {
-			if b := st.shards[i].cur; b != nil {
+		for i := range st.shards.all {
+			if b := st.shards.all[i].cur; b != nil {
 				all = append(all, b)
 			}
 		}
@@ -108,10 +108,10 @@ func TestBufferedBytesCountsOpenBatches(t *testing.T) {
 // counted as taken but its bytes still as room.
 func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 	st := usageStream(t)
-	last := len(st.shards) - 1
-	writeIn := func(i int) { // as a writer whose lockShard picked shard i
+	last := len(st.shards.all) - 1
+	writeIn := func(i int) { // as a writer whose shards.lock picked shard i
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
-		st.shards[i].mu.Lock()
+		st.shards.all[i].mu.Lock()
 		st.writeIn(i, nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
 	}
 	writeIn(0) // shard 0 has an open batch
@@ -134,10 +134,9 @@ func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 // given back from shard 0, read before, to the free list, read after, is not counted twice.
 func TestUsageNeverCountsAGivenBackBatchTwice(t *testing.T) {
 	st := usageStream(t)
-	sh := &st.shards[0]
+	sh := &st.shards.all[0]
 	sh.cur = st.ring.Take(nil) // a reserve taken for an entry that was then dropped
-	sh.cur.Reserved = true
-	st.reservedOpen.Add(1)
+	st.reserve.hold(sh.cur)
 	u := readUsageWhile(t, st, func() {
 		sh.mu.Lock()
 		st.giveBackEmptyReserve(sh)
@@ -158,7 +157,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 	ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
 	fields := []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))}
 	u := readUsageWhile(t, st, func() {
-		st.shards[0].mu.Lock() // shard 0, read before, had no batch: it takes a free one
+		st.shards.all[0].mu.Lock() // shard 0, read before, had no batch: it takes a free one
 		st.writeIn(0, nil, tagRef{}, &ent, fields)
 	})
 	after := st.usage() // nothing moves now
@@ -178,8 +177,8 @@ func usageStream(t *testing.T) *stream {
 	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10}, Info: InfoConfig{BufferBytes: 64 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
 	t.Cleanup(st.senders[0].fwd.Close)
-	if len(st.shards) < 3 {
-		t.Fatalf("%d shards; the usage tests need three", len(st.shards))
+	if len(st.shards.all) < 3 {
+		t.Fatalf("%d shards; the usage tests need three", len(st.shards.all))
 	}
 	return st
 }
@@ -187,7 +186,7 @@ func usageStream(t *testing.T) *stream {
 // readUsageWhile runs usage while shard 1 is held, as a writer holds it, runs move once
 // usage has read shard 0 and waits for shard 1, then lets it go on, and returns what it read.
 func readUsageWhile(t *testing.T, st *stream, move func()) streamUsage {
-	held := &st.shards[1]
+	held := &st.shards.all[1]
 	held.mu.Lock()
 	read := make(chan streamUsage)
 	go func() { read <- st.usage() }()
@@ -299,18 +298,18 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 		t.Fatalf("%d of 5 rare and 250 flood entries queue_full; want the 250 flood ones (the rare ones in a reserved batch, which the flood does not fill)", got)
 	}
 	// A rare entry too large for Transport.MaxEntryBytes is dropped; the batch taken for it is not kept.
-	open, tooLarge := st.reservedOpen.Load(), st.stats().Dropped[dropTooLarge.String()]
+	open, tooLarge := st.reserve.open.Load(), st.stats().Dropped[dropTooLarge.String()]
 	st.flush() // the rare entries' reserved batch is sealed: the next one takes a new batch
 	log("big rare", 4<<10)
 	if st.stats().Dropped[dropTooLarge.String()] != tooLarge+1 {
 		t.Fatal("the large entry was not dropped as too_large")
 	}
-	if st.reservedOpen.Load() != 0 || st.ring.Free() != free-int(open) {
-		t.Fatalf("after a too-large entry: %d reserved batches open (was %d), %d free (was %d); want none open, and the batch back", st.reservedOpen.Load(), open, st.ring.Free(), free)
+	if st.reserve.open.Load() != 0 || st.ring.Free() != free-int(open) {
+		t.Fatalf("after a too-large entry: %d reserved batches open (was %d), %d free (was %d); want none open, and the batch back", st.reserve.open.Load(), open, st.ring.Free(), free)
 	}
 }
 
-// A flooding tag at its floor (see mayTake) writes into no batch another tag opened in the
+// A flooding tag at its floor (see tagFloors) writes into no batch another tag opened in the
 // shard they share: the rare tag's batch stays its own, and its entries are all written.
 func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10}, Info: InfoConfig{BufferBytes: 32 * 4 << 10}})
@@ -319,7 +318,7 @@ func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	defer st.senders[0].fwd.Close()
 	flood := st.tags.lookup("flood")
 	rare := flood
-	for i := 0; rare == flood || st.homeShard(rare.idx) != st.homeShard(flood.idx); i++ {
+	for i := 0; rare == flood || st.shards.home(rare.idx) != st.shards.home(flood.idx); i++ {
 		if i > 60 {
 			t.Fatal("no tag shares the flood's shard")
 		}

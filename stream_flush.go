@@ -74,10 +74,8 @@ func (f *flusher) wake() {
 }
 
 // flushTick is the clock's flush of the stream at now: the shards calm again, unless
-// writers still meet (lockShard), and the flush policy's tick.
+// writers still meet (shards.lock), and the flush policy's tick.
 func (s *stream) flushTick(now time.Time) {
-	if s.contended.Load() {
-		s.contended.Store(false)
-	}
+	s.shards.calm()
 	s.flusher.tick(now)
 }

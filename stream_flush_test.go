@@ -154,7 +154,7 @@ func TestStalledSenderDoesNotSealPartialBatches(t *testing.T) {
 		logger.Error("stalled", zap.Int("i", i), zap.String("pad", strings.Repeat("x", 40)))
 		time.Sleep(300 * time.Microsecond)
 	}
-	if w := st.waits.Load(); w != 0 || fb.Records() != 0 {
+	if w := st.counts.waits.Load(); w != 0 || fb.Records() != 0 {
 		t.Errorf("with %d of %d bytes buffered, %d Error() calls waited for a batch and %d went to the fallback",
 			st.buffered(), st.capacity(), w, fb.Records())
 	}

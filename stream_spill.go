@@ -267,20 +267,20 @@ func (e *errSpill) spillSealed(b *ring.Batch) {
 // the entries' logger tag.
 func (s *stream) countSpill(err error, n int, tag uint16) {
 	if err != nil {
-		s.droppedTag(tag, n)
+		s.counts.droppedTag(tag, n)
 	}
 	switch {
 	case err == nil:
-		s.spilled.Add(uint64(n))
-		if c := s.tagCounts(tag); c != nil {
+		s.counts.spilled.Add(uint64(n))
+		if c := s.counts.tag(tag); c != nil {
 			c.spilled[s.id].Add(uint64(n))
 		}
 	case errors.Is(err, spill.ErrFull):
-		s.shards[0].dropped[dropSpillFull].Add(uint64(n))
+		s.shards.all[0].dropped[dropSpillFull].Add(uint64(n))
 	case errors.Is(err, errEncodePanic):
-		s.shards[0].dropped[dropEncodeError].Add(uint64(n))
+		s.shards.all[0].dropped[dropEncodeError].Add(uint64(n))
 	default:
-		s.shards[0].dropped[dropSpillFailed].Add(uint64(n))
+		s.shards.all[0].dropped[dropSpillFailed].Add(uint64(n))
 	}
 }
 

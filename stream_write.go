@@ -8,66 +8,12 @@ package fluentcore
 // dropped, or cut down to size without the lock and copied into a batch.
 
 import (
-	"math/rand/v2"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"go.uber.org/zap/zapcore"
 )
-
-// shard is one open batch and the encoder that writes into it. A writer takes shard 0 when
-// it is free and another at random when it is not (lockShard), so many goroutines rarely
-// meet on one lock, and one goroutine's entries stay in sealing order (the receiver's
-// order too while the stream sends on one connection).
-type shard struct {
-	mu        sync.Mutex
-	enc       *msgpEncoder
-	cur       *ring.Batch // nil until a writer takes a batch from the free list
-	entries   atomic.Uint64
-	truncated atomic.Uint64 // err entries delivered cut down to Transport.MaxEntryBytes
-	// tagOverflow counts the entries whose logger's tag name was past MaxTags.
-	tagOverflow atomic.Uint64
-	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
-	sinkLocks   atomic.Uint32 // lockForSink calls so far
-	takes       atomic.Uint64 // batches taken from the free list into the shard (usage)
-	dropped     [numDropReasons]atomic.Uint64
-	_           [64]byte // keep neighbouring shards off this cache line
-}
-
-// lockForSink locks the shard for the sink's own short work (a flush, a read of the open
-// batch's size), marked so that a writer finding the lock taken waits for it rather than
-// move to another shard, which would reorder its entries (see lockShard).
-// The mark is set before the lock is taken and cleared after it is released, so that no
-// writer ever finds the lock taken by the sink unmarked.
-func (sh *shard) lockForSink() {
-	sh.sinkHolds.Add(1)
-	sh.sinkLocks.Add(1)
-	sh.mu.Lock()
-}
-
-func (sh *shard) unlockForSink() {
-	sh.mu.Unlock()
-	sh.sinkHolds.Add(-1)
-}
-
-// OverBudget is the shard's answer to its encoder's report (msgpenc.Owner) that the entry
-// it is encoding for the shard's writer passed its budget: the shard is released at once.
-// The report comes from within the encoder, while the writer's marshalers may still walk
-// on, so that the writers behind this one need not wait for that walk, which may be long
-// (a marshaler's million fields) and which touches nothing of the shard's.
-func (sh *shard) OverBudget() { sh.release() }
-
-// release gives the shard up, unlocked, while its encoder is still in an entry that passed
-// its budget (OverBudget, or appendLocked): the shard gets a new encoder, and the old one
-// stays with its writer, whose marshalers may go on calling it, and never touches the
-// shard or its batch again. What the old encoder kept is let go with it.
-func (sh *shard) release() {
-	sh.enc = sh.enc.fork()
-	sh.mu.Unlock()
-}
 
 // writeStatus is what one attempt to append an entry under a shard's lock ended with.
 type writeStatus uint8
@@ -91,13 +37,13 @@ const (
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap: a logging call allocates nothing.
 func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
-	s.writeIn(s.lockShard(tag.idx), ctx, tag, ent, fields)
+	s.writeIn(s.shards.lock(tag.idx), ctx, tag, ent, fields)
 }
 
-// writeIn is write into shard i, which lockShard picked and locked for the writer.
+// writeIn is write into shard i, which shards.lock picked and locked for the writer.
 func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
-	sh := &s.shards[i]
-	s.countEntry(sh, tag)
+	sh := &s.shards.all[i]
+	s.counts.entry(sh, tag)
 	var cut []byte
 	var deadline time.Time
 	for {
@@ -119,8 +65,8 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			if cut, again = s.cutOversized(sh, tag.idx, enc, ctx, ent, fields); !again {
 				return
 			}
-			i = s.lockShard(tag.idx)
-			sh = &s.shards[i]
+			i = s.shards.lock(tag.idx)
+			sh = &s.shards.all[i]
 		case streamClosed:
 			s.lose(sh, dropClosed, tag.idx, ctx, ent, fields, cut)
 			return
@@ -146,18 +92,6 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 	}
 }
 
-// countEntry counts an entry in: in its shard, as past Tags.Max if its logger's tag is, and
-// in its logger tag's counts.
-func (s *stream) countEntry(sh *shard, tag tagRef) {
-	sh.entries.Add(1)
-	if tag.over {
-		sh.tagOverflow.Add(1)
-	}
-	if c := s.tagCounts(tag.idx); c != nil {
-		c.entries[s.id].Add(1)
-	}
-}
-
 // cutOversized decides what becomes of an entry that passed its budget (overBudget): with
 // no lock held, and enc, which gave its shard up, this writer's alone. A stream that does
 // not cut oversized entries drops it as too large; otherwise it is cut down to size, and
@@ -165,10 +99,9 @@ func (s *stream) countEntry(sh *shard, tag tagRef) {
 // encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
 func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
 	if !s.over.cutsOversized() {
-		s.discard(enc, ent, tag)
-		s.lost(ent, tag)
-		sh.dropped[dropTooLarge].Add(1)
-		s.droppedTag(tag, 1)
+		s.weights.discard(enc, ent, tag)
+		s.weights.lost(ent, tag)
+		s.counts.dropped(sh, dropTooLarge, tag)
 		sh.mu.Lock()
 		s.giveBackEmptyReserve(sh)
 		sh.mu.Unlock()
@@ -176,8 +109,7 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *enco
 	}
 	cut, fits := enc.cutShort(ctx, ent, fields, s.entryCap)
 	if cut == nil {
-		sh.dropped[dropEncodeError].Add(1)
-		s.droppedTag(tag, 1)
+		s.counts.dropped(sh, dropEncodeError, tag)
 		return nil, false
 	}
 	if !fits {
@@ -212,7 +144,7 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 				return deadline, false
 			}
 		}
-		s.waits.Add(1)
+		s.counts.waits.Add(1)
 	}
 	if s.senders.failing() {
 		// The sender packs the queued batches, or moves them to the spill, at once:
@@ -220,7 +152,7 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 		s.over.noRoom()
 	}
 	if !s.waitForBatch(sh, deadline) {
-		s.waitsOut.Add(1)
+		s.counts.waitsOut.Add(1)
 		s.lose(sh, dropQueueFull, tag, ctx, ent, fields, cut)
 		return deadline, false
 	}
@@ -232,49 +164,8 @@ func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext
 	if s.over.spillEntry(sh, tag, ctx, *ent, fields, cut) {
 		return
 	}
-	s.lost(ent, tag) // its weight passes to its key's next kept entry
-	sh.dropped[why].Add(1)
-	s.droppedTag(tag, 1)
-}
-
-// lockShard locks a shard for a writer and returns its index. While the stream is calm,
-// shard 0: a writer that is alone (the usual case at a modest rate) always writes there,
-// and the entries of one goroutine keep their order in the stream, since batches are
-// sealed in order and one shard's batch is in order (a random shard, even uncontended,
-// would interleave consecutive calls' entries by a batch). A flush or a scrape holding
-// shard 0 (lockForSink) is waited for, for the same reason. The first writer to find
-// shard 0 taken by another writer marks the stream contended, and until the next flush
-// tick writers pick a shard at random, as many goroutines logging at once need: writers
-// that all tried shard 0 first would queue on its lock and keep the sender from a CPU.
-// The order of concurrent calls is not defined anyway, though a
-// goroutine that moves shards may see its entries reordered within a flush. The entries of
-// a logger tag (tag, not 0) always go to the tag's own shard (homeShard), so they keep
-// their order whatever the contention, and tags rarely share a batch's runs; the stream's
-// own tag picks among its own shards (ownShards).
-func (s *stream) lockShard(tag uint16) int {
-	if tag != 0 {
-		i := s.homeShard(tag)
-		s.shards[i].mu.Lock()
-		return i
-	}
-	if !s.contended.Load() {
-		sh := &s.shards[0]
-		// Read before the TryLock: if it fails because the sink holds the lock, the sink
-		// was holding or waiting already, or has locked since. Looking only after the
-		// failure could miss a flush that is over by then.
-		locks, holding := sh.sinkLocks.Load(), sh.sinkHolds.Load() > 0
-		if sh.mu.TryLock() {
-			return 0
-		}
-		if len(s.shards) == 1 || holding || sh.sinkLocks.Load() != locks {
-			sh.mu.Lock()
-			return 0
-		}
-		s.contended.Store(true)
-	}
-	i := rand.N(s.ownShards())
-	s.shards[i].mu.Lock()
-	return i
+	s.weights.lost(ent, tag) // its weight passes to its key's next kept entry
+	s.counts.dropped(sh, why, tag)
 }
 
 // tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
@@ -328,7 +219,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 		}
 		sh.cur = nb
 	}
-	s.claim(sh.cur, tag)
+	s.floors.claim(sh.cur, tag)
 	return s.appendLocked(sh, tag, ctx, ent, fields, cut, true)
 }
 
@@ -336,10 +227,9 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 // to where the entry began) and could not keep: counted for why, its weight passed on, and
 // the batch given back if it was a reserve taken for this entry.
 func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zapcore.Entry, why dropReason) {
-	s.discard(enc, ent, tag)
-	s.lost(ent, tag)
-	sh.dropped[why].Add(1)
-	s.droppedTag(tag, 1)
+	s.weights.discard(enc, ent, tag)
+	s.weights.lost(ent, tag)
+	s.counts.dropped(sh, why, tag)
 	enc.trim()
 	s.giveBackEmptyReserve(sh)
 }
@@ -351,9 +241,9 @@ func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zap
 func (s *stream) giveBackEmptyReserve(sh *shard) {
 	if b := sh.cur; b != nil && b.Reserved && b.N == 0 {
 		sh.cur = nil
-		s.unreserve(b)
-		s.unclaim(b)
-		s.givenBack.Add(1) // before it is free: usage must not count it twice
+		s.reserve.unreserve(b)
+		s.floors.unclaim(b)
+		s.reserve.given.Add(1) // before it is free: usage must not count it twice
 		s.ring.Put(b)
 	}
 }
@@ -365,8 +255,8 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
 	wait := s.policy.roomAdmitted()
 	for pass := 0; pass < 2; pass++ {
-		for k := 1; k < len(s.shards); k++ {
-			o := &s.shards[(i+k)%len(s.shards)]
+		for k := 1; k < len(s.shards.all); k++ {
+			o := &s.shards.all[(i+k)%len(s.shards.all)]
 			if pass == 0 && !o.mu.TryLock() {
 				continue
 			}
@@ -408,7 +298,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		out = append(b.Buf, cut...)
 	} else {
 		var ok bool
-		s.weighFor(enc, ent, tag)
+		s.weights.give(enc, ent, tag)
 		out, ok = encodeSafely(enc, b.Buf, ctx, ent, fields, s.firstPass, sh)
 		if enc.Abandoned() {
 			return overBudget, enc // the encoder told sh as it stopped: sh is released
@@ -441,7 +331,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		b.Buf = b.Buf[:start]
 		if !own {
 			if cut == nil {
-				s.discard(enc, ent, tag)
+				s.weights.discard(enc, ent, tag)
 			}
 			return needBatch, nil
 		}
@@ -455,11 +345,11 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		}
 		if nb == nil {
 			if cut == nil {
-				s.discard(enc, ent, tag)
+				s.weights.discard(enc, ent, tag)
 			}
 			return needBatch, nil
 		}
-		s.claim(nb, tag)
+		s.floors.claim(nb, tag)
 		nb.Buf = append(nb.Buf, out[start:]...)
 		nb.Added(tag, 0)
 		sh.cur = nb
@@ -504,4 +394,42 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	}
 	sh.mu.Unlock()
 	return true
+}
+
+// weights are the sample weights of the entries a stream encodes (Degrade.WeightKey, on the
+// info stream): weigh weighs an entry before it is encoded, and unweigh gives an entry's
+// weight back to its key; both nil without. The weights of the entries kept add up to what
+// was logged: an entry's weight stands for those its key shed before it, and one the stream
+// does not keep passes its weight on to its key's next.
+type weights struct {
+	weigh   func(level zapcore.Level, tag uint16, msg string) uint32
+	unweigh func(level zapcore.Level, tag uint16, msg string, w uint32)
+}
+
+// give gives enc the weight of the entry of tag it is about to encode. The level and
+// message are passed, not the entry: handing its pointer to a function value would move
+// every entry to the heap, and a logging call allocates nothing.
+func (w *weights) give(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
+	if w.weigh != nil {
+		enc.weight = w.weigh(ent.Level, tag, ent.Message)
+	}
+}
+
+// discard gives back the weight enc wrote for the entry of tag it just encoded, which the
+// stream does not keep after all (it did not fit, or failed to encode): the entries its
+// weight stood for besides itself pass back to its key, so that the next kept entry
+// carries them and the weights still add up to what was logged.
+func (w *weights) discard(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
+	if enc.weight > 1 {
+		w.unweigh(ent.Level, tag, ent.Message, enc.weight-1)
+	}
+	enc.weight = 0
+}
+
+// lost passes an entry of tag Check kept, which the stream then dropped, to its key's next
+// weight.
+func (w *weights) lost(ent *zapcore.Entry, tag uint16) {
+	if w.unweigh != nil {
+		w.unweigh(ent.Level, tag, ent.Message, 1)
+	}
 }

@@ -19,7 +19,7 @@ func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := New(Config{Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond}})
 	defer core.Close()
-	if n := len(sinkOf(core).streams[infoStream].shards); n < 2 {
+	if n := len(sinkOf(core).streams[infoStream].shards.all); n < 2 {
 		t.Skipf("the info stream has %d shard; the test needs several", n)
 	}
 	logger := zap.New(core)
@@ -89,8 +89,8 @@ func TestShardEncodersKeepBoundedScratch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range sinkOf(core).streams {
-		for i := range st.shards {
-			sh := &st.shards[i]
+		for i := range st.shards.all {
+			sh := &st.shards.all[i]
 			sh.lockForSink()
 			for name, n := range scratchBytes(sh.enc) {
 				if n > msgpenc.KeptScratch {

@@ -244,7 +244,7 @@ func TestTaggedEntriesKeepOrderPerGoroutinePerTag(t *testing.T) {
 			t.Fatalf("entry %d of goroutine %d under %q, want %q", i, g, e.Tag, want)
 		}
 		if k == 0 {
-			continue // the stream's own tag: its writers move shards under contention (lockShard)
+			continue // the stream's own tag: its writers move shards under contention (shards.lock)
 		}
 		key := fmt.Sprint(e.Tag, "/", g)
 		if p, ok := last[key]; ok && p >= i {

@@ -1,0 +1,179 @@
+package fluentcore
+
+// A stream's counts: what became of each entry it took in, for Stats, its metrics and the
+// recent windows of KeepRatio and Dropping.
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// streamCounts are a stream's counters of entries and their outcomes. An entry is counted
+// in (shard.entries, by the writer under its shard's lock, or drop for one shed before the
+// write) before its outcome (delivered, spilled, or dropped by reason in its shard), and
+// every counter only grows; so read reads the outcomes before the entries, and Pending is
+// never negative. A logger tag's entries are counted for the tag too (tags.counts), the
+// stream's own tag's only in the stream's totals. Safe for concurrent use, but for recent,
+// which only the sink's clock rolls.
+type streamCounts struct {
+	id     streamID
+	tags   *tagTable
+	shards *shards // each shard counts what its writers took in and dropped
+
+	delivered, spilled atomic.Uint64
+	deliveredBytes     atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
+	waits              atomic.Uint64 // err writes that found no room and waited
+	waitsOut           atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
+
+	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
+	// clock rolls once a second (roll).
+	recent        recentWindow
+	flushInterval time.Duration // streamSettings.flushInterval: how long an entry may wait (stalled)
+}
+
+// newStreamCounts makes the counts of stream id over its shards, its recent windows
+// starting at now.
+func newStreamCounts(id streamID, tags *tagTable, ss *shards, flushInterval time.Duration, now time.Time) *streamCounts {
+	c := &streamCounts{id: id, tags: tags, shards: ss, flushInterval: flushInterval}
+	c.recent.start(now)
+	return c
+}
+
+// entry counts an entry in: in its shard, as past Tags.Max if its logger's tag is, and in
+// its logger tag's counts.
+func (c *streamCounts) entry(sh *shard, tag tagRef) {
+	sh.entries.Add(1)
+	if tag.over {
+		sh.tagOverflow.Add(1)
+	}
+	if tc := c.tag(tag.idx); tc != nil {
+		tc.entries[c.id].Add(1)
+	}
+}
+
+// drop counts an entry of tag dropped before it reached a shard (in Check).
+func (c *streamCounts) drop(r dropReason, tag tagRef) {
+	sh := &c.shards.all[rand.N(len(c.shards.all))]
+	sh.entries.Add(1)
+	sh.dropped[r].Add(1)
+	if tag.over {
+		sh.tagOverflow.Add(1)
+	}
+	if tc := c.tag(tag.idx); tc != nil {
+		tc.entries[c.id].Add(1)
+		tc.dropped[c.id].Add(1)
+	}
+}
+
+// dropped counts an entry of tag the writer of sh dropped for why.
+func (c *streamCounts) dropped(sh *shard, why dropReason, tag uint16) {
+	sh.dropped[why].Add(1)
+	c.droppedTag(tag, 1)
+}
+
+// tag returns the counters of logger tag idx, nil for the stream's own tag.
+func (c *streamCounts) tag(idx uint16) *tagCounts {
+	if idx == 0 {
+		return nil
+	}
+	return &c.tags.counts[idx]
+}
+
+// droppedTag counts n entries of tag idx dropped (besides the stream's count by reason).
+func (c *streamCounts) droppedTag(idx uint16, n int) {
+	if tc := c.tag(idx); tc != nil {
+		tc.dropped[c.id].Add(uint64(n))
+	}
+}
+
+// frameDelivered counts a frame delivered: its n entries of tag and their bytes, for the
+// stream and for its tag.
+func (c *streamCounts) frameDelivered(tag uint16, entries []byte, n int) {
+	c.deliveredBytes.Add(uint64(len(entries)))
+	c.delivered.Add(uint64(n))
+	if tc := c.tag(tag); tc != nil {
+		tc.delivered[c.id].Add(uint64(n))
+	}
+}
+
+// recentCounts returns the stream's cumulative counts for its recent windows; the drops are
+// read before the entries, which count each entry first.
+func (c *streamCounts) recentCounts() recentCounts {
+	var rc recentCounts
+	for i := range c.shards.all {
+		sh := &c.shards.all[i]
+		for r := range sh.dropped {
+			v := sh.dropped[r].Load()
+			rc.dropped += v
+			if backpressure(dropReason(r)) {
+				rc.pressed += v
+			}
+		}
+	}
+	for i := range c.shards.all {
+		rc.offered += c.shards.all[i].entries.Load()
+	}
+	return rc
+}
+
+// roll is the sink's clock's: once a second of the clock it takes the stream's counts for
+// KeepRatio and Dropping. Only the clock's goroutine calls it.
+func (c *streamCounts) roll(now time.Time) {
+	if c.recent.due(now) {
+		c.recent.roll(now, c.recentCounts())
+	}
+}
+
+// read adds the entries and their drops to st, whose outcomes (Delivered, Spilled) the
+// caller read before, at now: Entries, Truncated, TagOverflow, Dropped, Pending, the recent
+// windows (Dropping false once the stream is closed) and the logger tags' counters.
+func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
+	cur := c.recentCounts()
+	var dropped [numDropReasons]uint64
+	for i := range c.shards.all {
+		for r := range dropped {
+			dropped[r] += c.shards.all[i].dropped[r].Load()
+		}
+	}
+	for i := range c.shards.all {
+		sh := &c.shards.all[i]
+		st.Entries += sh.entries.Load()
+		st.Truncated += sh.truncated.Load()
+		st.TagOverflow += sh.tagOverflow.Load()
+	}
+	var lost uint64 // every outcome but delivery
+	for r, v := range dropped {
+		st.Dropped[dropReason(r).String()] = v
+		lost += v
+	}
+	lost += st.Spilled
+	if st.Entries > st.Delivered+lost {
+		st.Pending = st.Entries - st.Delivered - lost
+	}
+	st.recent = cur.minus(c.recent.before(now, keepWindow))
+	st.KeepRatio = keepRatio(st.recent)
+	// A closed stream drops nothing for backpressure any more, and its clock, which moves
+	// the window, has stopped: it reads false rather than its last second for ever.
+	st.Dropping = !closed && cur.minus(c.recent.before(now, dropWindow)).pressed > 0
+	st.Tags = c.tags.stats(c.id)
+}
+
+// stallAfter is how long a stream that holds entries may deliver nothing before Stats
+// reports its Capacity as 0: more than the gaps between a healthy sender's frames, less than
+// a scrape interval.
+const stallAfter = time.Second
+
+// stalled reports whether the stream delivers nothing at now, by st: an entry has waited
+// longer than Transport.FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
+func (c *streamCounts) stalled(now time.Time, st *StreamStats) bool {
+	if st.Pending == 0 || st.OldestPending <= c.flushInterval+stallAfter {
+		return false
+	}
+	for _, sv := range st.Servers {
+		if now.Sub(sv.LastDelivery) <= stallAfter {
+			return false
+		}
+	}
+	return true
+}
