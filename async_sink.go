@@ -35,6 +35,9 @@ type sink struct {
 	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
 	spillErr error // why Spill.Dir could not be used, if it could not
+	// down says, for each stream, that the clock last found every connection failing
+	// (reportConnections); only the clock's goroutine reads and writes it.
+	down     [numStreams]bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopTick chan struct{}
@@ -51,7 +54,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		if degraded {
 			kind = EventDegraded
 		}
-		s.onEvent.emit(now, kind, nil)
+		s.onEvent.emit(now, infoStream, kind, nil)
 	})
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, dropsAll, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
@@ -68,7 +71,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		k.wg.Add(1)
 		go func() { // OnEvent is the user's: not on New's goroutine
 			defer k.wg.Done()
-			s.onEvent.emit(s.clock.Now(), EventSpillDisabled, k.spillErr)
+			s.onEvent.emit(s.clock.Now(), errStream, EventSpillDisabled, k.spillErr)
 		}()
 	}
 	for _, st := range k.streams {
@@ -169,10 +172,31 @@ func (k *sink) clock() {
 		for _, st := range k.streams {
 			st.counts.roll(now) // once a second: the windows of KeepRatio and Dropping
 		}
+		k.reportConnections(now)
 		k.info.step()
 		if d := k.info.stepEvery(slow); d != every {
 			every = d
 			observe.Reset(d)
+		}
+	}
+}
+
+// reportConnections tells OnEvent when a stream loses its last working connection
+// (EventDisconnected, with the last send error) and when it delivers again
+// (EventConnected). The clock reads it at each of its ticks, so a change is reported within
+// observeEvery.
+func (k *sink) reportConnections(now time.Time) {
+	if k.s.onEvent == nil {
+		return
+	}
+	for id, st := range k.streams {
+		if down := st.senders.failing(); down != k.down[id] {
+			k.down[id] = down
+			kind, err := EventConnected, error(nil)
+			if down {
+				kind, err = EventDisconnected, st.senders.lastError()
+			}
+			k.s.onEvent.emit(now, streamID(id), kind, err)
 		}
 	}
 }

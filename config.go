@@ -191,9 +191,9 @@ type Config struct {
 	// fields, as in zap. Default, and when zero: zap.NewProductionEncoderConfig() without
 	// TimeKey, since each entry's time travels as its Forward EventTime.
 	EncoderConfig zapcore.EncoderConfig `json:"-" yaml:"-"`
-	// OnEvent, if set, is called when the info stream enters or leaves the degraded state
-	// and on spill events, on the goroutine that met the condition (the sink's, or a
-	// logging one). It must not block or log through this core. Default nil.
+	// OnEvent, if set, is called on each Event (degraded and recovered, spill events, a
+	// stream disconnected and connected again), on the goroutine that met the condition
+	// (the sink's, or a logging one). It must not block or log through this core. Default nil.
 	OnEvent func(Event) `json:"-" yaml:"-"`
 	// Timeouts bound Sync, Close and each step of a connection. Default: see
 	// TimeoutsConfig.

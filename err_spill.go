@@ -49,7 +49,7 @@ func newErrPolicy(s spillSettings) (*errPolicy, error) {
 	var report spill.Reporter
 	if s.onEvent != nil {
 		report = func(kind spill.EventKind, err error) {
-			s.onEvent.emit(s.clock.Now(), [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}[kind], err)
+			s.onEvent.emit(s.clock.Now(), errStream, [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}[kind], err)
 		}
 	}
 	disk, err := spill.Open(s.dir, s.maxBytes, s.batchBytes, report)

@@ -21,12 +21,18 @@ const (
 	EventSpillCorrupt
 	// EventSpillFailed reports that writing or deleting a segment failed.
 	EventSpillFailed
+	// EventDisconnected reports that every connection of the stream fails: nothing it sends
+	// is delivered until EventConnected. Err is the last send error.
+	EventDisconnected
+	// EventConnected reports that a stream that was disconnected delivers again.
+	EventConnected
 )
 
-var eventKindNames = [...]string{"degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt", "spill_failed"}
+var eventKindNames = [...]string{"degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt", "spill_failed", "disconnected", "connected"}
 
-// String returns "degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt"
-// or "spill_failed", and "unknown" for a value that is none of these.
+// String returns "degraded", "recovered", "spill_disabled", "spill_full", "spill_corrupt",
+// "spill_failed", "disconnected" or "connected", and "unknown" for a value that is none of
+// these.
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(eventKindNames) {
 		return "unknown"
@@ -37,7 +43,7 @@ func (k EventKind) String() string {
 // Event is a state change of a stream, passed to Config.OnEvent.
 type Event struct {
 	Kind   EventKind
-	Stream string // "info" for degrade events, "err" for spill events
+	Stream string // "info" or "err": degrade events are the info stream's, spill events the err stream's
 	Time   time.Time
-	Err    error // for spill events: what happened, naming the directory or segment
+	Err    error // for spill events: what happened, naming the directory or segment; for EventDisconnected, the last send error
 }

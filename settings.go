@@ -582,15 +582,9 @@ func (c *connSettings) newBackoff() backoff.BackOff { return dial.NewBackOff(c.r
 // eventFunc is Config.OnEvent; nil when unset.
 type eventFunc func(Event)
 
-// emit reports kind to the user's OnEvent, if set. Degrade events are the info stream's,
-// spill events the err stream's.
-func (f eventFunc) emit(now time.Time, kind EventKind, err error) {
-	if f == nil {
-		return
+// emit reports kind on stream id to the user's OnEvent, if set.
+func (f eventFunc) emit(now time.Time, id streamID, kind EventKind, err error) {
+	if f != nil {
+		f(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
 	}
-	id := errStream
-	if kind == EventDegraded || kind == EventRecovered {
-		id = infoStream
-	}
-	f(Event{Kind: kind, Stream: id.String(), Time: now, Err: err})
 }
