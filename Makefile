@@ -6,7 +6,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 .PHONY: test race-test short lint generate check-generate fuzz-smoke soak guarantees interop bench bench-smoke alert-rules flake
 
 # The fuzz targets, as package:target; fuzz-smoke runs each for FUZZTIME.
-FUZZ_TARGETS ?= .:FuzzAppendEntry .:FuzzAppendJSON .:FuzzStringsMatchZap \
+FUZZ_TARGETS ?= .:FuzzAppendEntry ./internal/msgpenc:FuzzAppendJSON .:FuzzStringsMatchZap \
 	./internal/wire:FuzzParseHELO ./internal/wire:FuzzParsePONG ./internal/wire:FuzzParseAck
 # A count, not a duration: Go 1.26's fuzz coordinator can fail a healthy target with "context
 # deadline exceeded" when a duration runs out under CPU load (golang/go#75804, fixed in 1.27);
@@ -78,6 +78,8 @@ fuzz-smoke:
 	@for pt in $(FUZZ_TARGETS); do \
 		p=$${pt%%:*}; t=$${pt#*:}; \
 		echo "fuzz $$t in $$p for $(FUZZTIME)"; \
+		$(GO) list -f '{{range .TestGoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$.Dir}}/{{.}} {{end}}' $$p | xargs grep -q "^func $$t(" \
+			|| { echo "fuzz target $$t not in $$p"; exit 1; }; \
 		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=100x $$p || exit 1; \
 	done
 
