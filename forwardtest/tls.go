@@ -124,7 +124,7 @@ func (c *TLSCert) ClientConfig() *tls.Config {
 	return &tls.Config{RootCAs: c.CAPool, MinVersion: tls.VersionTLS12}
 }
 
-// Security.TLSFiles are the paths WriteFiles wrote.
+// TLSFiles are the paths WriteFiles wrote (for a client's Security.TLSFiles).
 type TLSFiles struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
 }

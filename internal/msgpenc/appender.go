@@ -48,8 +48,8 @@ const (
 	// cutScratch is how many times its limit an entry to cut may take, its long values
 	// stored cut, for CapEntry to truncate it exactly; past it, the entry is cut short.
 	cutScratch = 4
-	// CutValueShare: an entry cut short keeps at most limit / CutValueShare bytes of each
-	// str and bin value.
+	// CutValueShare is the share of its limit an entry cut short keeps of each str and bin
+	// value: at most limit / CutValueShare bytes.
 	CutValueShare = 16
 	// KeptScratch is the most capacity, in bytes, each scratch buffer keeps from one entry to
 	// the next (TrimScratch): a buffer that grew past it for a large entry is dropped after

@@ -36,6 +36,8 @@ var (
 // Kind is what an open container will be once closed.
 type Kind uint8
 
+// The kinds of container: KindMap and KindArray are a map and an array, their headers
+// written as map32 and array32 and patched when they close.
 const (
 	KindMap   Kind = iota // map32, n counts keys and values
 	KindArray             // array32, n counts elements

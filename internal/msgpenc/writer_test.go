@@ -113,7 +113,7 @@ func TestNestingStopsAtMaxDepth(t *testing.T) {
 	if opened != MaxDepth {
 		t.Fatalf("%d maps opened, want %d", opened, MaxDepth)
 	}
-	v := any(endRecord(t, w)["deep"])
+	v := endRecord(t, w)["deep"]
 	for range MaxDepth - 1 {
 		v = v.(map[string]any)["next"]
 	}

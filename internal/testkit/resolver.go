@@ -101,7 +101,7 @@ func (r *Resolver) LookupSRV(_ context.Context, service, proto, name string) (st
 // refused.
 func FreePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
