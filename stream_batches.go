@@ -76,8 +76,7 @@ func (s *stream) flush() {
 		sh := &s.shards.all[i]
 		sh.lockForSink()
 		if b := sh.cur; b != nil && b.N > 0 {
-			sh.cur = nil
-			s.seal(b)
+			s.seal(s.shards.close(sh))
 		}
 		sh.unlockForSink()
 	}

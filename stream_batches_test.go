@@ -135,7 +135,7 @@ func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 func TestUsageNeverCountsAGivenBackBatchTwice(t *testing.T) {
 	st := usageStream(t)
 	sh := &st.shards.all[0]
-	sh.cur = st.ring.Take(nil) // a reserve taken for an entry that was then dropped
+	st.shards.open(sh, st.ring.Take(nil)) // a reserve taken for an entry that was then dropped
 	st.reserve.hold(sh.cur)
 	u := readUsageWhile(t, st, func() {
 		sh.mu.Lock()

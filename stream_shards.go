@@ -89,6 +89,25 @@ type shards struct {
 	// from tagShard on are the logger tags' (home), at least half of them.
 	randShards, tagShard int
 	contended            atomic.Bool // writers met on shard 0 since the last flush tick
+	// opened is how many shards hold an open batch (cur not nil): changed with a shard's
+	// batch, under its lock, and read without any lock by a writer that found no free
+	// batch, which then looks for room in the others' open batches only if there are any.
+	opened atomic.Int32
+}
+
+// open makes b (not nil) the open batch of sh, which holds none; the caller holds sh's lock.
+func (ss *shards) open(sh *shard, b *ring.Batch) {
+	sh.cur = b
+	ss.opened.Add(1)
+}
+
+// close leaves sh, whose open batch is not nil, without one and returns the batch; the
+// caller holds sh's lock.
+func (ss *shards) close(sh *shard) *ring.Batch {
+	b := sh.cur
+	sh.cur = nil
+	ss.opened.Add(-1)
+	return b
 }
 
 // tagShards is how many shards a stream adds for the logger tags, budget permitting: each

@@ -2,7 +2,13 @@ package fluentcore
 
 import (
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // The tags' shards: each logger tag writes into a shard of its own while there are enough,
@@ -42,5 +48,84 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 				seen[h] = idx
 			}
 		}
+	}
+}
+
+// admittingPolicy is the info policy with every entry admitted against the room left, as
+// the adaptive shedder's are while it counts keys: a writer that finds no free batch owes
+// it the other shards' open batches, waiting for their locks.
+type admittingPolicy struct{ *infoPolicy }
+
+func (admittingPolicy) roomAdmitted() bool { return true }
+
+// A full stream whose batches are all queued (a receiver gone) holds no open batch, and a
+// writer that finds no free batch then drops its entry without touching another shard,
+// even one whose lock is held and a policy that owes its entries the others' room:
+// shards.opened, which every change of a shard's batch keeps, says there is none to try.
+func TestAFullStreamTouchesNoOtherShard(t *testing.T) {
+	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10}, Info: InfoConfig{BufferBytes: 64 << 10}})
+	st := newTestStream(s, s.infoBufferBytes, admittingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil)}, newForwarder(s.connFor(infoStream)))
+	t.Cleanup(st.senders[0].fwd.Close)
+	if len(st.shards.all) < 2 {
+		t.Fatalf("%d shards; the test needs two", len(st.shards.all))
+	}
+	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
+	log := func() {
+		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "flood", Time: time.Unix(1, 0)}
+		st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
+	}
+	openBatches := func() (n int32) {
+		for i := range st.shards.all {
+			sh := &st.shards.all[i]
+			sh.mu.Lock()
+			if sh.cur != nil {
+				n++
+			}
+			sh.mu.Unlock()
+		}
+		return n
+	}
+	// No sender runs: nothing leaves the buffer. Writers from several goroutines spread
+	// over the shards until the buffer is full.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := 0; queueFull() == 0 && i < 100000; i++ {
+				log()
+			}
+		})
+	}
+	wg.Wait()
+	if queueFull() == 0 {
+		t.Fatal("the flood never filled the buffer")
+	}
+	if got, want := st.shards.opened.Load(), openBatches(); got != want {
+		t.Fatalf("shards.opened %d, but %d shards hold an open batch", got, want)
+	}
+	st.flush()
+	if got := st.shards.opened.Load(); got != 0 || openBatches() != 0 {
+		t.Fatalf("after a flush of a full stream, shards.opened %d and %d open batches; want none", got, openBatches())
+	}
+	before := queueFull() // stats reads every shard: not while the test holds them
+	st.shards.calm()      // the writer takes shard 0, free
+	for i := 1; i < len(st.shards.all); i++ {
+		st.shards.all[i].mu.Lock()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		log()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("a writer to a full stream waited for another shard's lock")
+	}
+	for i := 1; i < len(st.shards.all); i++ {
+		st.shards.all[i].mu.Unlock()
+	}
+	<-done
+	if got := queueFull() - before; got != 1 {
+		t.Errorf("%d entries queue_full, want the 1 written to the full stream", got)
 	}
 }

@@ -191,17 +191,18 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 	if b := sh.cur; b != nil && !b.Accepts(tag) {
 		// The shard's batch has no room for one more run or tag: it is sealed as it is.
 		if b.N > 0 {
-			sh.cur = nil
-			s.seal(b)
+			s.seal(s.shards.close(sh))
 		}
 	}
 	if sh.cur == nil {
 		if !s.mayTake(ent, tag) {
 			return needBatch, nil
 		}
-		if sh.cur = s.takeFor(sh, ent, tag); sh.cur == nil {
+		b := s.takeFor(sh, ent, tag)
+		if b == nil {
 			return needBatch, nil
 		}
+		s.shards.open(sh, b)
 	} else if sh.cur.Reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
 		// The shard holds the reserve, which this entry may not fill: once the buffer has
 		// room again, the reserve is sealed with what it holds and the shard moves on.
@@ -213,11 +214,11 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 			return needBatch, nil
 		}
 		if sh.cur.N > 0 {
-			s.seal(sh.cur)
+			s.seal(s.shards.close(sh))
 		} else {
 			s.giveBackEmptyReserve(sh)
 		}
-		sh.cur = nb
+		s.shards.open(sh, nb)
 	}
 	s.floors.claim(sh.cur, tag)
 	return s.appendLocked(sh, tag, ctx, ent, fields, cut, true)
@@ -240,7 +241,7 @@ func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zap
 // rarely used logger tag's shard may be never. The caller holds sh's lock.
 func (s *stream) giveBackEmptyReserve(sh *shard) {
 	if b := sh.cur; b != nil && b.Reserved && b.N == 0 {
-		sh.cur = nil
+		s.shards.close(sh)
 		s.reserve.unreserve(b)
 		s.floors.unclaim(b)
 		s.reserve.given.Add(1) // before it is free: usage must not count it twice
@@ -251,8 +252,13 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 // writeElsewhere tries the open batches of the shards other than shard i: the slow path of
 // a stream without a free batch. It skips a shard whose lock is taken, unless the policy
 // has admitted the entry against the room left (roomAdmitted): a shard's lock is held for
-// one entry's encoding, and such an entry is owed the room it was counted into.
+// one entry's encoding, and such an entry is owed the room it was counted into. While no
+// shard holds an open batch (shards.opened), as when the receiver is gone and every batch
+// is queued, it touches no shard at all: a full stream makes a call cheaper, not dearer.
 func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+	if s.shards.opened.Load() == 0 {
+		return needBatch, nil
+	}
 	wait := s.policy.roomAdmitted()
 	for pass := 0; pass < 2; pass++ {
 		for k := 1; k < len(s.shards.all); k++ {
@@ -337,8 +343,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		}
 		// Seal the batch as it was and copy the entry into a fresh one (rare: only entries
 		// larger than the space sealAt leaves get here).
-		sh.cur = nil
-		s.seal(b)
+		s.seal(s.shards.close(sh))
 		var nb *ring.Batch
 		if s.mayTake(ent, tag) {
 			nb = s.takeFor(sh, ent, tag)
@@ -352,7 +357,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		s.floors.claim(nb, tag)
 		nb.Buf = append(nb.Buf, out[start:]...)
 		nb.Added(tag, 0)
-		sh.cur = nb
+		s.shards.open(sh, nb)
 		b = nb
 	} else {
 		b.Buf = out
@@ -365,8 +370,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 		sh.truncated.Add(1)
 	}
 	if len(b.Buf) >= s.sealAt {
-		sh.cur = nil
-		s.seal(b)
+		s.seal(s.shards.close(sh))
 	}
 	return written, nil
 }
@@ -387,7 +391,7 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	}
 	sh.mu.Lock()
 	if sh.cur == nil {
-		sh.cur = b // its tag is set by the writer that finds it (tryAppendLocked)
+		s.shards.open(sh, b) // its tag is set by the writer that finds it (tryAppendLocked)
 		sh.takes.Add(1)
 	} else {
 		s.ring.Put(b) // another writer refilled the shard meanwhile
