@@ -3,6 +3,7 @@ package fluentcore
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -245,7 +246,7 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 		e.AppendContext(ctx.buf, ctx.n, ctx.open)
 	}
 	for i := range fields {
-		fields[i].AddTo(e)
+		e.addField(&fields[i])
 	}
 	e.CloseTo(0) // namespaces end before the stacktrace, as in zap
 	if ctx != nil && (ctx.over != "" || ctx.overName) {
@@ -263,6 +264,24 @@ func (e *msgpEncoder) encodeEntry(dst []byte, ctx *encodedContext, ent *zapcore.
 		e.Buf = append(e.Buf, wire.True)
 	}
 	return e.EndRecord()
+}
+
+// addField adds one of the entry's fields: the most common types directly, as
+// zapcore.Field.AddTo would add them, without its copy of the field and its calls through
+// the ObjectEncoder interface; every other type through AddTo.
+func (e *msgpEncoder) addField(f *zapcore.Field) {
+	switch f.Type {
+	case zapcore.StringType:
+		e.AddString(f.Key, f.String)
+	case zapcore.Int64Type:
+		e.AddInt64(f.Key, f.Integer)
+	case zapcore.BoolType:
+		e.AddBool(f.Key, f.Integer == 1)
+	case zapcore.Float64Type:
+		e.AddFloat64(f.Key, math.Float64frombits(uint64(f.Integer)))
+	default:
+		f.AddTo(e)
+	}
 }
 
 // appendOverflowName writes the tag name past Tags.Max that ctx carries (see

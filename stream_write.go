@@ -46,6 +46,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 	s.counts.entry(sh, tag)
 	var cut []byte
 	var deadline time.Time
+	yielded := false
 	for {
 		status, enc := s.tryWriteLocked(sh, tag.idx, ctx, ent, fields, cut)
 		if status == needBatch && tag.idx == 0 {
@@ -72,15 +73,19 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			return
 		case needBatch:
 			maxWait := s.over.roomWait()
+			if maxWait <= 0 && !yielded {
+				// Before it drops, a writer yields the processor once and tries again:
+				// writers finding the buffer full flat out must leave the sender, which
+				// frees batches, its share of the CPU, however few there are. Never a wait
+				// on I/O.
+				yielded = true
+				runtime.Gosched()
+				i = s.shards.lock(tag.idx)
+				sh = &s.shards.all[i]
+				continue
+			}
 			if maxWait <= 0 {
 				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
-				if tag.idx != 0 {
-					// A logger tag's writers have one shard and no other batch to go to
-					// (writeElsewhere): one that drops for want of a batch yields the
-					// processor, so that writers dropping flat out leave the sender, which
-					// frees batches, a CPU. Never a wait on I/O.
-					runtime.Gosched()
-				}
 				return
 			}
 			var again bool

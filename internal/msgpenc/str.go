@@ -16,7 +16,7 @@ func AppendStr(dst []byte, s string) []byte {
 	start := len(dst)
 	dst = AppendStrHeader(dst, len(s))
 	dst = append(dst, s...)
-	if isASCII(dst[len(dst)-len(s):]) || utf8.ValidString(s) {
+	if asciiEnd(dst, len(s)) || utf8.ValidString(s) {
 		return dst
 	}
 	return appendRepaired(dst[:start], s, utf8.DecodeRuneInString)
@@ -30,19 +30,39 @@ func AppendStrBytes(dst, s []byte) []byte {
 	return appendRepaired(dst, s, utf8.DecodeRune)
 }
 
-// isASCII reports whether b has no byte >= 0x80, eight bytes at a time.
+// highBits has the top bit of each of eight bytes: a word of ASCII bytes has none of them.
+const highBits = 0x8080808080808080
+
+// isASCII reports whether b has no byte >= 0x80, eight bytes at a time; a tail shorter
+// than eight is read as the last eight bytes of b, which overlap those read already.
 func isASCII(b []byte) bool {
+	if len(b) < 8 {
+		var or byte
+		for _, c := range b {
+			or |= c
+		}
+		return or < utf8.RuneSelf
+	}
+	last := binary.LittleEndian.Uint64(b[len(b)-8:])
 	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+		if binary.LittleEndian.Uint64(b)&highBits != 0 {
 			return false
 		}
 		b = b[8:]
 	}
-	var or byte
-	for _, c := range b {
-		or |= c
+	return last&highBits == 0
+}
+
+// asciiEnd is isASCII of the last n bytes of b. A tail shorter than eight is read in one
+// word, the last eight bytes of b when b has them, the bytes before the tail shifted out.
+func asciiEnd(b []byte, n int) bool {
+	if n >= 8 || len(b) < 8 {
+		return isASCII(b[len(b)-n:])
 	}
-	return or < utf8.RuneSelf
+	if n == 0 {
+		return true
+	}
+	return binary.LittleEndian.Uint64(b[len(b)-8:])>>(8*(8-n))&highBits == 0
 }
 
 // appendRepaired is the slow path of AppendStr: it sizes the repaired string first so
