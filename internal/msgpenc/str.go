@@ -4,22 +4,21 @@ import (
 	"encoding/binary"
 	"math"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fluentcore/fluentcore/internal/wire"
 	"github.com/tinylib/msgp/msgp"
 )
 
 // AppendStr appends s as msgpack str; invalid UTF-8 bytes become U+FFFD, one per byte,
-// as zap's JSON encoder does. Fast path: copy, then check the copy is ASCII (most keys
-// and values are), which is cheaper than validating first.
+// as zap's JSON encoder does. Fast path: s is ASCII (most keys and values are), checked a
+// word at a time where it is, not in the copy, whose bytes the processor may not have
+// written yet.
 func AppendStr(dst []byte, s string) []byte {
-	start := len(dst)
-	dst = AppendStrHeader(dst, len(s))
-	dst = append(dst, s...)
-	if asciiEnd(dst, len(s)) || utf8.ValidString(s) {
-		return dst
+	if isASCII(unsafe.Slice(unsafe.StringData(s), len(s))) || utf8.ValidString(s) {
+		return append(AppendStrHeader(dst, len(s)), s...)
 	}
-	return appendRepaired(dst[:start], s, utf8.DecodeRuneInString)
+	return appendRepaired(dst, s, utf8.DecodeRuneInString)
 }
 
 // AppendStrBytes is AppendStr for a str held in a []byte.
@@ -51,18 +50,6 @@ func isASCII(b []byte) bool {
 		b = b[8:]
 	}
 	return last&highBits == 0
-}
-
-// asciiEnd is isASCII of the last n bytes of b. A tail shorter than eight is read in one
-// word, the last eight bytes of b when b has them, the bytes before the tail shifted out.
-func asciiEnd(b []byte, n int) bool {
-	if n >= 8 || len(b) < 8 {
-		return isASCII(b[len(b)-n:])
-	}
-	if n == 0 {
-		return true
-	}
-	return binary.LittleEndian.Uint64(b[len(b)-8:])>>(8*(8-n))&highBits == 0
 }
 
 // appendRepaired is the slow path of AppendStr: it sizes the repaired string first so
