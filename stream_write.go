@@ -73,11 +73,12 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 			return
 		case needBatch:
 			maxWait := s.over.roomWait()
-			if maxWait <= 0 && !yielded {
+			if maxWait <= 0 && !yielded && !s.senders.failing() {
 				// Before it drops, a writer yields the processor once and tries again:
-				// writers finding the buffer full flat out must leave the sender, which
-				// frees batches, its share of the CPU, however few there are. Never a wait
-				// on I/O.
+				// writers finding the buffer full flat out must leave the senders, which
+				// free batches, their share of the CPU, however few there are. Not while
+				// every connection fails: no sender frees a batch then, and the yield
+				// would only cost the caller. Never a wait on I/O.
 				yielded = true
 				runtime.Gosched()
 				i = s.shards.lock(tag.idx)
