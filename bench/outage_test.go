@@ -2,10 +2,15 @@ package bench
 
 import (
 	"flag"
+	"io"
+	"net"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fluentcore/fluentcore"
+	"go.uber.org/zap"
 )
 
 var outageWindow = flag.Duration("bench.outage", 3*time.Second, "longest the receiver stays stalled in BenchmarkOutage")
@@ -97,4 +102,39 @@ func heapInUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// BenchmarkRefused: the receiver refuses every connection (its port is closed) while the
+// default configuration logs flat out from 4 goroutines, one call in 101 an Error, with no
+// Spill.Dir (err goes to Spill.Fallback after Spill.After): what a call costs when nothing
+// can be delivered, every info entry shed or dropped. Compare its ns/op with AddingFields'
+// single-goroutine row: a call that cannot be delivered should cost less than one that is.
+func BenchmarkRefused(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // refused from now on
+	core := newFluentcore("tcp://"+addr, func(c *fluentcore.Config) {
+		c.Spill.Fallback = io.Discard
+		c.Timeouts.Close = 100 * time.Millisecond // nothing can be delivered: do not wait for it
+	})
+	defer core.Close()
+	logger := zap.New(core)
+	const errText = "payment gateway: read tcp 10.0.0.7:443: connection reset by peer"
+	var calls atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	inGoroutines(4)(b, func() {
+		if calls.Add(1)%101 == 0 {
+			logger.Error("outage", zap.String("error", errText))
+			return
+		}
+		LogFields(logger)
+	})
+	b.StopTimer()
+	st := core.Stats()
+	b.ReportMetric(float64(st.Info.DroppedTotal())/float64(b.N), "info-dropped/op")
+	b.ReportMetric(float64(st.Err.Spilled)/float64(b.N), "err-spilled/op")
 }
