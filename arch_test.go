@@ -25,6 +25,7 @@ func TestInternalPackagesImportOneWay(t *testing.T) {
 		"internal/dial":        nil,
 		"internal/reflectplan": nil,
 		"internal/msgpenc":     {"internal/reflectplan", "internal/wire"},
+		"internal/zapenc":      {"internal/msgpenc", "internal/wire"},
 		"internal/shed":        nil,
 		"internal/degrade":     {"internal/shed"},
 		"internal/order":       nil,

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/degrade"
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -59,7 +61,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
 	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, dropsAll, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
-		info.weighWith(appendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
+		info.weighWith(msgpenc.AppendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
 	}
 	k.err, k.spillErr = newErrPolicy(s.spill)
 	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, k.err.carry, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
@@ -122,7 +124,7 @@ func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	return ok
 }
 
-func (k *sink) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+func (k *sink) write(ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
 	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, tag, ent, fields)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -24,7 +25,7 @@ type entrySink interface {
 	admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool
 	// write encodes the entry into its stream's buffers, to go under tag; what cannot be
 	// buffered is counted (info) or spilled (err), never reported.
-	write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field)
+	write(ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field)
 	// tagFor is the tag of an entry whose logger has no Tag option (its zap name's, with
 	// Tags.FromName); tagNamed resolves a Tag option's name. Past Tags.Max both give the
 	// stream's own tag, marked over.
@@ -48,7 +49,7 @@ var _ entrySink = (*sink)(nil)
 // closes it for all.
 type Core struct {
 	*shared
-	ctx *encodedContext // fields added by With, encoded once; nil for none
+	ctx *zapenc.Context // fields added by With, encoded once; nil for none
 	// tag is the Forward tag a Tag option in With gave the core's entries, resolved there;
 	// tagged says there was one (else an entry's tag is its name's, or its stream's).
 	tag    tagRef
@@ -56,11 +57,11 @@ type Core struct {
 	// own is ctx without the TagOverflowKey field of a Tag option past Tags.Max (over, the
 	// name it carries): what a core derived by With builds on, so that a later Tag option
 	// does not inherit it.
-	own  *encodedContext
+	own  *zapenc.Context
 	over string
 	// nameOver is ctx for an entry whose zap name came past Tags.Max (Tags.FromName): own with
 	// that name to write under TagOverflowKey. Made by the first such entry (nameOverflow).
-	nameOver atomic.Pointer[encodedContext]
+	nameOver atomic.Pointer[zapenc.Context]
 }
 
 // shared is what every Core made from one New has in common.
@@ -129,12 +130,12 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 		}
 		fields = rest
 	}
-	nc.own = c.s.stream.enc.newContext(c.own, fields)
+	nc.own = c.s.stream.enc.NewContext(c.own, fields)
 	nc.ctx = nc.own
 	if nc.over != "" {
 		// Past Tags.Max: the stream's tag, and the name the logger asked for in the record,
 		// where a receiver can route by it.
-		nc.ctx = nc.own.overflowing(nc.over)
+		nc.ctx = nc.own.Overflowing(nc.over)
 	}
 	return nc
 }
@@ -142,11 +143,11 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 // nameOverflow returns the context of an entry of c whose zap name came past Tags.Max
 // (Tags.FromName): c's own fields, then its name under TagOverflowKey. Made once per Core,
 // by the first such entry (two at once may both make it: either is right).
-func (c *Core) nameOverflow() *encodedContext {
+func (c *Core) nameOverflow() *zapenc.Context {
 	if ctx := c.nameOver.Load(); ctx != nil {
 		return ctx
 	}
-	ctx := c.own.overflowing("")
+	ctx := c.own.Overflowing("")
 	c.nameOver.Store(ctx)
 	return ctx
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/spill"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -42,7 +43,7 @@ func newErrPolicy(s spillSettings) (*errPolicy, error) {
 	fallback := spill.NewJSONWriter(s.errFallback)
 	p := &errPolicy{maxWait: s.maxWait, spillAfter: s.after, wake: make(chan struct{}, 1),
 		evacuate: make(chan chan struct{}), spillKick: make(chan struct{}, 1),
-		spill: fallback, enc: entryEncoder{enc: newMsgpEncoder(s.enc)}, entryCap: s.entryBytes}
+		spill: fallback, enc: entryEncoder{enc: zapenc.New(s.enc)}, entryCap: s.entryBytes}
 	if s.dir == "" {
 		return p, nil
 	}
@@ -110,7 +111,7 @@ func (p *errPolicy) replaying() bool { return p.disk != nil && !p.disk.Empty() }
 // entryEncoder encodes single entries for the spill, one at a time. Safe for concurrent use.
 type entryEncoder struct {
 	mu  sync.Mutex
-	enc *msgpEncoder
+	enc *zapenc.Encoder
 	buf []byte
 }
 
@@ -124,17 +125,17 @@ var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked"
 // is not held while the spill works: Append fsyncs, writes Spill.Fallback and may call
 // OnEvent. The copy that allows it is the one allocation of this path, which only entries
 // the buffers could not take follow.
-func (p *errPolicy) spillEntry(tag string, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) (cut bool, err error) {
+func (p *errPolicy) spillEntry(tag string, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field) (cut bool, err error) {
 	e := &p.enc
 	e.mu.Lock()
-	out, cut := e.enc.encodeCapped(e.buf[:0], ctx, ent, fields, p.entryCap)
+	out, cut := e.enc.EncodeCapped(e.buf[:0], ctx, ent, fields, p.entryCap)
 	entry := bytes.Clone(out)
 	if cap(out) <= msgpenc.KeptScratch {
 		e.buf = out[:0]
 	} else {
 		e.buf = nil // a rare large entry: do not keep its buffer
 	}
-	e.enc.trim()
+	e.enc.Trim()
 	e.mu.Unlock()
 	if out == nil {
 		return false, errEncodePanic

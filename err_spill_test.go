@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"github.com/fluentcore/fluentcore/internal/testkit"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -297,11 +299,11 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 
 // errEntryRange encodes err entries from..to-1 (field "i") as one batch.
 func errEntryRange(from, to int) []byte {
-	enc := newMsgpEncoder(settingsFor(Config{}).stream.enc)
+	enc := zapenc.New(settingsFor(Config{}).stream.enc)
 	var buf []byte
 	for i := from; i < to; i++ {
-		buf = enc.appendEntry(buf, nil, &zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},
-			[]zapcore.Field{zap.Int("i", i)})
+		buf = enc.EncodeEntry(buf, nil, &zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},
+			[]zapcore.Field{zap.Int("i", i)}, msgpenc.Budget{}, nil)
 	}
 	return buf
 }

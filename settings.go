@@ -17,9 +17,9 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/dial"
 	"github.com/fluentcore/fluentcore/internal/wire"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -93,7 +93,7 @@ type connSettings struct {
 // size of its batches and entries, and how entries are encoded.
 type streamSettings struct {
 	clock                  zapcore.Clock
-	enc                    *encoderConfig
+	enc                    *zapenc.Config
 	batchBytes, entryBytes int
 	flushInterval          time.Duration // FlushInterval: how long an entry may wait in a batch, for Stats
 }
@@ -102,7 +102,7 @@ type streamSettings struct {
 // when and where failed batches spill, and whom to tell.
 type spillSettings struct {
 	clock       zapcore.Clock
-	enc         *encoderConfig // the spill's writers encode entries directly
+	enc         *zapenc.Config // the spill's writers encode entries directly
 	batchBytes  int            // the spill's frames are batches
 	entryBytes  int            // MaxEntryBytes: what it takes of an entry is cut as the stream cuts it
 	maxWait     time.Duration  // ErrMaxWait
@@ -402,19 +402,6 @@ func (s *settings) resolveTagSettings(cfg Config, errs *[]error) {
 	s.tagBase, s.tagFromName = cfg.Tag, cfg.Tags.FromName
 }
 
-// resolveEncoder returns how entries are encoded: with zc, or when zc is all unset with
-// zap's production settings without a time key (the record's time is the entry's); a tag
-// past MaxTagBytes is written under TagOverflowKey.
-func resolveEncoder(zc zapcore.EncoderConfig) *encoderConfig {
-	if isZeroEncoderConfig(zc) {
-		zc = zap.NewProductionEncoderConfig()
-		zc.TimeKey = ""
-	}
-	enc := newEncoderConfig(zc)
-	enc.overflowKey, enc.overflowMax = appendStr(nil, TagOverflowKey), MaxTagBytes
-	return enc
-}
-
 // connFor returns the settings of stream id's connections: the shared ones, with the
 // stream's acks.
 func (s *settings) connFor(id streamID) connSettings {
@@ -565,13 +552,6 @@ func defaultHostname() string {
 		return h
 	}
 	return "localhost"
-}
-
-func isZeroEncoderConfig(c zapcore.EncoderConfig) bool {
-	return c.MessageKey == "" && c.LevelKey == "" && c.TimeKey == "" && c.NameKey == "" &&
-		c.CallerKey == "" && c.FunctionKey == "" && c.StacktraceKey == "" &&
-		c.EncodeLevel == nil && c.EncodeTime == nil && c.EncodeDuration == nil &&
-		c.EncodeCaller == nil && c.EncodeName == nil
 }
 
 // newBackoff returns the retry schedule of one sender or server: exponential with jitter

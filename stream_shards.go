@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 )
 
 // shard is one open batch and the encoder that writes into it, under its lock, with the
@@ -17,7 +18,7 @@ import (
 // a counter per shard is never shared by the writers of another).
 type shard struct {
 	mu        sync.Mutex
-	enc       *msgpEncoder
+	enc       *zapenc.Encoder
 	cur       *ring.Batch // nil until a writer takes a batch from the free list
 	entries   atomic.Uint64
 	truncated atomic.Uint64 // err entries delivered cut down to Transport.MaxEntryBytes
@@ -58,7 +59,7 @@ func (sh *shard) OverBudget() { sh.release() }
 // stays with its writer, whose marshalers may go on calling it, and never touches the
 // shard or its batch again. What the old encoder kept is let go with it.
 func (sh *shard) release() {
-	sh.enc = sh.enc.fork()
+	sh.enc = sh.enc.Fork()
 	sh.mu.Unlock()
 }
 
@@ -121,12 +122,12 @@ const tagShards = 16
 // written to, so they cost nothing unused. Where the budget leaves no room for them (many
 // cores), the stream's own tag gives up half of its shards to the logger tags once there
 // is one.
-func newShards(nb int, tags *tagTable, enc *encoderConfig) *shards {
+func newShards(nb int, tags *tagTable, enc *zapenc.Config) *shards {
 	rshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	n := max(rshards, min(nb/2, rshards+tagShards))
 	ss := &shards{all: make([]shard, n), tags: tags, randShards: rshards, tagShard: min(rshards, n-n/2)}
 	for i := range ss.all {
-		ss.all[i].enc = newMsgpEncoder(enc)
+		ss.all[i].enc = zapenc.New(enc)
 	}
 	return ss
 }
@@ -202,7 +203,7 @@ func (ss *shards) home(idx uint16) int {
 // weightKey has every shard's encoder write an entry's sample weight under key.
 func (ss *shards) weightKey(key []byte) {
 	for i := range ss.all {
-		ss.all[i].enc.weightKey = key
+		ss.all[i].enc.WeightKey = key
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/spill"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -33,7 +34,7 @@ type overflow interface {
 	// bytes once cut down to size —, counted; false if it does not spill: the caller drops
 	// it, counted by reason. The entry comes by value: a pointer passed to an interface's
 	// method would move every entry to the heap, and a logging call allocates nothing.
-	spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field, cut []byte) bool
+	spillEntry(sh *shard, tag uint16, ctx *zapenc.Context, ent zapcore.Entry, fields []zapcore.Field, cut []byte) bool
 	// spillBatch spills a sealed batch's frames not delivered yet and finishes it, counted;
 	// false if it does not spill: the caller drops them.
 	spillBatch(b *ring.Batch) bool
@@ -89,7 +90,7 @@ func dropsAll(*ring.Ring, streamView, zapcore.Clock) (overflow, spillRoute) {
 func (dropOverflow) roomWait() time.Duration { return 0 }
 func (dropOverflow) noRoom()                 {}
 func (dropOverflow) cutsOversized() bool     { return false }
-func (dropOverflow) spillEntry(*shard, uint16, *encodedContext, zapcore.Entry, []zapcore.Field, []byte) bool {
+func (dropOverflow) spillEntry(*shard, uint16, *zapenc.Context, zapcore.Entry, []zapcore.Field, []byte) bool {
 	return false
 }
 func (dropOverflow) spillBatch(*ring.Batch) bool                  { return false }
@@ -205,7 +206,7 @@ func (e *errSpill) spillFailed(ctx context.Context, snd *sender) bool {
 // spillEntry spills one err entry that could not be buffered — its bytes, cut, when it was
 // cut down to size already — counts it (and on shard sh, its cut), and wakes the sender to
 // move the queued batches to the durable spill too.
-func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *encodedContext, ent zapcore.Entry, fields []zapcore.Field, cut []byte) bool {
+func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *zapenc.Context, ent zapcore.Entry, fields []zapcore.Field, cut []byte) bool {
 	var err error
 	wasCut := cut != nil
 	if wasCut {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -36,12 +37,12 @@ const (
 // without a lock, cut, its bytes (which the write path then copies). They travel as
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap: a logging call allocates nothing.
-func (s *stream) write(ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+func (s *stream) write(ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
 	s.writeIn(s.shards.lock(tag.idx), ctx, tag, ent, fields)
 }
 
 // writeIn is write into shard i, which shards.lock picked and locked for the writer.
-func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
 	sh := &s.shards.all[i]
 	s.counts.entry(sh, tag)
 	var cut []byte
@@ -103,7 +104,7 @@ func (s *stream) writeIn(i int, ctx *encodedContext, tag tagRef, ent *zapcore.En
 // not cut oversized entries drops it as too large; otherwise it is cut down to size, and
 // cutOversized returns the cut and true for the caller to write it, unless it cannot be
 // encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
-func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
+func (s *stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
 	if !s.over.cutsOversized() {
 		s.weights.discard(enc, ent, tag)
 		s.weights.lost(ent, tag)
@@ -113,7 +114,7 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *enco
 		sh.mu.Unlock()
 		return nil, false
 	}
-	cut, fits := enc.cutShort(ctx, ent, fields, s.entryCap)
+	cut, fits := enc.CutShort(ctx, ent, fields, s.entryCap)
 	if cut == nil {
 		s.counts.dropped(sh, dropEncodeError, tag)
 		return nil, false
@@ -131,7 +132,7 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *msgpEncoder, ctx *enco
 // the entry's, zero at its first wait: the end of every later wait. It returns the deadline
 // and true once a batch is in the shard, for the caller to write again; false once the
 // entry is lost (spilled) because the deadline passed.
-func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, maxWait time.Duration, deadline time.Time) (time.Time, bool) {
+func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, maxWait time.Duration, deadline time.Time) (time.Time, bool) {
 	if deadline.IsZero() {
 		now := s.clock.Now()
 		deadline = now.Add(maxWait)
@@ -166,7 +167,7 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *encodedContext, ent *za
 }
 
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
-func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
 	if s.over.spillEntry(sh, tag, ctx, *ent, fields, cut) {
 		return
 	}
@@ -177,7 +178,7 @@ func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *encodedContext
 // tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
 // shard has none. The caller holds the shard's lock; tryWriteLocked releases it (or the
 // entry did: overBudget, with the encoder that holds it).
-func (s *stream) tryWriteLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+func (s *stream) tryWriteLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
 	status, enc := s.tryAppendLocked(sh, tag, ctx, ent, fields, cut)
 	if status != overBudget {
 		sh.mu.Unlock()
@@ -185,7 +186,7 @@ func (s *stream) tryWriteLocked(sh *shard, tag uint16, ctx *encodedContext, ent 
 	return status, enc
 }
 
-func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
 	if s.closed.Load() {
 		return streamClosed, nil
 	}
@@ -233,11 +234,11 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *encodedContext, ent
 // dropUnwritten drops an entry of tag appendLocked encoded into sh's open batch (cut back
 // to where the entry began) and could not keep: counted for why, its weight passed on, and
 // the batch given back if it was a reserve taken for this entry.
-func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *msgpEncoder, ent *zapcore.Entry, why dropReason) {
+func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *zapenc.Encoder, ent *zapcore.Entry, why dropReason) {
 	s.weights.discard(enc, ent, tag)
 	s.weights.lost(ent, tag)
 	s.counts.dropped(sh, why, tag)
-	enc.trim()
+	enc.Trim()
 	s.giveBackEmptyReserve(sh)
 }
 
@@ -261,7 +262,7 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 // one entry's encoding, and such an entry is owed the room it was counted into. While no
 // shard holds an open batch (shards.opened), as when the receiver is gone and every batch
 // is queued, it touches no shard at all: a full stream makes a call cheaper, not dearer.
-func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *msgpEncoder) {
+func (s *stream) writeElsewhere(i int, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
 	if s.shards.opened.Load() == 0 {
 		return needBatch, nil
 	}
@@ -275,7 +276,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 			if pass == 1 {
 				o.mu.Lock()
 			}
-			status, enc := needBatch, (*msgpEncoder)(nil)
+			status, enc := needBatch, (*zapenc.Encoder)(nil)
 			if o.cur != nil && o.cur.Accepts(tag) && (o.cur.Tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.Reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
 				status, enc = s.appendLocked(o, tag, ctx, ent, fields, cut, false)
 			}
@@ -300,7 +301,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *encodedContext, ent *zap
 // writeElsewhere). An entry that passes its
 // budget, or that capEntry cannot cut, releases the shard and reports overBudget with the
 // encoder that holds it.
-func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *msgpEncoder) {
+func (s *stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *zapenc.Encoder) {
 	b := sh.cur
 	start := len(b.Buf)
 	enc := sh.enc
@@ -311,7 +312,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 	} else {
 		var ok bool
 		s.weights.give(enc, ent, tag)
-		out, ok = encodeSafely(enc, b.Buf, ctx, ent, fields, s.firstPass, sh)
+		out, ok = enc.Encode(b.Buf, ctx, ent, fields, s.firstPass, sh)
 		if enc.Abandoned() {
 			return overBudget, enc // the encoder told sh as it stopped: sh is released
 		}
@@ -328,7 +329,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 			}
 			// An err entry is delivered with its largest values truncated and marked (see
 			// capEntry); out[start:] is still intact, and capped lives in the encoder.
-			capped, ok := enc.capEntry(out[start:], s.entryCap)
+			capped, ok := enc.Cap(out[start:], s.entryCap)
 			if !ok {
 				// Too many values: it is cut short, encoded again, without the lock.
 				sh.release()
@@ -336,7 +337,7 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *encodedContext, ent *z
 			}
 			out, truncated = append(b.Buf, capped...), true
 		}
-		enc.trim()
+		enc.Trim()
 	}
 	if cap(out) != cap(b.Buf) {
 		// The entry did not fit and append moved everything to a new array.
@@ -419,9 +420,9 @@ type weights struct {
 // give gives enc the weight of the entry of tag it is about to encode. The level and
 // message are passed, not the entry: handing its pointer to a function value would move
 // every entry to the heap, and a logging call allocates nothing.
-func (w *weights) give(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
+func (w *weights) give(enc *zapenc.Encoder, ent *zapcore.Entry, tag uint16) {
 	if w.weigh != nil {
-		enc.weight = w.weigh(ent.Level, tag, ent.Message)
+		enc.Weight = w.weigh(ent.Level, tag, ent.Message)
 	}
 }
 
@@ -429,11 +430,11 @@ func (w *weights) give(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
 // stream does not keep after all (it did not fit, or failed to encode): the entries its
 // weight stood for besides itself pass back to its key, so that the next kept entry
 // carries them and the weights still add up to what was logged.
-func (w *weights) discard(enc *msgpEncoder, ent *zapcore.Entry, tag uint16) {
-	if enc.weight > 1 {
-		w.unweigh(ent.Level, tag, ent.Message, enc.weight-1)
+func (w *weights) discard(enc *zapenc.Encoder, ent *zapcore.Entry, tag uint16) {
+	if enc.Weight > 1 {
+		w.unweigh(ent.Level, tag, ent.Message, enc.Weight-1)
 	}
-	enc.weight = 0
+	enc.Weight = 0
 }
 
 // lost passes an entry of tag Check kept, which the stream then dropped, to its key's next

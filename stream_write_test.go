@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
+	"github.com/fluentcore/fluentcore/internal/zapenc"
 )
 
 // One goroutine's entries reach the receiver in the order they were logged, across many
@@ -48,7 +49,7 @@ func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
 // by field path: every slice among its fields, those of the msgpenc types it holds
 // included (pointers and interfaces not followed), so that a scratch buffer added to any of
 // them is checked too.
-func scratchBytes(e *msgpEncoder) map[string]int {
+func scratchBytes(e *zapenc.Encoder) map[string]int {
 	held := map[string]int{}
 	var walk func(v reflect.Value, path string)
 	walk = func(v reflect.Value, path string) {

@@ -1,4 +1,4 @@
-package fluentcore
+package zapenc
 
 import (
 	"bytes"
@@ -358,8 +358,8 @@ func TestReflectedDeviations(t *testing.T) {
 		{"panicking MarshalJSON", panicJSON{}, nil, "PANIC=json exploded", nil},
 		{"panicking nested MarshalLogObject", []any{panicObj{}}, nil, "PANIC=obj exploded", nil},
 	}
-	cfg := newEncoderConfig(defaultCfg())
-	enc := newMsgpEncoder(cfg)
+	cfg := NewConfig(defaultCfg())
+	enc := New(cfg)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fields := []zapcore.Field{zap.Int("before", 1), zap.Reflect("r", c.v), zap.Int("after", 2)}
@@ -387,11 +387,11 @@ func TestReflectedDeviations(t *testing.T) {
 
 // TestReflectedNilAndTypedNil covers the ways a reflected value can be nil.
 func TestReflectedNilAndTypedNil(t *testing.T) {
-	cfg := newEncoderConfig(defaultCfg())
+	cfg := NewConfig(defaultCfg())
 	fields := []zapcore.Field{zap.Reflect("nil", nil), zap.Reflect("nilPtr", (*reflOuter)(nil)),
 		zap.Reflect("nilMap", map[string]any(nil)), zap.Reflect("nilObj", (*logUserPtr)(nil)),
 		zap.Reflect("nilMsgp", (*rawMsgpPtr)(nil)), zap.Reflect("nilErr", (*ptrErr)(nil))}
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), fields))
+	_, _, rec := decodeEntry(t, New(cfg).appendEntry(nil, nil, ptr(baseEntry()), fields))
 	for _, k := range []string{"nil", "nilPtr", "nilMap", "nilObj", "nilMsgp", "nilErr"} {
 		if v, ok := rec[k]; !ok || v != nil {
 			t.Errorf("%s: %#v (present %v), want nil", k, v, ok)
@@ -414,8 +414,8 @@ func TestReflectedPlansConcurrent(t *testing.T) {
 		N *fresh1
 	}
 	v := fresh1{A: map[int][]*struct{ B string }{1: {{"x"}}}, N: &fresh1{}}
-	cfg := newEncoderConfig(defaultCfg())
-	want := newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("v", v)})
+	cfg := NewConfig(defaultCfg())
+	want := New(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("v", v)})
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for range 8 {
@@ -423,7 +423,7 @@ func TestReflectedPlansConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			type fresh2 struct{ X, Y []fresh1 }
-			enc := newMsgpEncoder(cfg)
+			enc := New(cfg)
 			for range 50 {
 				got := enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("v", v)})
 				_ = enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("w", fresh2{})})
@@ -453,13 +453,13 @@ func TestReflectedAllocs(t *testing.T) {
 		"anyMap":           zap.Reflect("m", map[string]any{"a": 1, "b": "x", "c": []any{true, 2.5}, "d": map[string]any{"e": nil}}),
 		"strSlice":         zap.Reflect("l", []string{"a", "b"}),
 	}
-	cfg := newEncoderConfig(defaultCfg())
-	enc := newMsgpEncoder(cfg)
+	cfg := NewConfig(defaultCfg())
+	enc := New(cfg)
 	dst := make([]byte, 0, 1<<16)
 	for name, f := range cases {
 		fs := []zapcore.Field{f}
 		dst = enc.appendEntry(dst[:0], nil, ptr(baseEntry()), fs)
-		if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], nil, ptr(baseEntry()), fs) }); n != 0 {
+		if n := testkit.SteadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], nil, ptr(baseEntry()), fs) }); n != 0 {
 			t.Errorf("%s: %v allocs per entry, want 0", name, n)
 		}
 	}
@@ -469,9 +469,9 @@ func TestReflectedAllocs(t *testing.T) {
 // the same record for the same data, and it is what zap's JSON encoder writes.
 func TestReflectedMsgpMatchesReflection(t *testing.T) {
 	r, m := benchOrderValue(), benchOrderMsgp()
-	cfg := newEncoderConfig(defaultCfg())
-	_, _, viaMsgp := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &m)}))
-	_, _, viaReflect := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &r)}))
+	cfg := NewConfig(defaultCfg())
+	_, _, viaMsgp := decodeEntry(t, New(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &m)}))
+	_, _, viaReflect := decodeEntry(t, New(cfg).appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("o", &r)}))
 	if d := testkit.Diff(testkit.NormMsgp(viaMsgp), testkit.NormMsgp(viaReflect), "record"); d != "" {
 		t.Error(d)
 	}
@@ -497,7 +497,7 @@ func reflectedBenchValues() map[string]any {
 }
 
 func BenchmarkReflected(b *testing.B) {
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	for _, name := range []string{"msgp", "reflection", "anyMap"} {
 		fs := []zapcore.Field{zap.Reflect("order", reflectedBenchValues()[name])}
 		b.Run(name, func(b *testing.B) {

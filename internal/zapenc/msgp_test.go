@@ -1,4 +1,4 @@
-package fluentcore
+package zapenc
 
 import (
 	"bytes"
@@ -537,16 +537,16 @@ func zapRecord(t *testing.T, cfg zapcore.EncoderConfig, c confCase, ent zapcore.
 	return testkit.NormJSON(rec).(map[string]any)
 }
 
-// appendEntry is encodeEntry with no budget and no owner: the whole entry, whatever its
+// appendEntry is EncodeEntry with no budget and no owner: the whole entry, whatever its
 // size.
-func (e *msgpEncoder) appendEntry(dst []byte, ctx *encodedContext, ent *zapcore.Entry, fields []zapcore.Field) []byte {
-	return e.encodeEntry(dst, ctx, ent, fields, msgpenc.Budget{}, nil)
+func (e *Encoder) appendEntry(dst []byte, ctx *Context, ent *zapcore.Entry, fields []zapcore.Field) []byte {
+	return e.EncodeEntry(dst, ctx, ent, fields, msgpenc.Budget{}, nil)
 }
 
-func buildContext(cfg *encoderConfig, layers [][]zapcore.Field) *encodedContext {
-	var ctx *encodedContext
+func buildContext(cfg *Config, layers [][]zapcore.Field) *Context {
+	var ctx *Context
 	for _, layer := range layers {
-		ctx = cfg.newContext(ctx, layer)
+		ctx = cfg.NewContext(ctx, layer)
 	}
 	return ctx
 }
@@ -555,8 +555,8 @@ func buildContext(cfg *encoderConfig, layers [][]zapcore.Field) *encodedContext 
 
 func TestEncoderMatchesZapJSON(t *testing.T) {
 	for cfgName, zc := range configs() {
-		cfg := newEncoderConfig(zc)
-		shared := newMsgpEncoder(cfg) // reused across cases: state must not leak
+		cfg := NewConfig(zc)
+		shared := New(cfg) // reused across cases: state must not leak
 		for _, c := range corpus() {
 			t.Run(cfgName+"/"+c.name, func(t *testing.T) {
 				ent := baseEntry()
@@ -581,7 +581,7 @@ func TestEncoderMatchesZapJSON(t *testing.T) {
 					t.Error(d)
 				}
 				// A fresh encoder writes the very same bytes.
-				again := newMsgpEncoder(cfg).appendEntry(nil, ctx, &ent, c.fields)
+				again := New(cfg).appendEntry(nil, ctx, &ent, c.fields)
 				if !bytes.Equal(again, out[len(prefix):]) {
 					t.Error("a fresh encoder wrote different bytes")
 				}
@@ -593,11 +593,11 @@ func TestEncoderMatchesZapJSON(t *testing.T) {
 // TestEncoderKeyOrder checks the record's key order against zap's EncodeEntry.
 func TestEncoderKeyOrder(t *testing.T) {
 	zc := configs()["custom"]
-	cfg := newEncoderConfig(zc)
+	cfg := NewConfig(zc)
 	ent := baseEntry()
 	ent.LoggerName, ent.Caller, ent.Stack = "n", testCaller, "stack"
-	ctx := cfg.newContext(nil, []zapcore.Field{zap.String("ctx", "c")})
-	out := newMsgpEncoder(cfg).appendEntry(nil, ctx, &ent, []zapcore.Field{zap.Int("field", 1)})
+	ctx := cfg.NewContext(nil, []zapcore.Field{zap.String("ctx", "c")})
+	out := New(cfg).appendEntry(nil, ctx, &ent, []zapcore.Field{zap.Int("field", 1)})
 	var keys []string
 	b := out[11:]
 	sz, b, err := msgp.ReadMapHeaderBytes(b)
@@ -622,11 +622,11 @@ func TestEncoderKeyOrder(t *testing.T) {
 
 func TestEncoderCustomConfigValues(t *testing.T) {
 	zc := configs()["custom"]
-	cfg := newEncoderConfig(zc)
+	cfg := NewConfig(zc)
 	ent := baseEntry()
 	ent.Time = entTime.In(jst)
 	ent.LoggerName, ent.Caller, ent.Level = "a.b", testCaller, zapcore.WarnLevel
-	out := newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, []zapcore.Field{zap.Duration("d", 90*time.Second)})
+	out := New(cfg).appendEntry(nil, nil, &ent, []zapcore.Field{zap.Duration("d", 90*time.Second)})
 	_, _, rec := decodeEntry(t, out)
 	want := map[string]any{
 		"L": "WARN", "T": entTime.In(jst).Format("2006-01-02T15:04:05.000Z0700"), "N": "a.b",
@@ -652,7 +652,7 @@ func TestEncoderMultiValueEncoders(t *testing.T) {
 	zc.EncodeName = func(_ string, enc zapcore.PrimitiveArrayEncoder) { two(enc) }
 	zc.EncodeCaller = func(_ zapcore.EntryCaller, enc zapcore.PrimitiveArrayEncoder) { two(enc) }
 	zc.EncodeDuration = func(_ time.Duration, enc zapcore.PrimitiveArrayEncoder) { two(enc) }
-	cfg := newEncoderConfig(zc)
+	cfg := NewConfig(zc)
 	ent := baseEntry()
 	ent.LoggerName, ent.Caller = "n", testCaller
 	fields := []zapcore.Field{zap.Duration("d", time.Second), zap.Durations("ds", []time.Duration{1, 2}),
@@ -660,8 +660,8 @@ func TestEncoderMultiValueEncoders(t *testing.T) {
 			T  time.Time
 			Ds []time.Duration
 		}{entTime, []time.Duration{1}})}
-	ctx := cfg.newContext(nil, []zapcore.Field{zap.Duration("cd", 1)})
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, &ent, fields))
+	ctx := cfg.NewContext(nil, []zapcore.Field{zap.Duration("cd", 1)})
+	_, _, rec := decodeEntry(t, New(cfg).appendEntry(nil, ctx, &ent, fields))
 	pair := []any{"a", int64(1)}
 	want := map[string]any{"level": pair, "ts": pair, "logger": pair, "caller": pair, "msg": "hello",
 		"cd": pair, "d": pair, "ds": []any{"a", int64(1), "a", int64(1)}, "t": pair,
@@ -681,7 +681,7 @@ func TestEncoderMisusedInterfaces(t *testing.T) {
 		enc.(zapcore.ObjectEncoder).AddString("k", "v") // two values into a slot
 		enc.(zapcore.ArrayEncoder).AppendDuration(time.Second)
 	}
-	cfg := newEncoderConfig(zc)
+	cfg := NewConfig(zc)
 	fields := []zapcore.Field{
 		zap.Object("appendsInObject", objFunc(func(o zapcore.ObjectEncoder) error {
 			o.(zapcore.ArrayEncoder).AppendString("stray")
@@ -714,8 +714,8 @@ func TestEncoderMisusedInterfaces(t *testing.T) {
 		zap.Time("t", entTime),
 		zap.String("last", "x"),
 	}
-	ctx := cfg.newContext(nil, []zapcore.Field{fields[2], zap.String("c", "d")})
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, ctx, ptr(baseEntry()), fields))
+	ctx := cfg.NewContext(nil, []zapcore.Field{fields[2], zap.String("c", "d")})
+	_, _, rec := decodeEntry(t, New(cfg).appendEntry(nil, ctx, ptr(baseEntry()), fields))
 	obj := rec["appendsInObject"].(map[string]any)
 	if obj[""] == nil || obj["n"] != int64(1) {
 		t.Errorf("stray appends in an object: %#v", obj)
@@ -750,8 +750,8 @@ func TestEventTimeClamps(t *testing.T) {
 		{time.Unix(0xFFFFFFFF, 0), 0xFFFFFFFD, 999999999},
 		{time.Unix(1<<40, 3), 0xFFFFFFFD, 999999999},
 	}
-	cfg := newEncoderConfig(defaultCfg())
-	enc := newMsgpEncoder(cfg)
+	cfg := NewConfig(defaultCfg())
+	enc := New(cfg)
 	for _, c := range cases {
 		ent := baseEntry()
 		ent.Time = c.in
@@ -765,25 +765,25 @@ func TestEventTimeClamps(t *testing.T) {
 // TestContextSharedAndImmutable uses one context from many goroutines (run with -race)
 // and checks that neither entries nor child contexts change it.
 func TestContextSharedAndImmutable(t *testing.T) {
-	cfg := newEncoderConfig(defaultCfg())
-	parent := cfg.newContext(nil, []zapcore.Field{zap.String("a", "b"), zap.Namespace("ns"), zap.Int("n", 1)})
-	if cfg.newContext(parent, nil) != parent {
-		t.Error("newContext without fields should return the parent")
+	cfg := NewConfig(defaultCfg())
+	parent := cfg.NewContext(nil, []zapcore.Field{zap.String("a", "b"), zap.Namespace("ns"), zap.Int("n", 1)})
+	if cfg.NewContext(parent, nil) != parent {
+		t.Error("NewContext without fields should return the parent")
 	}
-	if cfg.newContext(nil, nil) != nil {
-		t.Error("newContext(nil, nil) should be nil")
+	if cfg.NewContext(nil, nil) != nil {
+		t.Error("NewContext(nil, nil) should be nil")
 	}
 	snapshot := append([]byte(nil), parent.buf...)
-	want := newMsgpEncoder(cfg).appendEntry(nil, parent, ptr(baseEntry()), []zapcore.Field{zap.Int("f", 2)})
+	want := New(cfg).appendEntry(nil, parent, ptr(baseEntry()), []zapcore.Field{zap.Int("f", 2)})
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			enc := newMsgpEncoder(cfg)
+			enc := New(cfg)
 			for i := range 200 {
-				_ = cfg.newContext(parent, []zapcore.Field{zap.Namespace("child"), zap.Int("g", g)})
+				_ = cfg.NewContext(parent, []zapcore.Field{zap.Namespace("child"), zap.Int("g", g)})
 				got := enc.appendEntry(nil, parent, ptr(baseEntry()), []zapcore.Field{zap.Int("f", 2)})
 				if !bytes.Equal(got, want) {
 					errs <- fmt.Sprintf("goroutine %d, entry %d differs", g, i)
@@ -817,7 +817,7 @@ type msgpFailing struct{}
 func (msgpFailing) MarshalMsg(b []byte) ([]byte, error) { return append(b, 0xc0), errBoom }
 
 func TestReflectedMsgpMarshaler(t *testing.T) {
-	cfg := newEncoderConfig(defaultCfg())
+	cfg := NewConfig(defaultCfg())
 	good := msgp.AppendInt64(msgp.AppendString(msgp.AppendMapHeader(nil, 1), "a"), 1)
 	cases := []struct {
 		name string
@@ -836,7 +836,7 @@ func TestReflectedMsgpMarshaler(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			enc := newMsgpEncoder(cfg)
+			enc := New(cfg)
 			_, _, rec := decodeEntry(t, enc.appendEntry(nil, nil, ptr(baseEntry()), []zapcore.Field{zap.Reflect("r", c.v)}))
 			if d := testkit.Diff(testkit.NormMsgp(rec["r"]), testkit.NormMsgp(c.want), "r"); d != "" {
 				t.Error(d)
@@ -877,7 +877,7 @@ func TestReflectedEncoderOutput(t *testing.T) {
 		t.Run(c.text, func(t *testing.T) {
 			zc := defaultCfg()
 			zc.NewReflectedEncoder = func(w io.Writer) zapcore.ReflectedEncoder { return reflectedOutput{w, c.text} }
-			enc := newMsgpEncoder(newEncoderConfig(zc))
+			enc := New(NewConfig(zc))
 			fields := []zapcore.Field{zap.Reflect("r", struct{}{}), zap.Array("a", arrFunc(func(a zapcore.ArrayEncoder) error {
 				return a.AppendReflected(struct{}{})
 			}))}
@@ -907,12 +907,12 @@ func FuzzStringsMatchZap(f *testing.F) {
 		f.Add(s)
 	}
 	zc := defaultCfg()
-	cfg := newEncoderConfig(zc)
+	cfg := NewConfig(zc)
 	f.Fuzz(func(t *testing.T, s string) {
 		c := confCase{fields: []zapcore.Field{zap.String(s, s), zap.ByteString("b", []byte(s))}}
 		ent := baseEntry()
 		ent.Message = s
-		_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, c.fields))
+		_, _, rec := decodeEntry(t, New(cfg).appendEntry(nil, nil, &ent, c.fields))
 		if d := testkit.Diff(testkit.NormMsgp(rec), zapRecord(t, zc, c, ent), "record"); d != "" {
 			t.Error(d)
 		}
@@ -969,15 +969,15 @@ func TestEncoderZeroAllocs(t *testing.T) {
 	devCfg := zap.NewDevelopmentEncoderConfig() // ISO8601 time key, short caller
 	devCfg.EncodeDuration = zapcore.MillisDurationEncoder
 	for cfgName, zc := range map[string]zapcore.EncoderConfig{"default": defaultCfg(), "development": devCfg} {
-		cfg := newEncoderConfig(zc)
-		ctx := cfg.newContext(nil, []zapcore.Field{zap.String("svc", "shop"), zap.Namespace("req"), zap.Int("id", 7)})
-		enc := newMsgpEncoder(cfg)
+		cfg := NewConfig(zc)
+		ctx := cfg.NewContext(nil, []zapcore.Field{zap.String("svc", "shop"), zap.Namespace("req"), zap.Int("id", 7)})
+		enc := New(cfg)
 		ent := baseEntry()
 		ent.LoggerName, ent.Caller, ent.Stack = "shop", testCaller, "stack"
 		dst := make([]byte, 0, 1<<20)
 		check := func(name string, fs []zapcore.Field) {
 			dst = enc.appendEntry(dst[:0], ctx, &ent, fs) // warm up scratch and stack
-			if n := steadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], ctx, &ent, fs) }); n != 0 {
+			if n := testkit.SteadyAllocs(100, func() { dst = enc.appendEntry(dst[:0], ctx, &ent, fs) }); n != 0 {
 				t.Errorf("%s/%s: %v allocs per entry, want 0", cfgName, name, n)
 			}
 		}
@@ -1009,8 +1009,8 @@ func standardRecord() (zapcore.Entry, []zapcore.Field) {
 
 func TestStandardRecordMatchesZap(t *testing.T) {
 	ent, fields := standardRecord()
-	cfg := newEncoderConfig(defaultCfg())
-	_, _, rec := decodeEntry(t, newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, fields))
+	cfg := NewConfig(defaultCfg())
+	_, _, rec := decodeEntry(t, New(cfg).appendEntry(nil, nil, &ent, fields))
 	if d := testkit.Diff(testkit.NormMsgp(rec), zapRecord(t, defaultCfg(), confCase{fields: fields}, ent), "record"); d != "" {
 		t.Error(d)
 	}
@@ -1021,7 +1021,7 @@ func TestStandardRecordMatchesZap(t *testing.T) {
 
 func BenchmarkEncodeEntry(b *testing.B) {
 	ent, fields := standardRecord()
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -1057,7 +1057,7 @@ func benchFields() ([]string, map[string]zapcore.Field) {
 
 func BenchmarkEncodeField(b *testing.B) {
 	ent := baseEntry()
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	names, fields := benchFields()
 	for _, name := range names {
 		fs := []zapcore.Field{fields[name]}
@@ -1091,9 +1091,9 @@ func BenchmarkZapJSONEncodeField(b *testing.B) {
 // BenchmarkEncodeEntryWithContext is the standard record logged by a With child.
 func BenchmarkEncodeEntryWithContext(b *testing.B) {
 	ent, fields := standardRecord()
-	cfg := newEncoderConfig(defaultCfg())
-	ctx := cfg.newContext(nil, fields[:5])
-	enc := newMsgpEncoder(cfg)
+	cfg := NewConfig(defaultCfg())
+	ctx := cfg.NewContext(nil, fields[:5])
+	enc := New(cfg)
 	dst := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,4 @@
-package fluentcore
+package zapenc
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestBudgetStopsEncodingAtTheLimit(t *testing.T) {
 	}
 	called := 0
 	nested := objFunc(func(enc zapcore.ObjectEncoder) error { called++; return nil })
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	for _, tc := range []struct {
 		name  string
 		field zapcore.Field
@@ -56,7 +56,7 @@ func TestBudgetStopsEncodingAtTheLimit(t *testing.T) {
 			for range 3 {
 				runtime.GC()
 				before := testkit.HeapAllocated()
-				out := enc.encodeEntry(dst, nil, ptr(baseEntry()), fields, msgpenc.Budget{Limit: limit}, nil)
+				out := enc.EncodeEntry(dst, nil, ptr(baseEntry()), fields, msgpenc.Budget{Limit: limit}, nil)
 				allocated = min(allocated, testkit.HeapAllocated()-before)
 				if !enc.Abandoned() || out != nil {
 					t.Fatalf("an entry over its budget was not abandoned: %d bytes", len(out))
@@ -82,7 +82,7 @@ func TestBudgetStopsEncodingAtTheLimit(t *testing.T) {
 // maps and arrays open at the cut closed with what they hold, a reflected value that does
 // not fit left out whole, and the mark.
 func TestCutShortKeepsTheHeadAndTheFirstFields(t *testing.T) {
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	ent := baseEntry()
 	ent.Level = zapcore.ErrorLevel
 	ent.Message = strings.Repeat("m", 3000)
@@ -101,7 +101,7 @@ func TestCutShortKeepsTheHeadAndTheFirstFields(t *testing.T) {
 		zap.Int("after", 1),
 	}
 	const limit = 8192
-	out, fits := enc.cutShort(nil, &ent, fields, limit)
+	out, fits := enc.CutShort(nil, &ent, fields, limit)
 	if !fits || len(out) > limit {
 		t.Fatalf("cut short to %d bytes (fits %v), limit %d", len(out), fits, limit)
 	}
@@ -139,14 +139,14 @@ func TestCutShortKeepsTheHeadAndTheFirstFields(t *testing.T) {
 	for i := range 10_000 {
 		huge["k"+strconv.Itoa(i)] = i
 	}
-	out, fits = enc.cutShort(nil, &ent, []zapcore.Field{zap.Int("before", 1), zap.Any("huge", huge), zap.Int("after", 1)}, limit)
+	out, fits = enc.CutShort(nil, &ent, []zapcore.Field{zap.Int("before", 1), zap.Any("huge", huge), zap.Int("after", 1)}, limit)
 	_, _, rec = decodeEntry(t, out)
 	if _, ok := rec["huge"]; ok || !fits || rec["before"] != int64(1) || rec["after"] != nil || rec["msgTruncated"] != true {
 		t.Errorf("reflected map not left out whole: %d keys, before %v, after %v", len(rec), rec["before"], rec["after"])
 	}
 }
 
-// An err entry that truncating its values can fit is cut exactly as capEntry cuts its whole
+// An err entry that truncating its values can fit is cut exactly as Cap cuts its whole
 // encoding, though its long values were stored cut (precut): twenty of them, far more than
 // cutScratch entries' worth; and wherever they sit, in a reflected struct whose header
 // shrinks or in a value a user's encoder wrote twice.
@@ -178,15 +178,15 @@ func TestEncodeCappedMatchesCapEntry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit = 64 << 10
-			cfg := newEncoderConfig(tc.cfg)
+			cfg := NewConfig(tc.cfg)
 			ent := baseEntry()
 			ent.Stack = big[:70_000]
-			whole := newMsgpEncoder(cfg).appendEntry(nil, nil, &ent, tc.fields)
-			want, ok := newMsgpEncoder(cfg).capEntry(whole, limit)
+			whole := New(cfg).appendEntry(nil, nil, &ent, tc.fields)
+			want, ok := New(cfg).Cap(whole, limit)
 			if !ok {
-				t.Fatal("capEntry cannot cut the whole entry")
+				t.Fatal("Cap cannot cut the whole entry")
 			}
-			got, cut := newMsgpEncoder(cfg).encodeCapped(nil, nil, &ent, tc.fields, limit)
+			got, cut := New(cfg).EncodeCapped(nil, nil, &ent, tc.fields, limit)
 			if !cut || !bytes.Equal(got, want) {
 				t.Errorf("cut from the values stored cut (%d bytes) differs from the cut of the whole entry (%d bytes)", len(got), len(want))
 			}

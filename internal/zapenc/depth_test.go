@@ -1,4 +1,4 @@
-package fluentcore
+package zapenc
 
 import (
 	"bytes"
@@ -125,7 +125,7 @@ func checkDepthCut(t *testing.T, rec map[string]any, key string, step any, wantE
 // is cut at msgpenc.MaxDepth with a visible marker; every other field of the entry is kept and the
 // entry stays within what fluent-bit and fluentd read.
 func TestNestingPastTheDepthCapIsMarked(t *testing.T) {
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	namespaces := objFunc(func(enc zapcore.ObjectEncoder) error {
 		for range 1500 {
 			enc.OpenNamespace("ns")
@@ -174,12 +174,12 @@ func TestNestingPastTheDepthCapIsMarked(t *testing.T) {
 
 // Namespaces left open by With count towards the depth of the fields logged after them.
 func TestContextNamespacesCountTowardsTheDepthCap(t *testing.T) {
-	cfg := newEncoderConfig(defaultCfg())
-	var ctx *encodedContext
+	cfg := NewConfig(defaultCfg())
+	var ctx *Context
 	for range 10 {
-		ctx = cfg.newContext(ctx, []zapcore.Field{zap.Namespace("ns")})
+		ctx = cfg.NewContext(ctx, []zapcore.Field{zap.Namespace("ns")})
 	}
-	enc := newMsgpEncoder(cfg)
+	enc := New(cfg)
 	_, _, rec := decodeEntry(t, enc.appendEntry(nil, ctx, ptr(baseEntry()), []zapcore.Field{zap.Object("obj", nestedObj(100))}))
 	checkRecordNesting(t, rec)
 	inner := followTo(t, rec, "ns", 10).(map[string]any)
@@ -193,7 +193,7 @@ func TestContextNamespacesCountTowardsTheDepthCap(t *testing.T) {
 // would pass the cap is an error (the field's "<key>Error", as for any reflection error); a
 // msgp.Marshaler's output that would is not used, and the value is reflected instead.
 func TestDepthCapIsSharedByReflection(t *testing.T) {
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	deepMap := func(n int) any {
 		var v any = "leaf"
 		for range n {
@@ -317,7 +317,7 @@ func TestCyclicMarshalersStopAtTheDepthCap(t *testing.T) {
 	arr.self = arr
 	refl := &viaReflection{}
 	refl.self = refl
-	enc := newMsgpEncoder(newEncoderConfig(defaultCfg()))
+	enc := New(NewConfig(defaultCfg()))
 	fields := []zapcore.Field{
 		zap.Int("before", 1),
 		zap.Object("obj", obj),

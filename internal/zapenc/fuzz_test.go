@@ -1,4 +1,4 @@
-package fluentcore
+package zapenc
 
 import (
 	"bytes"
@@ -278,7 +278,7 @@ func FuzzAppendEntry(f *testing.F) {
 	f.Add([]byte("\x12\x01r\x05\x03\x01k\x01\x01v\x06\x02\x02\x01\x07\x19\x01s"), uint16(300))
 	zc := defaultCfg()
 	zc.StacktraceKey = "stack"
-	cfg := newEncoderConfig(zc)
+	cfg := NewConfig(zc)
 	f.Fuzz(func(t *testing.T, data []byte, capSeed uint16) {
 		in := &fuzzInput{b: data}
 		split := int(in.byte() % 8)
@@ -294,7 +294,7 @@ func FuzzAppendEntry(f *testing.F) {
 			c.fields = fields[split:]
 		}
 		ctx := buildContext(cfg, c.ctx)
-		enc := newMsgpEncoder(cfg)
+		enc := New(cfg)
 		out := enc.appendEntry(nil, ctx, &ent, c.fields)
 
 		_, _, rec := decodeEntry(t, out) // one value, [fixext8 type 0, map], plain types
@@ -314,11 +314,11 @@ func FuzzAppendEntry(f *testing.F) {
 		}
 
 		limit := len(out) - int(capSeed)%(len(out)+1)
-		if capped, ok := enc.capEntry(out, limit); ok {
+		if capped, ok := enc.Cap(out, limit); ok {
 			if len(capped) < len(out) {
 				testkit.CheckCapped(t, out, capped, limit, "msgTruncated")
 			} else if !bytes.Equal(capped, out) {
-				t.Fatal("capEntry changed an entry within its limit")
+				t.Fatal("Cap changed an entry within its limit")
 			}
 		}
 	})

@@ -1,11 +1,11 @@
-package fluentcore
+package zapenc
 
 // The reflected-struct benchmark's value, twice: msgpOrder with msgp-generated code (what a
 // user gets from `go generate` on their own types) and reflOrder, the same shape without
 // it, for the reflection encoder and for encoding/json through zap's JSON encoder.
 // Regenerate with `go generate` (make generate); make test checks the output is current.
 
-//go:generate go tool msgp -file=encoder_bench_types_test.go -o=encoder_bench_types_gen_test.go -unexported -io=false -tests=false
+//go:generate go tool msgp -file=bench_types_test.go -o=bench_types_gen_test.go -unexported -io=false -tests=false
 
 //msgp:ignore reflOrder reflCustomer reflItem
 
