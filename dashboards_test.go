@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
@@ -166,7 +167,10 @@ func TestDashboardsReferToRealMetrics(t *testing.T) {
 		for _, m := range labelRE.FindAllStringSubmatch(q.expr, -1) {
 			valid := streams
 			if m[1] == "reason" {
-				valid = dropReasonNames[:]
+				valid = nil
+				for r := range outcome.NumReasons {
+					valid = append(valid, r.String())
+				}
 			}
 			for _, v := range strings.Split(m[3], "|") {
 				if !slices.Contains(valid, v) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/degrade"
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -187,7 +188,7 @@ var switchKinds = [...]degrade.Kind{
 }
 
 // shedReasons are the drop reasons of admission's verdicts.
-var shedReasons = [...]dropReason{degrade.Dropped: dropDegraded, degrade.Sampled: dropSampled, degrade.Thinned: dropSampled}
+var shedReasons = [...]outcome.Reason{degrade.Dropped: outcome.Degraded, degrade.Sampled: outcome.Sampled, degrade.Thinned: outcome.Sampled}
 
 // checking reports whether Check must consult admit: one atomic load, inlined into it.
 func (p *infoPolicy) checking() bool { return p.gate.Checking() }
@@ -195,7 +196,7 @@ func (p *infoPolicy) checking() bool { return p.gate.Checking() }
 // admit decides whether an entry (its level, tag index, message and time in unix nanos) is
 // kept, and if not why; a shed entry has the stream shown degraded, as its kind says,
 // before it returns and the entry is counted.
-func (p *infoPolicy) admit(level zapcore.Level, tag uint16, msg string, at int64) (bool, dropReason) {
+func (p *infoPolicy) admit(level zapcore.Level, tag uint16, msg string, at int64) (bool, outcome.Reason) {
 	v := p.admission.Admit(level, tag, msg, at)
 	if v == degrade.Keep {
 		return true, 0

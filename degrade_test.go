@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/degrade"
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -22,11 +23,11 @@ func TestAdmitByPolicy(t *testing.T) {
 	at := time.Unix(5, 0).UnixNano()
 	for _, c := range []struct {
 		policy DegradePolicy
-		reason dropReason
+		reason outcome.Reason
 	}{
-		{DegradeDropAll, dropDegraded},
-		{DegradeKeepWarn, dropDegraded},
-		{DegradeSample, dropSampled},
+		{DegradeDropAll, outcome.Degraded},
+		{DegradeKeepWarn, outcome.Degraded},
+		{DegradeSample, outcome.Sampled},
 	} {
 		p := newInfoPolicy(DegradeConfig{Policy: c.policy, SampleFirst: 1, SampleThereafter: 1000}.withDefaults(), zapcore.DefaultClock, nil, nil)
 		p.admit(zapcore.InfoLevel, 0, "m", at) // the sampler keeps the first

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -163,7 +164,7 @@ func (o *outageLog) catchUp(now time.Time) {
 				o.firstDrop = fill
 			}
 		}
-		if q := st.Dropped[dropQueueFull.String()]; q != o.queueFullSeen {
+		if q := st.Dropped[outcome.QueueFull.String()]; q != o.queueFullSeen {
 			o.queueFullSeen = q
 			if o.firstQueueFull < 0 {
 				o.firstQueueFull = fill

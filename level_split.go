@@ -1,6 +1,9 @@
 package fluentcore
 
-import "go.uber.org/zap/zapcore"
+import (
+	"github.com/fluentcore/fluentcore/internal/outcome"
+	"go.uber.org/zap/zapcore"
+)
 
 // streamID names one of the two streams an entry can travel on.
 type streamID uint8
@@ -57,7 +60,7 @@ func streamTags(cfg *Config) [numStreams]string {
 // the metrics export: the info stream drops what it cannot carry; the err stream drops only
 // what the spill refuses and what no field could take while encoding (the rest of what it
 // cannot carry is spilled, not dropped).
-var streamDropReasons = [numStreams][]dropReason{
-	infoStream: {dropDegraded, dropSampled, dropQueueFull, dropTooLarge, dropClosed, dropEncodeError, dropShutdown},
-	errStream:  {dropEncodeError, dropSpillFailed, dropSpillFull},
+var streamDropReasons = [numStreams][]outcome.Reason{
+	infoStream: {outcome.Degraded, outcome.Sampled, outcome.QueueFull, outcome.TooLarge, outcome.Closed, outcome.EncodeError, outcome.Shutdown},
+	errStream:  {outcome.EncodeError, outcome.SpillFailed, outcome.SpillFull},
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -366,7 +367,7 @@ func (m *metrics) total() Stats {
 		t.Info.addCounters(&st.Info)
 		t.Err.addCounters(&st.Err)
 	}
-	t.Info.KeepRatio, t.Err.KeepRatio = keepRatio(t.Info.recent), keepRatio(t.Err.recent)
+	t.Info.KeepRatio, t.Err.KeepRatio = outcome.KeepRatio(t.Info.recent), outcome.KeepRatio(t.Err.recent)
 	return t
 }
 

@@ -6,13 +6,13 @@ import (
 	"maps"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -205,13 +205,6 @@ func gauge(t *testing.T, core *Core, name string, labels map[string]string) floa
 	return testkit.Metric(t, reg, name, labels)
 }
 
-// newestCount returns when the window's newest count was taken (unix nanos).
-func (w *recentWindow) newestCount() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Max(w.at[:])
-}
-
 // advance moves clk by d and waits until the sink's clock has taken both streams' counts
 // at the new time, as it does once a second of the clock.
 func advance(t *testing.T, core *Core, clk *manualClock, d time.Duration) {
@@ -220,7 +213,7 @@ func advance(t *testing.T, core *Core, clk *manualClock, d time.Duration) {
 	now := clk.Now().UnixNano()
 	waitUntil(t, "the sink's clock counts at the new time", func() bool {
 		for _, st := range sinkOf(core).streams {
-			if st.counts.recent.newestCount() != now {
+			if st.counts.recent.Newest() != now {
 				return false
 			}
 		}
@@ -323,7 +316,7 @@ func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
 	if v := gauge(t, core, "fluentcore_keep_ratio", info); v > 0.1 {
 		t.Errorf("keep_ratio %v with the drops 1 s ago, want them still in its window", v)
 	}
-	advance(t, core, clk, keepWindow)
+	advance(t, core, clk, outcome.KeepWindow)
 	if v := gauge(t, core, "fluentcore_keep_ratio", info); v != 1 {
 		t.Errorf("keep_ratio %v with nothing offered in the window, want 1", v)
 	}
@@ -444,7 +437,7 @@ func TestSendDurationBucketsSpanMicrosecondsToStalls(t *testing.T) {
 func TestMetricsCombineTheNewGaugesOverCores(t *testing.T) {
 	t1 := time.Date(2030, 1, 1, 0, 0, 1, 0, time.UTC)
 	t2 := t1.Add(time.Minute)
-	stats := func(pending uint64, oldest time.Duration, dropping bool, recent recentCounts, last time.Time) func() Stats {
+	stats := func(pending uint64, oldest time.Duration, dropping bool, recent outcome.Counts, last time.Time) func() Stats {
 		return func() Stats {
 			return Stats{Info: StreamStats{
 				Pending: pending, OldestPending: oldest, SendInProgress: oldest, Dropping: dropping, AdmitRatio: 1,
@@ -457,9 +450,9 @@ func TestMetricsCombineTheNewGaugesOverCores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.start(old, stats(5, 2*time.Second, true, recentCounts{offered: 300, dropped: 297, pressed: 297}, t2))
+	m.start(old, stats(5, 2*time.Second, true, outcome.Counts{Offered: 300, Dropped: 297, Pressed: 297}, t2))
 	_, cur, _ := joinMetrics(reg, nil)
-	m.start(cur, stats(3, 7*time.Second, false, recentCounts{offered: 100}, t1))
+	m.start(cur, stats(3, 7*time.Second, false, outcome.Counts{Offered: 100}, t1))
 	got := m.total().Info
 	if got.Pending != 8 || got.OldestPending != 7*time.Second || got.SendInProgress != 7*time.Second || !got.Dropping ||
 		math.Abs(got.KeepRatio-103.0/400) > 1e-9 || !got.Servers[0].LastDelivery.Equal(t2) {

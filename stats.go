@@ -1,43 +1,10 @@
 package fluentcore
 
 import (
-	"math"
-	"sync"
 	"time"
+
+	"github.com/fluentcore/fluentcore/internal/outcome"
 )
-
-// dropReason is the closed set of reasons an entry is dropped; each is a key of
-// StreamStats.Dropped (all of them, for both streams) and a value of the "reason" label of
-// fluentcore_dropped_entries_total (those a stream can have: streamDropReasons, level_split.go), exported
-// at 0 from the start.
-type dropReason uint8
-
-const (
-	dropDegraded    dropReason = iota // info stream degraded, policy dropped it (in Check)
-	dropSampled                       // info stream degraded, sampler dropped it (in Check)
-	dropQueueFull                     // info buffers all in use
-	dropTooLarge                      // entry larger than Transport.MaxEntryBytes (info)
-	dropClosed                        // logged after Close (info)
-	dropEncodeError                   // a panic no field could take (zap.Inline, EncodeLevel) while encoding
-	dropShutdown                      // accepted, but not delivered before Close's deadline (info)
-	dropSpillFailed                   // err entry the spill (or, without Spill.Dir, Spill.Fallback) failed to take
-	dropSpillFull                     // err entry the spill refused: Spill.MaxBytes reached (written to Spill.Fallback)
-	numDropReasons
-)
-
-var dropReasonNames = [numDropReasons]string{
-	"degraded", "sampled", "queue_full", "too_large", "closed", "encode_error", "shutdown",
-	"spill_failed", "spill_full",
-}
-
-// backpressure reports whether r is a drop for backpressure, which Dropping shows: the
-// degrade policy shed the entry, the buffer had no room, or the spill was full.
-func backpressure(r dropReason) bool {
-	return r == dropDegraded || r == dropSampled || r == dropQueueFull || r == dropSpillFull
-}
-
-// String returns the reason's label value.
-func (r dropReason) String() string { return dropReasonNames[r] }
 
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
 // point Entries = Delivered + Spilled + the sum of Dropped + entries still in flight; after
@@ -158,7 +125,7 @@ type StreamStats struct {
 
 	// recent is what the stream was offered and dropped within KeepRatio's window: the
 	// collector sums it over its cores and takes KeepRatio from the sums.
-	recent recentCounts
+	recent outcome.Counts
 }
 
 // TagStats are the counters of one logger tag on one stream (StreamStats.Tags).
@@ -213,98 +180,6 @@ type Stats struct {
 	Info, Err StreamStats
 }
 
-// keepRatio is the share of offered entries not dropped: 1 when none were offered.
-func keepRatio(c recentCounts) float64 {
-	if c.offered == 0 {
-		return 1
-	}
-	return 1 - min(float64(c.dropped)/float64(c.offered), 1)
-}
-
-// The windows of KeepRatio and Dropping, on the sink's clock, which counts once a second.
-const (
-	keepWindow = 10 * time.Second
-	dropWindow = time.Second
-	// recentSlots holds a count per second for keepWindow, the one it reaches back to, and
-	// one that the clock may be writing.
-	recentSlots = int(keepWindow/time.Second) + 2
-)
-
-// recentCounts are a stream's cumulative counts that its recent windows are taken from:
-// offered (Entries), dropped (all reasons) and pressed (the backpressure reasons of
-// Dropping).
-type recentCounts struct{ offered, dropped, pressed uint64 }
-
-// minus returns c - o, each at least 0 (o is an older count).
-func (c recentCounts) minus(o recentCounts) recentCounts {
-	sub := func(a, b uint64) uint64 {
-		if a < b {
-			return 0
-		}
-		return a - b
-	}
-	return recentCounts{sub(c.offered, o.offered), sub(c.dropped, o.dropped), sub(c.pressed, o.pressed)}
-}
-
-// recentWindow is a ring of a stream's counts, one per second of the sink's clock (roll),
-// that Stats reads the windows from (before). roll is called by the clock's goroutine
-// only; before is safe for concurrent use.
-type recentWindow struct {
-	sec int64 // the unix second of the last count; the clock's goroutine's alone
-
-	mu   sync.Mutex
-	at   [recentSlots]int64 // unix nanos of each count; 0: none yet
-	c    [recentSlots]recentCounts
-	next int
-}
-
-// start takes the first count, of a stream that has counted nothing yet, at now.
-func (w *recentWindow) start(now time.Time) {
-	w.sec = now.Unix()
-	w.at[0] = now.UnixNano()
-	w.next = 1
-}
-
-// due reports whether the clock should take a count at now: the first of its second.
-func (w *recentWindow) due(now time.Time) bool { return now.Unix() != w.sec }
-
-// roll takes count c at now.
-func (w *recentWindow) roll(now time.Time, c recentCounts) {
-	w.sec = now.Unix()
-	w.mu.Lock()
-	w.at[w.next], w.c[w.next] = now.UnixNano(), c
-	w.next = (w.next + 1) % recentSlots
-	w.mu.Unlock()
-}
-
-// before returns the newest count taken at least d before now, or the oldest one if none
-// is that old.
-func (w *recentWindow) before(now time.Time, d time.Duration) recentCounts {
-	limit := now.Add(-d).UnixNano()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	best, bestAt := -1, int64(math.MinInt64)
-	oldest, oldestAt := -1, int64(math.MaxInt64)
-	for i, at := range w.at {
-		if at == 0 {
-			continue
-		}
-		if at <= limit && at > bestAt {
-			best, bestAt = i, at
-		}
-		if at < oldestAt {
-			oldest, oldestAt = i, at
-		}
-	}
-	switch {
-	case best >= 0:
-		return w.c[best]
-	case oldest >= 0:
-		return w.c[oldest]
-	}
-	return recentCounts{}
-}
-
 // addCounters adds o's counters to s's, the servers' matched by address.
 func (s *StreamStats) addCounters(o *StreamStats) {
 	s.Entries += o.Entries
@@ -357,9 +232,9 @@ func (s *StreamStats) addGauges(o *StreamStats) {
 	s.Degraded = s.Degraded || o.Degraded
 	s.Dropping = s.Dropping || o.Dropping
 	s.AdmitRatio = min(s.AdmitRatio, o.AdmitRatio)
-	s.recent.offered += o.recent.offered
-	s.recent.dropped += o.recent.dropped
-	s.recent.pressed += o.recent.pressed
+	s.recent.Offered += o.recent.Offered
+	s.recent.Dropped += o.recent.Dropped
+	s.recent.Pressed += o.recent.Pressed
 	for _, sv := range o.Servers {
 		p := s.server(sv.Addr)
 		p.Connections += sv.Connections

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
@@ -134,7 +135,7 @@ func (s *stream) weighWith(key []byte, weigh func(zapcore.Level, uint16, string)
 func (s *stream) stats() StreamStats {
 	now := s.clock.Now()
 	st := StreamStats{
-		Dropped:       make(map[string]uint64, numDropReasons),
+		Dropped:       make(map[string]uint64, outcome.NumReasons),
 		Delivered:     s.counts.delivered.Load(),
 		Spilled:       s.counts.spilled.Load(),
 		Replayed:      s.sends.replayed.Load(),

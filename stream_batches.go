@@ -7,6 +7,7 @@ package fluentcore
 // never delivered (abandon).
 
 import (
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"go.uber.org/zap/zapcore"
 )
@@ -170,7 +171,7 @@ func (s *stream) abandon(b *ring.Batch) {
 	for i := range b.Runs {
 		if !b.Sent[i] {
 			tag, _, n := b.Frame(i)
-			s.shards.all[0].dropped[dropShutdown].Add(uint64(n))
+			s.shards.all[0].dropped[outcome.Shutdown].Add(uint64(n))
 			s.counts.droppedTag(tag, n)
 		}
 	}

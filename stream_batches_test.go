@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap"
@@ -220,7 +221,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 	for _, n := range []int{1, 0} {
 		s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10}, Info: InfoConfig{BufferBytes: reserveFrom * 4 << 10}})
 		st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), n}, newForwarders(s.connFor(infoStream), 1)...)
-		queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
+		queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
 		log := func(msg string) {
 			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
 			st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
@@ -272,7 +273,7 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.Close()
 	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
-	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
+	queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
 	log := func(msg string, pad int) {
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
 		st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", pad))})
@@ -298,10 +299,10 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 		t.Fatalf("%d of 5 rare and 250 flood entries queue_full; want the 250 flood ones (the rare ones in a reserved batch, which the flood does not fill)", got)
 	}
 	// A rare entry too large for Transport.MaxEntryBytes is dropped; the batch taken for it is not kept.
-	open, tooLarge := st.reserve.open.Load(), st.stats().Dropped[dropTooLarge.String()]
+	open, tooLarge := st.reserve.open.Load(), st.stats().Dropped[outcome.TooLarge.String()]
 	st.flush() // the rare entries' reserved batch is sealed: the next one takes a new batch
 	log("big rare", 4<<10)
-	if st.stats().Dropped[dropTooLarge.String()] != tooLarge+1 {
+	if st.stats().Dropped[outcome.TooLarge.String()] != tooLarge+1 {
 		t.Fatal("the large entry was not dropped as too_large")
 	}
 	if st.reserve.open.Load() != 0 || st.ring.Free() != free-int(open) {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/fluentcore/fluentcore/internal/outcome"
 )
 
 // streamCounts are a stream's counters of entries and their outcomes. An entry is counted
@@ -28,7 +30,7 @@ type streamCounts struct {
 
 	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
 	// clock rolls once a second (roll).
-	recent        recentWindow
+	recent        outcome.Window
 	flushInterval time.Duration // streamSettings.flushInterval: how long an entry may wait (stalled)
 }
 
@@ -36,7 +38,7 @@ type streamCounts struct {
 // starting at now.
 func newStreamCounts(id streamID, tags *tagTable, ss *shards, flushInterval time.Duration, now time.Time) *streamCounts {
 	c := &streamCounts{id: id, tags: tags, shards: ss, flushInterval: flushInterval}
-	c.recent.start(now)
+	c.recent.Start(now)
 	return c
 }
 
@@ -53,7 +55,7 @@ func (c *streamCounts) entry(sh *shard, tag tagRef) {
 }
 
 // drop counts an entry of tag dropped before it reached a shard (in Check).
-func (c *streamCounts) drop(r dropReason, tag tagRef) {
+func (c *streamCounts) drop(r outcome.Reason, tag tagRef) {
 	sh := &c.shards.all[rand.N(len(c.shards.all))]
 	sh.entries.Add(1)
 	sh.dropped[r].Add(1)
@@ -67,7 +69,7 @@ func (c *streamCounts) drop(r dropReason, tag tagRef) {
 }
 
 // dropped counts an entry of tag the writer of sh dropped for why.
-func (c *streamCounts) dropped(sh *shard, why dropReason, tag uint16) {
+func (c *streamCounts) dropped(sh *shard, why outcome.Reason, tag uint16) {
 	sh.dropped[why].Add(1)
 	c.droppedTag(tag, 1)
 }
@@ -99,20 +101,20 @@ func (c *streamCounts) frameDelivered(tag uint16, entries []byte, n int) {
 
 // recentCounts returns the stream's cumulative counts for its recent windows; the drops are
 // read before the entries, which count each entry first.
-func (c *streamCounts) recentCounts() recentCounts {
-	var rc recentCounts
+func (c *streamCounts) recentCounts() outcome.Counts {
+	var rc outcome.Counts
 	for i := range c.shards.all {
 		sh := &c.shards.all[i]
 		for r := range sh.dropped {
 			v := sh.dropped[r].Load()
-			rc.dropped += v
-			if backpressure(dropReason(r)) {
-				rc.pressed += v
+			rc.Dropped += v
+			if outcome.Backpressure(outcome.Reason(r)) {
+				rc.Pressed += v
 			}
 		}
 	}
 	for i := range c.shards.all {
-		rc.offered += c.shards.all[i].entries.Load()
+		rc.Offered += c.shards.all[i].entries.Load()
 	}
 	return rc
 }
@@ -120,8 +122,8 @@ func (c *streamCounts) recentCounts() recentCounts {
 // roll is the sink's clock's: once a second of the clock it takes the stream's counts for
 // KeepRatio and Dropping. Only the clock's goroutine calls it.
 func (c *streamCounts) roll(now time.Time) {
-	if c.recent.due(now) {
-		c.recent.roll(now, c.recentCounts())
+	if c.recent.Due(now) {
+		c.recent.Roll(now, c.recentCounts())
 	}
 }
 
@@ -130,7 +132,7 @@ func (c *streamCounts) roll(now time.Time) {
 // windows (Dropping false once the stream is closed) and the logger tags' counters.
 func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
 	cur := c.recentCounts()
-	var dropped [numDropReasons]uint64
+	var dropped [outcome.NumReasons]uint64
 	for i := range c.shards.all {
 		for r := range dropped {
 			dropped[r] += c.shards.all[i].dropped[r].Load()
@@ -144,18 +146,18 @@ func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
 	}
 	var lost uint64 // every outcome but delivery
 	for r, v := range dropped {
-		st.Dropped[dropReason(r).String()] = v
+		st.Dropped[outcome.Reason(r).String()] = v
 		lost += v
 	}
 	lost += st.Spilled
 	if st.Entries > st.Delivered+lost {
 		st.Pending = st.Entries - st.Delivered - lost
 	}
-	st.recent = cur.minus(c.recent.before(now, keepWindow))
-	st.KeepRatio = keepRatio(st.recent)
+	st.recent = cur.Minus(c.recent.Before(now, outcome.KeepWindow))
+	st.KeepRatio = outcome.KeepRatio(st.recent)
 	// A closed stream drops nothing for backpressure any more, and its clock, which moves
 	// the window, has stopped: it reads false rather than its last second for ever.
-	st.Dropping = !closed && cur.minus(c.recent.before(now, dropWindow)).pressed > 0
+	st.Dropping = !closed && cur.Minus(c.recent.Before(now, outcome.DropWindow)).Pressed > 0
 	st.Tags = c.tags.stats(c.id)
 }
 

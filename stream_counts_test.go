@@ -3,6 +3,8 @@ package fluentcore
 import (
 	"testing"
 	"time"
+
+	"github.com/fluentcore/fluentcore/internal/outcome"
 )
 
 // The counts of a stream, built alone over its shards: each entry counted in before its
@@ -19,8 +21,8 @@ func TestStreamCountsReadEveryEntryOnce(t *testing.T) {
 	c.entry(&ss.all[0], tagRef{over: true})
 	c.entry(&ss.all[1], audit)
 	c.entry(&ss.all[1], audit)
-	c.drop(dropDegraded, audit)                     // shed in Check: counted in and dropped at once
-	c.dropped(&ss.all[1], dropQueueFull, audit.idx) // one of audit's written entries
+	c.drop(outcome.Degraded, audit)                     // shed in Check: counted in and dropped at once
+	c.dropped(&ss.all[1], outcome.QueueFull, audit.idx) // one of audit's written entries
 	c.frameDelivered(audit.idx, make([]byte, 10), 1)
 	c.spilled.Add(1) // the stream's own tag's
 	read := func(now time.Time, closed bool) StreamStats {

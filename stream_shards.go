@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 )
@@ -27,7 +28,7 @@ type shard struct {
 	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
 	sinkLocks   atomic.Uint32 // lockForSink calls so far
 	takes       atomic.Uint64 // batches taken from the free list into the shard (usage)
-	dropped     [numDropReasons]atomic.Uint64
+	dropped     [outcome.NumReasons]atomic.Uint64
 	_           [64]byte // keep neighbouring shards off this cache line
 }
 
@@ -68,7 +69,7 @@ func (sh *shard) release() {
 // read before the entries, each of which is counted before its drop: an entry is never held
 // and dropped at once, though taken may read one high.
 func (sh *shard) counts() (taken, held uint64) {
-	checked := sh.dropped[dropSampled].Load() + sh.dropped[dropDegraded].Load()
+	checked := sh.dropped[outcome.Sampled].Load() + sh.dropped[outcome.Degraded].Load()
 	var all uint64
 	for r := range sh.dropped {
 		all += sh.dropped[r].Load()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -69,7 +70,7 @@ func TestAFullStreamTouchesNoOtherShard(t *testing.T) {
 	if len(st.shards.all) < 2 {
 		t.Fatalf("%d shards; the test needs two", len(st.shards.all))
 	}
-	queueFull := func() uint64 { return st.stats().Dropped[dropQueueFull.String()] }
+	queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
 	log := func() {
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "flood", Time: time.Unix(1, 0)}
 		st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})

@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/spill"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
@@ -277,11 +278,11 @@ func (s *stream) countSpill(err error, n int, tag uint16) {
 			c.spilled[s.id].Add(uint64(n))
 		}
 	case errors.Is(err, spill.ErrFull):
-		s.shards.all[0].dropped[dropSpillFull].Add(uint64(n))
+		s.shards.all[0].dropped[outcome.SpillFull].Add(uint64(n))
 	case errors.Is(err, errEncodePanic):
-		s.shards.all[0].dropped[dropEncodeError].Add(uint64(n))
+		s.shards.all[0].dropped[outcome.EncodeError].Add(uint64(n))
 	default:
-		s.shards.all[0].dropped[dropSpillFailed].Add(uint64(n))
+		s.shards.all[0].dropped[outcome.SpillFailed].Add(uint64(n))
 	}
 }
 

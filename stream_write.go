@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
@@ -70,7 +71,7 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagRef, ent *zapcore.En
 			i = s.shards.lock(tag.idx)
 			sh = &s.shards.all[i]
 		case streamClosed:
-			s.lose(sh, dropClosed, tag.idx, ctx, ent, fields, cut)
+			s.lose(sh, outcome.Closed, tag.idx, ctx, ent, fields, cut)
 			return
 		case needBatch:
 			maxWait := s.over.roomWait()
@@ -87,7 +88,7 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagRef, ent *zapcore.En
 				continue
 			}
 			if maxWait <= 0 {
-				s.lose(sh, dropQueueFull, tag.idx, ctx, ent, fields, cut)
+				s.lose(sh, outcome.QueueFull, tag.idx, ctx, ent, fields, cut)
 				return
 			}
 			var again bool
@@ -108,7 +109,7 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *z
 	if !s.over.cutsOversized() {
 		s.weights.discard(enc, ent, tag)
 		s.weights.lost(ent, tag)
-		s.counts.dropped(sh, dropTooLarge, tag)
+		s.counts.dropped(sh, outcome.TooLarge, tag)
 		sh.mu.Lock()
 		s.giveBackEmptyReserve(sh)
 		sh.mu.Unlock()
@@ -116,12 +117,12 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *z
 	}
 	cut, fits := enc.CutShort(ctx, ent, fields, s.entryCap)
 	if cut == nil {
-		s.counts.dropped(sh, dropEncodeError, tag)
+		s.counts.dropped(sh, outcome.EncodeError, tag)
 		return nil, false
 	}
 	if !fits {
 		// Its head alone is too large: it is lost (spilled) as far as cut.
-		s.lose(sh, dropTooLarge, tag, ctx, ent, fields, cut)
+		s.lose(sh, outcome.TooLarge, tag, ctx, ent, fields, cut)
 		return nil, false
 	}
 	return cut, true
@@ -147,7 +148,7 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *za
 				deadline = end
 			}
 			if !now.Before(deadline) {
-				s.lose(sh, dropQueueFull, tag, ctx, ent, fields, cut)
+				s.lose(sh, outcome.QueueFull, tag, ctx, ent, fields, cut)
 				return deadline, false
 			}
 		}
@@ -160,14 +161,14 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *za
 	}
 	if !s.waitForBatch(sh, deadline) {
 		s.counts.waitsOut.Add(1)
-		s.lose(sh, dropQueueFull, tag, ctx, ent, fields, cut)
+		s.lose(sh, outcome.QueueFull, tag, ctx, ent, fields, cut)
 		return deadline, false
 	}
 	return deadline, true
 }
 
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
-func (s *stream) lose(sh *shard, why dropReason, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+func (s *stream) lose(sh *shard, why outcome.Reason, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
 	if s.over.spillEntry(sh, tag, ctx, *ent, fields, cut) {
 		return
 	}
@@ -234,7 +235,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent
 // dropUnwritten drops an entry of tag appendLocked encoded into sh's open batch (cut back
 // to where the entry began) and could not keep: counted for why, its weight passed on, and
 // the batch given back if it was a reserve taken for this entry.
-func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *zapenc.Encoder, ent *zapcore.Entry, why dropReason) {
+func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *zapenc.Encoder, ent *zapcore.Entry, why outcome.Reason) {
 	s.weights.discard(enc, ent, tag)
 	s.weights.lost(ent, tag)
 	s.counts.dropped(sh, why, tag)
@@ -318,13 +319,13 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *z
 		}
 		if !ok {
 			b.Buf = b.Buf[:start]
-			s.dropUnwritten(sh, tag, enc, ent, dropEncodeError)
+			s.dropUnwritten(sh, tag, enc, ent, outcome.EncodeError)
 			return written, nil
 		}
 		if len(out)-start > s.entryCap {
 			b.Buf = b.Buf[:start]
 			if !s.over.cutsOversized() {
-				s.dropUnwritten(sh, tag, enc, ent, dropTooLarge)
+				s.dropUnwritten(sh, tag, enc, ent, outcome.TooLarge)
 				return written, nil
 			}
 			// An err entry is delivered with its largest values truncated and marked (see
