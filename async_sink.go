@@ -12,6 +12,7 @@ import (
 	"github.com/fluentcore/fluentcore/internal/degrade"
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
@@ -32,9 +33,9 @@ import (
 // info stream's degrade policy. It implements entrySink.
 type sink struct {
 	streams  [numStreams]*stream
-	tags     *tagTable   // the logger tags, shared by both streams (tags.go)
-	info     *infoPolicy // the info stream's policy, which Check consults and the clock steps
-	err      *errPolicy  // the err stream's, which a DPanic, Panic or Fatal has spill
+	tags     *tagtable.Table // the logger tags, shared by both streams (tags.go)
+	info     *infoPolicy     // the info stream's policy, which Check consults and the clock steps
+	err      *errPolicy      // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
 	spillErr error // why Spill.Dir could not be used, if it could not
 	// down says, for each stream, that the clock last found every connection failing
@@ -96,7 +97,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 // admit is small enough to be inlined into Check: while the info stream's policy is not
 // consulted, an entry costs one atomic load. The entry goes by pointer: admission never
 // copies a zapcore.Entry (about 150 bytes), on the path of every logging call.
-func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
+func (k *sink) admit(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
 	return !k.info.checking() || k.consult(ent, tag, tagged)
 }
 
@@ -105,14 +106,14 @@ func (k *sink) admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 // it is shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a
 // Tag option), else its name's is looked up (Tags.FromName): the shedder's keys are messages
 // of a tag, so that a flood on one tag does not thin the others' entries.
-func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
+func (k *sink) consult(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
 		return true
 	}
 	if !tagged {
 		tag = k.tagFor(ent)
 	}
-	ok, reason := k.info.admit(ent.Level, tag.idx, ent.Message, ent.Time.UnixNano())
+	ok, reason := k.info.admit(ent.Level, tag.Idx, ent.Message, ent.Time.UnixNano())
 	if !ok {
 		k.streams[infoStream].counts.drop(reason, tag)
 		if k.info.yields() {
@@ -124,21 +125,21 @@ func (k *sink) consult(ent *zapcore.Entry, tag tagRef, tagged bool) bool {
 	return ok
 }
 
-func (k *sink) write(ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+func (k *sink) write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
 	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, tag, ent, fields)
 }
 
 // tagFor is the tag of an entry of a logger with no Tag option: its zap name's, with
 // Tags.FromName, else its stream's own.
-func (k *sink) tagFor(ent *zapcore.Entry) tagRef {
+func (k *sink) tagFor(ent *zapcore.Entry) tagtable.Ref {
 	if !k.s.tagFromName || ent.LoggerName == "" {
-		return tagRef{}
+		return tagtable.Ref{}
 	}
-	return k.tags.lookup(ent.LoggerName)
+	return k.tags.Lookup(ent.LoggerName)
 }
 
 // tagNamed resolves a Tag option's name, once, for With.
-func (k *sink) tagNamed(name string) tagRef { return k.tags.lookup(name) }
+func (k *sink) tagNamed(name string) tagtable.Ref { return k.tags.Lookup(name) }
 
 func (k *sink) stats() Stats {
 	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}

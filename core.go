@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
@@ -22,15 +23,15 @@ type entrySink interface {
 	// entry it refuses (the info stream sheds it) is counted as dropped, never encoded.
 	// tag is the entry's tag if tagged (its logger's Tag option), else its name's is
 	// looked up when needed.
-	admit(ent *zapcore.Entry, tag tagRef, tagged bool) bool
+	admit(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool
 	// write encodes the entry into its stream's buffers, to go under tag; what cannot be
 	// buffered is counted (info) or spilled (err), never reported.
-	write(ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field)
+	write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field)
 	// tagFor is the tag of an entry whose logger has no Tag option (its zap name's, with
 	// Tags.FromName); tagNamed resolves a Tag option's name. Past Tags.Max both give the
 	// stream's own tag, marked over.
-	tagFor(ent *zapcore.Entry) tagRef
-	tagNamed(name string) tagRef
+	tagFor(ent *zapcore.Entry) tagtable.Ref
+	tagNamed(name string) tagtable.Ref
 	// sync waits until everything written before the call is delivered (err: or spilled),
 	// at most timeout.
 	sync(timeout time.Duration) error
@@ -52,7 +53,7 @@ type Core struct {
 	ctx *zapenc.Context // fields added by With, encoded once; nil for none
 	// tag is the Forward tag a Tag option in With gave the core's entries, resolved there;
 	// tagged says there was one (else an entry's tag is its name's, or its stream's).
-	tag    tagRef
+	tag    tagtable.Ref
 	tagged bool
 	// own is ctx without the TagOverflowKey field of a Tag option past Tags.Max (over, the
 	// name it carries): what a core derived by With builds on, so that a later Tag option
@@ -124,7 +125,7 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 				continue
 			}
 			nc.tag, nc.tagged, nc.over = c.sink.tagNamed(f.String), f.String != "", ""
-			if nc.tag.over {
+			if nc.tag.Over {
 				nc.over = f.String
 			}
 		}
@@ -179,7 +180,7 @@ func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Check
 func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	tag, ctx := c.tag, c.ctx
 	if !c.tagged {
-		if tag = c.sink.tagFor(&ent); tag.over {
+		if tag = c.sink.tagFor(&ent); tag.Over {
 			ctx = c.nameOverflow() // its zap name, past Tags.Max, in the record
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/degrade"
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -68,7 +69,7 @@ func BenchmarkAdmit(b *testing.B) {
 					info.wake(0) // the clock, seeing no backlog, stops the counting after a while
 				}
 				ent.Message = msgs[i%len(msgs)]
-				return core.sink.admit(ent, tagRef{}, false)
+				return core.sink.admit(ent, tagtable.Ref{}, false)
 			}
 			b.Run("callers=1", func(b *testing.B) {
 				ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}

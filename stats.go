@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 )
 
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
@@ -140,6 +141,19 @@ type TagStats struct {
 	Dropped uint64
 	// Spilled counts those set aside (err only; see StreamStats.Spilled).
 	Spilled uint64
+}
+
+// tagStatsOf returns the table's counters of each tag on a stream as StreamStats.Tags;
+// nil for none.
+func tagStatsOf(m map[string]tagtable.Totals) map[string]TagStats {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]TagStats, len(m))
+	for tag, t := range m {
+		out[tag] = TagStats(t)
+	}
+	return out
 }
 
 // ServerStats are one server's numbers within a stream.

@@ -19,6 +19,7 @@ import (
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -44,8 +45,8 @@ var (
 // reserve), its ring, its senders, its flush policy, its counts and its policy.
 type stream struct {
 	id     streamID
-	tag    string    // the stream's own tag, of its entries without a logger tag
-	tags   *tagTable // the logger tags', shared with the other stream
+	tag    string          // the stream's own tag, of its entries without a logger tag
+	tags   *tagtable.Table // the logger tags', shared with the other stream
 	shards *shards
 	// ring holds the stream's batches: free, queued in sealing order, held, finished, and
 	// what Sync waits for.
@@ -74,11 +75,11 @@ type stream struct {
 // newStream makes stream id with budget bytes of batches, sending on fwds: its entries
 // without a logger tag go under its own tag in tags (index 0), what it cannot carry to the
 // overflow carry builds, and its send times to sendDuration.
-func newStream(id streamID, tags *tagTable, budget int, s streamSettings, policy streamPolicy, carry carrier, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
+func newStream(id streamID, tags *tagtable.Table, budget int, s streamSettings, policy streamPolicy, carry carrier, sendDuration prometheus.Observer, fwds ...*forward.Forwarder) *stream {
 	nb := max(budget/s.batchBytes, 2)
 	st := &stream{
 		id:       id,
-		tag:      tags.tagOf(0, id),
+		tag:      tags.TagOf(0, int(id)),
 		tags:     tags,
 		policy:   policy,
 		shards:   newShards(nb, tags, s.enc),
@@ -119,7 +120,7 @@ func (s *stream) tagOf(idx uint16) string {
 	if idx == 0 {
 		return s.tag
 	}
-	return s.tags.tagOf(idx, s.id)
+	return s.tags.TagOf(idx, int(s.id))
 }
 
 // weighWith has the stream weigh each entry it encodes and its encoders write the weight

@@ -11,6 +11,7 @@ import (
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -113,7 +114,7 @@ func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 	writeIn := func(i int) { // as a writer whose shards.lock picked shard i
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
 		st.shards.all[i].mu.Lock()
-		st.writeIn(i, nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
+		st.writeIn(i, nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
 	}
 	writeIn(0) // shard 0 has an open batch
 	u := readUsageWhile(t, st, func() {
@@ -159,7 +160,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 	fields := []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))}
 	u := readUsageWhile(t, st, func() {
 		st.shards.all[0].mu.Lock() // shard 0, read before, had no batch: it takes a free one
-		st.writeIn(0, nil, tagRef{}, &ent, fields)
+		st.writeIn(0, nil, tagtable.Ref{}, &ent, fields)
 	})
 	after := st.usage() // nothing moves now
 	if after.held != 1 {
@@ -224,7 +225,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 		queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
 		log := func(msg string) {
 			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
-			st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
+			st.write(nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
 		}
 		// No sender runs: nothing leaves the buffer. Fill it, sealing some batches partly
 		// filled as flush ticks do.
@@ -272,11 +273,11 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10, MaxEntryBytes: 1 << 10}, Info: InfoConfig{BufferBytes: 64 * 4 << 10}})
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.Close()
-	st.tags.lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
+	st.tags.Lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
 	log := func(msg string, pad int) {
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
-		st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", pad))})
+		st.write(nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", pad))})
 	}
 	for i := 0; queueFull() == 0; i++ {
 		if i > 100000 {
@@ -317,16 +318,16 @@ func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	// A policy that keeps no entry whole: the floor alone decides.
 	st := newTestStream(s, s.infoBufferBytes, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 0}, newForwarders(s.connFor(infoStream), 1)...)
 	defer st.senders[0].fwd.Close()
-	flood := st.tags.lookup("flood")
+	flood := st.tags.Lookup("flood")
 	rare := flood
-	for i := 0; rare == flood || st.shards.home(rare.idx) != st.shards.home(flood.idx); i++ {
+	for i := 0; rare == flood || st.shards.home(rare.Idx) != st.shards.home(flood.Idx); i++ {
 		if i > 60 {
 			t.Fatal("no tag shares the flood's shard")
 		}
-		rare = st.tags.lookup(fmt.Sprint("rare", i))
+		rare = st.tags.Lookup(fmt.Sprint("rare", i))
 	}
-	dropped := func(tag tagRef) uint64 { return st.tags.counts[tag.idx].dropped[infoStream].Load() }
-	log := func(tag tagRef) {
+	dropped := func(tag tagtable.Ref) uint64 { return st.tags.Counters(tag.Idx).Dropped[infoStream].Load() }
+	log := func(tag tagtable.Ref) {
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
 		st.write(nil, tag, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
 	}

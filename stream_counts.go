@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 )
 
 // streamCounts are a stream's counters of entries and their outcomes. An entry is counted
 // in (shard.entries, by the writer under its shard's lock, or drop for one shed before the
 // write) before its outcome (delivered, spilled, or dropped by reason in its shard), and
 // every counter only grows; so read reads the outcomes before the entries, and Pending is
-// never negative. A logger tag's entries are counted for the tag too (tags.counts), the
+// never negative. A logger tag's entries are counted for the tag too (tagtable.Table.Counters), the
 // stream's own tag's only in the stream's totals. Safe for concurrent use, but for recent,
 // which only the sink's clock rolls.
 type streamCounts struct {
 	id     streamID
-	tags   *tagTable
+	tags   *tagtable.Table
 	shards *shards // each shard counts what its writers took in and dropped
 
 	delivered, spilled atomic.Uint64
@@ -36,7 +37,7 @@ type streamCounts struct {
 
 // newStreamCounts makes the counts of stream id over its shards, its recent windows
 // starting at now.
-func newStreamCounts(id streamID, tags *tagTable, ss *shards, flushInterval time.Duration, now time.Time) *streamCounts {
+func newStreamCounts(id streamID, tags *tagtable.Table, ss *shards, flushInterval time.Duration, now time.Time) *streamCounts {
 	c := &streamCounts{id: id, tags: tags, shards: ss, flushInterval: flushInterval}
 	c.recent.Start(now)
 	return c
@@ -44,27 +45,27 @@ func newStreamCounts(id streamID, tags *tagTable, ss *shards, flushInterval time
 
 // entry counts an entry in: in its shard, as past Tags.Max if its logger's tag is, and in
 // its logger tag's counts.
-func (c *streamCounts) entry(sh *shard, tag tagRef) {
+func (c *streamCounts) entry(sh *shard, tag tagtable.Ref) {
 	sh.entries.Add(1)
-	if tag.over {
+	if tag.Over {
 		sh.tagOverflow.Add(1)
 	}
-	if tc := c.tag(tag.idx); tc != nil {
-		tc.entries[c.id].Add(1)
+	if tc := c.tags.Counters(tag.Idx); tc != nil {
+		tc.Entries[c.id].Add(1)
 	}
 }
 
 // drop counts an entry of tag dropped before it reached a shard (in Check).
-func (c *streamCounts) drop(r outcome.Reason, tag tagRef) {
+func (c *streamCounts) drop(r outcome.Reason, tag tagtable.Ref) {
 	sh := &c.shards.all[rand.N(len(c.shards.all))]
 	sh.entries.Add(1)
 	sh.dropped[r].Add(1)
-	if tag.over {
+	if tag.Over {
 		sh.tagOverflow.Add(1)
 	}
-	if tc := c.tag(tag.idx); tc != nil {
-		tc.entries[c.id].Add(1)
-		tc.dropped[c.id].Add(1)
+	if tc := c.tags.Counters(tag.Idx); tc != nil {
+		tc.Entries[c.id].Add(1)
+		tc.Dropped[c.id].Add(1)
 	}
 }
 
@@ -74,18 +75,10 @@ func (c *streamCounts) dropped(sh *shard, why outcome.Reason, tag uint16) {
 	c.droppedTag(tag, 1)
 }
 
-// tag returns the counters of logger tag idx, nil for the stream's own tag.
-func (c *streamCounts) tag(idx uint16) *tagCounts {
-	if idx == 0 {
-		return nil
-	}
-	return &c.tags.counts[idx]
-}
-
 // droppedTag counts n entries of tag idx dropped (besides the stream's count by reason).
 func (c *streamCounts) droppedTag(idx uint16, n int) {
-	if tc := c.tag(idx); tc != nil {
-		tc.dropped[c.id].Add(uint64(n))
+	if tc := c.tags.Counters(idx); tc != nil {
+		tc.Dropped[c.id].Add(uint64(n))
 	}
 }
 
@@ -94,8 +87,8 @@ func (c *streamCounts) droppedTag(idx uint16, n int) {
 func (c *streamCounts) frameDelivered(tag uint16, entries []byte, n int) {
 	c.deliveredBytes.Add(uint64(len(entries)))
 	c.delivered.Add(uint64(n))
-	if tc := c.tag(tag); tc != nil {
-		tc.delivered[c.id].Add(uint64(n))
+	if tc := c.tags.Counters(tag); tc != nil {
+		tc.Delivered[c.id].Add(uint64(n))
 	}
 }
 
@@ -158,7 +151,7 @@ func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
 	// A closed stream drops nothing for backpressure any more, and its clock, which moves
 	// the window, has stopped: it reads false rather than its last second for ever.
 	st.Dropping = !closed && cur.Minus(c.recent.Before(now, outcome.DropWindow)).Pressed > 0
-	st.Tags = c.tags.stats(c.id)
+	st.Tags = tagStatsOf(c.tags.Stats(int(c.id)))
 }
 
 // stallAfter is how long a stream that holds entries may deliver nothing before Stats

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 )
 
 // The counts of a stream, built alone over its shards: each entry counted in before its
@@ -16,14 +17,14 @@ func TestStreamCountsReadEveryEntryOnce(t *testing.T) {
 	ss := newShards(8, tags, s.stream.enc)
 	start := time.Unix(100, 0)
 	c := newStreamCounts(infoStream, tags, ss, time.Second, start)
-	audit := tags.lookup("audit")
-	c.entry(&ss.all[0], tagRef{})
-	c.entry(&ss.all[0], tagRef{over: true})
+	audit := tags.Lookup("audit")
+	c.entry(&ss.all[0], tagtable.Ref{})
+	c.entry(&ss.all[0], tagtable.Ref{Over: true})
 	c.entry(&ss.all[1], audit)
 	c.entry(&ss.all[1], audit)
 	c.drop(outcome.Degraded, audit)                     // shed in Check: counted in and dropped at once
-	c.dropped(&ss.all[1], outcome.QueueFull, audit.idx) // one of audit's written entries
-	c.frameDelivered(audit.idx, make([]byte, 10), 1)
+	c.dropped(&ss.all[1], outcome.QueueFull, audit.Idx) // one of audit's written entries
+	c.frameDelivered(audit.Idx, make([]byte, 10), 1)
 	c.spilled.Add(1) // the stream's own tag's
 	read := func(now time.Time, closed bool) StreamStats {
 		st := StreamStats{Dropped: map[string]uint64{}, Delivered: c.delivered.Load(), Spilled: c.spilled.Load()}
@@ -34,7 +35,7 @@ func TestStreamCountsReadEveryEntryOnce(t *testing.T) {
 	if st.Entries != 5 || st.TagOverflow != 1 || st.Dropped["degraded"] != 1 || st.Dropped["queue_full"] != 1 || st.Pending != 1 {
 		t.Fatalf("entries %d, overflow %d, dropped %v, pending %d; want 5, 1, a degraded and a queue_full, 1", st.Entries, st.TagOverflow, st.Dropped, st.Pending)
 	}
-	if ts := st.Tags[tags.tagOf(audit.idx, infoStream)]; ts.Entries != 3 || ts.Dropped != 2 || ts.Delivered != 1 {
+	if ts := st.Tags[tags.TagOf(audit.Idx, int(infoStream))]; ts.Entries != 3 || ts.Dropped != 2 || ts.Delivered != 1 {
 		t.Fatalf("audit's counts %+v; want 3 entries, 2 dropped, 1 delivered", ts)
 	}
 	if !st.Dropping || read(start, true).Dropping {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -47,7 +48,7 @@ type admission interface {
 // tag is not left without a batch while the sender frees them one by one. Safe for
 // concurrent use; claim's caller holds the batch (its shard's lock).
 type tagFloors struct {
-	tags   *tagTable
+	tags   *tagtable.Table
 	ring   *ring.Ring
 	held   []atomic.Int32 // by tag index, 0 to tags.max
 	light  atomic.Int32
@@ -55,21 +56,21 @@ type tagFloors struct {
 }
 
 // newTagFloors makes the floors of the tags of tags over the batches of r.
-func newTagFloors(tags *tagTable, r *ring.Ring) *tagFloors {
+func newTagFloors(tags *tagtable.Table, r *ring.Ring) *tagFloors {
 	nb := len(r.Batches())
-	return &tagFloors{tags: tags, ring: r, held: make([]atomic.Int32, tags.max+1), bounds: [2]int{nb / 8, nb / 4}}
+	return &tagFloors{tags: tags, ring: r, held: make([]atomic.Int32, tags.Max()+1), bounds: [2]int{nb / 8, nb / 4}}
 }
 
 // at reports whether tag holds two batches or more while the free ones are down to the
 // floor: it may take no more, except for entries the policy keeps whole (stream.mayTake).
 func (f *tagFloors) at(tag uint16) bool {
-	return f.tags.inUse.Load() && f.held[tag].Load() >= 2 && f.ring.Free() <= f.floor()
+	return f.tags.InUse() && f.held[tag].Load() >= 2 && f.ring.Free() <= f.floor()
 }
 
 // floor is how many of the free batches a tag that holds two or more may not take, while
 // the core has logger tags; 0 otherwise.
 func (f *tagFloors) floor() int {
-	if !f.tags.inUse.Load() {
+	if !f.tags.InUse() {
 		return 0
 	}
 	return max(f.bounds[0], min(int(f.light.Load()), f.bounds[1]))

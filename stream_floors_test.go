@@ -18,7 +18,7 @@ func TestTagFloorsKeepTheLastBatchesFromHeavyTags(t *testing.T) {
 	if f.floor() != 0 {
 		t.Fatalf("floor %d without logger tags; want 0", f.floor())
 	}
-	heavy, light := tags.lookup("heavy").idx, tags.lookup("light").idx
+	heavy, light := tags.Lookup("heavy").Idx, tags.Lookup("light").Idx
 	take := func(tag uint16) *ring.Batch {
 		b := r.Take(nil)
 		f.claim(b, tag)

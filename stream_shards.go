@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 )
 
@@ -85,7 +86,7 @@ func (sh *shard) counts() (taken, held uint64) {
 // all never grows, and a shard's batch changes only under its lock.
 type shards struct {
 	all  []shard
-	tags *tagTable // the logger tags: while it has one, the shards from tagShard on are theirs
+	tags *tagtable.Table // the logger tags: while it has one, the shards from tagShard on are theirs
 	// randShards is how many shards, the first ones, writers of the stream's own tag use
 	// while the core has no logger tag; once it has one, those before tagShard: the shards
 	// from tagShard on are the logger tags' (home), at least half of them.
@@ -123,7 +124,7 @@ const tagShards = 16
 // written to, so they cost nothing unused. Where the budget leaves no room for them (many
 // cores), the stream's own tag gives up half of its shards to the logger tags once there
 // is one.
-func newShards(nb int, tags *tagTable, enc *zapenc.Config) *shards {
+func newShards(nb int, tags *tagtable.Table, enc *zapenc.Config) *shards {
 	rshards := min(2*runtime.GOMAXPROCS(0), nb/2)
 	n := max(rshards, min(nb/2, rshards+tagShards))
 	ss := &shards{all: make([]shard, n), tags: tags, randShards: rshards, tagShard: min(rshards, n-n/2)}
@@ -183,7 +184,7 @@ func (ss *shards) calm() {
 // own is how many shards writers of the stream's own tag pick from under contention:
 // randShards, or while the core has logger tags, those before tagShard.
 func (ss *shards) own() int {
-	if ss.tags.inUse.Load() {
+	if ss.tags.InUse() {
 		return ss.tagShard
 	}
 	return ss.randShards

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -32,7 +33,7 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 			if st.own() != st.randShards {
 				t.Errorf("procs %d budget %d: without tags, writers pick among %d shards, not %d", procs, budget, st.own(), st.randShards)
 			}
-			tags.lookup("audit")
+			tags.Lookup("audit")
 			own, tagged := st.own(), n-st.tagShard
 			if n > 1 && (own < 1 || tagged < n/2 || own > st.tagShard) {
 				t.Errorf("procs %d budget %d: with tags, %d own shards and %d of %d the tags'", procs, budget, own, tagged, n)
@@ -73,7 +74,7 @@ func TestAFullStreamTouchesNoOtherShard(t *testing.T) {
 	queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
 	log := func() {
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "flood", Time: time.Unix(1, 0)}
-		st.write(nil, tagRef{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
+		st.write(nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
 	}
 	openBatches := func() (n int32) {
 		for i := range st.shards.all {

@@ -274,8 +274,8 @@ func (s *stream) countSpill(err error, n int, tag uint16) {
 	switch {
 	case err == nil:
 		s.counts.spilled.Add(uint64(n))
-		if c := s.counts.tag(tag); c != nil {
-			c.spilled[s.id].Add(uint64(n))
+		if c := s.tags.Counters(tag); c != nil {
+			c.Spilled[s.id].Add(uint64(n))
 		}
 	case errors.Is(err, spill.ErrFull):
 		s.shards.all[0].dropped[outcome.SpillFull].Add(uint64(n))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
@@ -38,26 +39,26 @@ const (
 // without a lock, cut, its bytes (which the write path then copies). They travel as
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap: a logging call allocates nothing.
-func (s *stream) write(ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
-	s.writeIn(s.shards.lock(tag.idx), ctx, tag, ent, fields)
+func (s *stream) write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
+	s.writeIn(s.shards.lock(tag.Idx), ctx, tag, ent, fields)
 }
 
 // writeIn is write into shard i, which shards.lock picked and locked for the writer.
-func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagRef, ent *zapcore.Entry, fields []zapcore.Field) {
+func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
 	sh := &s.shards.all[i]
 	s.counts.entry(sh, tag)
 	var cut []byte
 	var deadline time.Time
 	yielded := false
 	for {
-		status, enc := s.tryWriteLocked(sh, tag.idx, ctx, ent, fields, cut)
-		if status == needBatch && tag.idx == 0 {
+		status, enc := s.tryWriteLocked(sh, tag.Idx, ctx, ent, fields, cut)
+		if status == needBatch && tag.Idx == 0 {
 			// No free batch: the rest of the budget is in the other shards' open batches, so
 			// what is buffered, not how it is split into batches, decides when the stream is
 			// full (the degrade policy's room counts on it). A logger tag's entries are only
 			// ever in its home shard: no other shard holds a batch they may go into, and
 			// trying every shard's lock at each drop would slow every tag's writers.
-			status, enc = s.writeElsewhere(i, tag.idx, ctx, ent, fields, cut)
+			status, enc = s.writeElsewhere(i, tag.Idx, ctx, ent, fields, cut)
 		}
 		switch status {
 		case written:
@@ -65,13 +66,13 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagRef, ent *zapcore.En
 			return
 		case overBudget:
 			var again bool
-			if cut, again = s.cutOversized(sh, tag.idx, enc, ctx, ent, fields); !again {
+			if cut, again = s.cutOversized(sh, tag.Idx, enc, ctx, ent, fields); !again {
 				return
 			}
-			i = s.shards.lock(tag.idx)
+			i = s.shards.lock(tag.Idx)
 			sh = &s.shards.all[i]
 		case streamClosed:
-			s.lose(sh, outcome.Closed, tag.idx, ctx, ent, fields, cut)
+			s.lose(sh, outcome.Closed, tag.Idx, ctx, ent, fields, cut)
 			return
 		case needBatch:
 			maxWait := s.over.roomWait()
@@ -83,16 +84,16 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagRef, ent *zapcore.En
 				// would only cost the caller. Never a wait on I/O.
 				yielded = true
 				runtime.Gosched()
-				i = s.shards.lock(tag.idx)
+				i = s.shards.lock(tag.Idx)
 				sh = &s.shards.all[i]
 				continue
 			}
 			if maxWait <= 0 {
-				s.lose(sh, outcome.QueueFull, tag.idx, ctx, ent, fields, cut)
+				s.lose(sh, outcome.QueueFull, tag.Idx, ctx, ent, fields, cut)
 				return
 			}
 			var again bool
-			if deadline, again = s.waitForRoom(sh, tag.idx, ctx, ent, fields, cut, maxWait, deadline); !again {
+			if deadline, again = s.waitForRoom(sh, tag.Idx, ctx, ent, fields, cut, maxWait, deadline); !again {
 				return
 			}
 			sh.mu.Lock()

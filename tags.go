@@ -3,7 +3,7 @@ package fluentcore
 // Logger tags: which Forward tag an entry goes under besides its stream. A logger can carry
 // a tag name, by a Tag option in With or (Config.Tags.FromName) by its zap name; the name is
 // resolved to a small index once, here, and only the index travels with an entry. Names
-// past Config.Tags.Max are counted and go under the stream's own tag (see tagTable.lookup).
+// past Config.Tags.Max are counted and go under the stream's own tag (see newTagTable).
 
 import (
 	"cmp"
@@ -11,9 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -63,13 +62,6 @@ const (
 	DefaultMaxTags = 64
 	MaxTagsLimit   = 1024
 )
-
-// tagRef is what travels with an entry: idx, the entry's tag (0: its stream's own tag),
-// and over, whether its logger asked for a tag name past Tags.Max (counted).
-type tagRef struct {
-	idx  uint16
-	over bool
-}
 
 // tagTemplate is Config.Tags.Template, parsed: literal text between the placeholders.
 type tagTemplate struct {
@@ -224,42 +216,10 @@ func sanitizeTagName(name string) string {
 	return string(b)
 }
 
-// tagTable resolves tag names to indexes: at most max of them, each with its tag per
-// stream. Lookups are lock-free (an immutable map, replaced whole under mu as a name is
-// added); a name past max takes no lock once the table is full. Safe for concurrent use.
-type tagTable struct {
-	base     string      // Config.Tag
-	template tagTemplate // Config.Tags.Template, parsed
-	max      int         // Config.Tags.Max
-	// nameRoom is the longest name whose tags fit in MaxTagBytes: a longer one is past the
-	// cap, as a name past max is, without a lock.
-	nameRoom int
-	names    atomic.Pointer[map[string]tagRef]
-	full     atomic.Bool // max names are in names: a new one is past the cap
-	inUse    atomic.Bool // a name is in names: the streams' shards are shared with the tags
-	mu       sync.Mutex
-	n        int // names so far; tags[1:n+1] are set
-	// tags holds each index's tag by stream: index 0 is the streams' own tags. Allocated
-	// whole up front, each entry written once before its index is published in names, so
-	// that readers (the senders, by a batch's index) need no lock.
-	tags [][numStreams]string
-	// names, by index, for Stats and metrics.
-	nameOf []string
-	// counts are each index's counters, by stream (index 0's stay zero: the stream's own
-	// tag is the stream's totals less the others).
-	counts []tagCounts
-}
-
-// tagCounts are one logger tag's counters: 64 bytes, a cache line, as a tag's writers
-// share its shard anyway.
-type tagCounts struct {
-	entries, delivered, dropped, spilled [numStreams]atomic.Uint64
-}
-
-func newTagTable(base string, streamTags [numStreams]string, template tagTemplate, max int) *tagTable {
-	t := &tagTable{base: base, template: template, max: max, tags: make([][numStreams]string, max+1),
-		nameOf: make([]string, max+1), counts: make([]tagCounts, max+1)}
-	t.tags[0] = streamTags
+// newTagTable returns the core's table of logger tags: at most max names, each with its
+// tag per stream by template (base its {tag}), index 0 the streams' own tags; a name whose
+// tags would pass MaxTagBytes is past the cap.
+func newTagTable(base string, streamTags [numStreams]string, template tagTemplate, max int) *tagtable.Table {
 	names := 0
 	for _, p := range template.parts {
 		if p.ph == 'n' {
@@ -267,83 +227,12 @@ func newTagTable(base string, streamTags [numStreams]string, template tagTemplat
 		}
 	}
 	names = cmp.Or(names, 1) // parseTagTemplate makes sure of one
-	t.nameRoom = MaxTagBytes
+	nameRoom := MaxTagBytes
 	for id := range numStreams {
-		t.nameRoom = min(t.nameRoom, (MaxTagBytes-len(template.expand(base, "", id)))/names)
+		nameRoom = min(nameRoom, (MaxTagBytes-len(template.expand(base, "", id)))/names)
 	}
-	m := map[string]tagRef{}
-	t.names.Store(&m)
-	return t
-}
-
-// lookup returns the index of name ("" is the streams' own tag), adding it if the table has
-// room; a name past the cap gets index 0 and over, and so does a name too long for its tags
-// to fit in MaxTagBytes, or one that is only dots (no segment to send under).
-func (t *tagTable) lookup(name string) tagRef {
-	if name == "" {
-		return tagRef{}
-	}
-	if r, ok := (*t.names.Load())[name]; ok {
-		return r
-	}
-	if t.full.Load() || len(name) > t.nameRoom || strings.Trim(name, ".") == "" {
-		return tagRef{over: true}
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old := *t.names.Load()
-	if r, ok := old[name]; ok {
-		return r
-	}
-	if t.n >= t.max {
-		t.full.Store(true)
-		return tagRef{over: true}
-	}
-	t.n++
-	r := tagRef{idx: uint16(t.n)}
-	for id := range numStreams {
-		t.tags[r.idx][id] = t.template.expand(t.base, name, id)
-	}
-	t.nameOf[r.idx] = name
-	m := make(map[string]tagRef, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	m[name] = r
-	t.names.Store(&m)
-	t.inUse.Store(true)
-	return r
-}
-
-// tagOf returns the tag of index idx on stream id. idx comes from lookup (directly, or
-// through a batch written after it), which published it.
-func (t *tagTable) tagOf(idx uint16, id streamID) string { return t.tags[idx][id] }
-
-// count is how many names the table holds; indexes 1 to count are theirs.
-func (t *tagTable) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.n
-}
-
-// stats returns the counters of every logger tag on stream id, by tag; nil if there is
-// none.
-func (t *tagTable) stats(id streamID) map[string]TagStats {
-	n := t.count()
-	if n == 0 {
-		return nil
-	}
-	m := make(map[string]TagStats, n)
-	for i := 1; i <= n; i++ {
-		c := &t.counts[i]
-		st := m[t.tags[i][id]] // two names can make one tag
-		st.Entries += c.entries[id].Load()
-		st.Delivered += c.delivered[id].Load()
-		st.Dropped += c.dropped[id].Load()
-		st.Spilled += c.spilled[id].Load()
-		m[t.tags[i][id]] = st
-	}
-	return m
+	expand := func(name string, stream int) string { return template.expand(base, name, streamID(stream)) }
+	return tagtable.New(streamTags, max, nameRoom, expand)
 }
 
 // resolveTags checks the tag settings of cfg: the template, parsed, and Tags.Max (the

@@ -49,7 +49,7 @@ func TestTagSettingsFromTheEnvironment(t *testing.T) {
 func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
 	s, _ := resolve(Config{})
 	st := newTestStream(s, 8<<20, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
-	flood, rare := st.tags.lookup("flood").idx, st.tags.lookup("rare").idx
+	flood, rare := st.tags.Lookup("flood").Idx, st.tags.Lookup("rare").Idx
 	take := func(tag uint16) *ring.Batch {
 		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
 			return nil
