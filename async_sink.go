@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/stream"
+
 	"github.com/fluentcore/fluentcore/internal/degrade"
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/ring"
@@ -19,23 +21,23 @@ import (
 )
 
 // The sink owns every buffer. Each stream has a fixed set of batch buffers, allocated once
-// in newStream, that circulate: free list -> a shard's open batch (writers append encoded
+// in stream.New, that circulate: free list -> a shard's open batch (writers append encoded
 // entries under the shard's lock) -> sealed and queued -> the sender writes it -> free list.
 // Nothing is pooled or allocated per entry, so memory is bounded by configuration whatever
 // the receiver does.
 //
 // The two streams share all of that; what differs is a policy value per stream: the info
-// stream's (infoPolicy, degrade.go) drops what it cannot carry and counts it, the err
-// stream's (errPolicy, err_spill.go) waits, truncates and spills instead, through the
-// overflow the err stream holds (errSpill, stream_spill.go).
+// stream's (the root's infoPolicy, degrade.go) drops what it cannot carry and counts it, the err
+// stream's (stream.ErrPolicy) waits, truncates and spills instead, through the overflow the
+// err stream holds (internal/stream's errSpill).
 
 // sink is the two streams, their senders and the clock that flushes them and steps the
 // info stream's degrade policy. It implements entrySink.
 type sink struct {
-	streams  [numStreams]*stream
-	tags     *tagtable.Table // the logger tags, shared by both streams (tags.go)
-	info     *infoPolicy     // the info stream's policy, which Check consults and the clock steps
-	err      *errPolicy      // the err stream's, which a DPanic, Panic or Fatal has spill
+	streams  [numStreams]*stream.Stream
+	tags     *tagtable.Table   // the logger tags, shared by both streams (tags.go)
+	info     *infoPolicy       // the info stream's policy, which Check consults and the clock steps
+	err      *stream.ErrPolicy // the err stream's, which a DPanic, Panic or Fatal has spill
 	s        *settings
 	spillErr error // why Spill.Dir could not be used, if it could not
 	// down says, for each stream, that the clock last found every connection failing
@@ -60,13 +62,13 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		s.onEvent.emit(now, infoStream, kind, nil)
 	})
 	k.tags = newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
-	info := newStream(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, dropsAll, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
+	info := stream.New(infoStream, k.tags, s.infoBufferBytes, s.stream, k.info, stream.DropsAll, sendDuration.WithLabelValues(infoStream.String()), newForwarders(s.connFor(infoStream), s.infoConnections)...)
 	if s.degrade.WeightKey != "" && s.degrade.Policy == DegradeAdaptive {
-		info.weighWith(msgpenc.AppendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
+		info.WeighWith(msgpenc.AppendStr(nil, s.degrade.WeightKey), k.info.weight, k.info.unweigh)
 	}
-	k.err, k.spillErr = newErrPolicy(s.spill)
-	errs := newStream(errStream, k.tags, s.errBufferBytes, s.stream, k.err, k.err.carry, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
-	k.streams = [numStreams]*stream{infoStream: info, errStream: errs}
+	k.err, k.spillErr = stream.NewErrPolicy(s.spill)
+	errs := stream.New(errStream, k.tags, s.errBufferBytes, s.stream, k.err, k.err.Carry, sendDuration.WithLabelValues(errStream.String()), newForwarder(s.connFor(errStream)))
+	k.streams = [numStreams]*stream.Stream{infoStream: info, errStream: errs}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
@@ -78,13 +80,7 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 		}()
 	}
 	for _, st := range k.streams {
-		for _, snd := range st.senders {
-			k.wg.Add(1)
-			go func() {
-				defer k.wg.Done()
-				snd.run(ctx)
-			}()
-		}
+		st.Senders.Start(ctx, &k.wg)
 	}
 	k.wg.Add(1)
 	go func() {
@@ -115,7 +111,7 @@ func (k *sink) consult(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
 	}
 	ok, reason := k.info.admit(ent.Level, tag.Idx, ent.Message, ent.Time.UnixNano())
 	if !ok {
-		k.streams[infoStream].counts.drop(reason, tag)
+		k.streams[infoStream].Counts.Drop(reason, tag)
 		if k.info.yields() {
 			// Never a wait on I/O, and only a caller whose entry the pipeline could not
 			// take pays (see yields).
@@ -126,7 +122,7 @@ func (k *sink) consult(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
 }
 
 func (k *sink) write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
-	k.streams[k.s.split.streamFor(ent.Level)].write(ctx, tag, ent, fields)
+	k.streams[k.s.split.streamFor(ent.Level)].Write(ctx, tag, ent, fields)
 }
 
 // tagFor is the tag of an entry of a logger with no Tag option: its zap name's, with
@@ -142,7 +138,7 @@ func (k *sink) tagFor(ent *zapcore.Entry) tagtable.Ref {
 func (k *sink) tagNamed(name string) tagtable.Ref { return k.tags.Lookup(name) }
 
 func (k *sink) stats() Stats {
-	return Stats{Info: k.streams[infoStream].stats(), Err: k.streams[errStream].stats()}
+	return Stats{Info: streamStatsOf(k.streams[infoStream].Stats()), Err: streamStatsOf(k.streams[errStream].Stats())}
 }
 
 // clock flushes the streams every Transport.FlushInterval and steps the info stream's degrade policy
@@ -168,12 +164,12 @@ func (k *sink) clock() {
 		case <-flush.C:
 			now := k.s.clock.Now()
 			for _, st := range k.streams {
-				st.flushTick(now)
+				st.FlushTick(now)
 			}
 		}
 		now := k.s.clock.Now()
 		for _, st := range k.streams {
-			st.counts.roll(now) // once a second: the windows of KeepRatio and Dropping
+			st.Counts.Roll(now) // once a second: the windows of KeepRatio and Dropping
 		}
 		k.reportConnections(now)
 		k.info.step()
@@ -193,11 +189,11 @@ func (k *sink) reportConnections(now time.Time) {
 		return
 	}
 	for id, st := range k.streams {
-		if down := st.senders.failing(); down != k.down[id] {
+		if down := st.Senders.Failing(); down != k.down[id] {
 			k.down[id] = down
 			kind, err := EventConnected, error(nil)
 			if down {
-				kind, err = EventDisconnected, st.senders.lastError()
+				kind, err = EventDisconnected, st.Senders.LastError()
 			}
 			k.s.onEvent.emit(now, streamID(id), kind, err)
 		}
@@ -207,31 +203,8 @@ func (k *sink) reportConnections(now time.Time) {
 // observeEvery is how often the degrade policy is stepped when nothing else wakes it.
 const observeEvery = 100 * time.Millisecond
 
-// infoObservation is what the info stream's policy is told: the stream's counts, then the
-// time. The time is read last, so that a step's length covers every entry its counts
-// hold: reading the shards waits for their locks, and a writer that holds one may be off
-// the CPU for a while, during which the others write on; timed before that wait, a step
-// would count those entries against too short a span, and take a burst for a flood.
-func (k *sink) infoObservation() degrade.Observation {
-	info := k.streams[infoStream]
-	delivered := info.counts.delivered.Load()
-	u := info.usage()
-	now := k.s.clock.Now()
-	// The size of an entry: of those delivered, else of those held. Not from the bytes
-	// sent: with acks, frames written and not acked yet counted against fewer entries, and
-	// made an entry look up to several times its size.
-	var entryBytes float64
-	if delivered > 0 {
-		entryBytes = float64(info.counts.deliveredBytes.Load()) / float64(delivered)
-	} else if u.held > 0 {
-		entryBytes = float64(u.buffered) / float64(u.held)
-	}
-	return degrade.Observation{
-		Now: now, Buffered: u.buffered, Limit: info.capacity(), Room: u.room, Reserved: info.reserve.room(),
-		DisconnectedFor: info.senders.disconnectedFor(now), Delivered: delivered, EntryBytes: entryBytes,
-		Written: u.taken,
-	}
-}
+// infoObservation is what the info stream's policy is told (stream.Stream.Observe).
+func (k *sink) infoObservation() degrade.Observation { return k.streams[infoStream].Observe() }
 
 // sync flushes both streams and waits until everything sealed so far is delivered (or given
 // up on), or the timeout passes.
@@ -246,16 +219,16 @@ func (k *sink) sync(timeout time.Duration) error {
 func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 	var targets [numStreams]uint64
 	for id, st := range k.streams {
-		st.flush()
-		targets[id] = st.ring.LastSealed()
+		st.Flush()
+		targets[id] = st.Ring.LastSealed()
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for _, id := range [...]streamID{errStream, infoStream} {
 		st := k.streams[id]
-		if !st.ring.WaitDone(targets[id], t.C) {
-			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.id, timeout)
-			if last := st.senders.lastError(); last != nil {
+		if !st.Ring.WaitDone(targets[id], t.C) {
+			err := fmt.Errorf("fluentcore: sync: %s stream not delivered within %v", st.ID, timeout)
+			if last := st.Senders.LastError(); last != nil {
 				err = fmt.Errorf("%w; last send error: %w", err, last) // e.g. ErrHandshake
 			}
 			return id, err
@@ -280,9 +253,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 	done := make(chan struct{})
 	t := time.NewTimer(evac)
 	defer t.Stop()
-	select {
-	case k.err.evacuate <- done:
-	case <-t.C:
+	if !k.err.Evacuate(done, t.C) {
 		return err
 	}
 	select {
@@ -299,7 +270,7 @@ func (k *sink) syncOrSpill(timeout time.Duration) error {
 func (k *sink) close(timeout time.Duration) error {
 	k.closing.Do(func() {
 		for _, st := range k.streams {
-			st.closed.Store(true)
+			st.Closed.Store(true)
 		}
 		err := k.sync(timeout)
 		k.cancel()
@@ -308,20 +279,16 @@ func (k *sink) close(timeout time.Duration) error {
 		var left [numStreams]int // entries abandoned, by stream
 		for _, st := range k.streams {
 			abandon := func(b *ring.Batch) {
-				left[st.id] += b.Unsent()
-				st.abandon(b)
+				left[st.ID] += b.Unsent()
+				st.Abandon(b)
 			}
-			for _, snd := range st.senders { // oldest first: in flight, unsent, held, the queue
-				snd.giveBack(abandon)
-			}
-			st.ring.Drain(abandon)
-			for _, snd := range st.senders {
-				snd.fwd.Close()
-			}
+			st.Senders.Release(abandon) // oldest first: in flight, unsent, held, then the queue
+			st.Ring.Drain(abandon)
+			st.Senders.CloseAll()
 		}
-		k.err.close() // releases Spill.Dir; later err entries go to Spill.Fallback
+		k.err.Close() // releases Spill.Dir; later err entries go to Spill.Fallback
 		if err != nil {
-			if report := abandonedError(left, k.err.durable()); report != nil {
+			if report := abandonedError(left, k.err.Durable()); report != nil {
 				err = errors.Join(err, report)
 				k.reportShutdown(report, left)
 			}
@@ -344,7 +311,7 @@ func (k *sink) reportShutdown(report error, left [numStreams]int) {
 		{Key: "shutdown_info_dropped", Type: zapcore.Int64Type, Integer: int64(left[infoStream])},
 		{Key: "shutdown_err_spilled", Type: zapcore.Int64Type, Integer: int64(left[errStream])},
 	}
-	_, _ = k.err.spillEntry(k.streams[errStream].tag, nil, &ent, fields)
+	_, _ = k.err.SpillEntry(k.streams[errStream].Tag, nil, &ent, fields)
 }
 
 // abandonedError says what Close did with the entries it could not deliver in time: left,

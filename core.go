@@ -131,7 +131,7 @@ func (c *Core) With(fields []zapcore.Field) zapcore.Core {
 		}
 		fields = rest
 	}
-	nc.own = c.s.stream.enc.NewContext(c.own, fields)
+	nc.own = c.s.stream.Enc.NewContext(c.own, fields)
 	nc.ctx = nc.own
 	if nc.over != "" {
 		// Past Tags.Max: the stream's tag, and the name the logger asked for in the record,

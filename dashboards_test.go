@@ -19,6 +19,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
@@ -559,7 +560,7 @@ func TestDocsShowTheShippedRules(t *testing.T) {
 // receiver stalls, as time moves through a real stall between two timeouts.
 func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 	r := forwardtest.NewReceiver(t, forwardtest.WithReadBuffer(4<<10))
-	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	const writeTimeout = 200 * time.Millisecond
 	core := NewWithClock(fastRetry(Config{
 		Addr:      r.Addr(),
@@ -598,23 +599,23 @@ func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 			}
 		}
 	}
-	logUntil("a write timed out", func() bool { return st.sends.sendErrors.Load() > 0 })
+	logUntil("a write timed out", func() bool { return st.Stats().SendErrors > 0 })
 	before := lastSuccess() // the last frame written into the first connection's buffers
-	clk.add(writeTimeout / 4)
-	reconnects, delivered := st.sends.reconnects.Load(), st.counts.delivered.Load()
+	clk.Add(writeTimeout / 4)
+	reconnects, delivered := st.Stats().Reconnects, st.Counts.Delivered.Load()
 	logUntil("frames written into a new connection", func() bool {
-		return st.sends.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
+		return st.Stats().Reconnects > reconnects && st.Counts.Delivered.Load() > delivered
 	})
-	clk.add(writeTimeout / 4)
-	reconnects, delivered = st.sends.reconnects.Load(), st.counts.delivered.Load()
+	clk.Add(writeTimeout / 4)
+	reconnects, delivered = st.Stats().Reconnects, st.Counts.Delivered.Load()
 	logUntil("frames written into another new connection", func() bool {
-		return st.sends.reconnects.Load() > reconnects && st.counts.delivered.Load() > delivered
+		return st.Stats().Reconnects > reconnects && st.Counts.Delivered.Load() > delivered
 	})
 	if got := lastSuccess(); got != before {
 		t.Errorf("info last success %v after frames went into fresh connections of a stalled receiver, want %v: "+
 			"writes into a receiver that reads nothing are no progress", got, before)
 	}
-	clk.add(writeTimeout) // the err frame's ack overdue, on the clock
+	clk.Add(writeTimeout) // the err frame's ack overdue, on the clock
 	waitUntil(t, "the err entry in Spill.Fallback", func() bool {
 		return gauge(t, core, "fluentcore_spilled_entries_total", errs) == 1
 	})
@@ -624,7 +625,7 @@ func TestStallFreezesLastSendSuccessAndSpillsErr(t *testing.T) {
 		if lastSuccess() == float64(clk.Now().UnixNano())/1e9 {
 			return true
 		}
-		clk.add(writeTimeout)
+		clk.Add(writeTimeout)
 		return false
 	})
 }

@@ -2,6 +2,7 @@ package fluentcore
 
 import (
 	"fmt"
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/degrade"
@@ -161,6 +162,8 @@ type infoPolicy struct {
 	kick     chan struct{}              // wakes the clock when the fill reaches kickAt
 }
 
+var _ stream.Policy = (*infoPolicy)(nil)
+
 // newInfoPolicy returns the info stream's policy under cfg, whose every field is set
 // (withDefaults). observe reads the stream for each step, of the clock (step) and of a
 // logging call that finds the clock late (DegradeAdaptive: due on clock); onChange, if not nil, reports
@@ -235,37 +238,37 @@ func (p *infoPolicy) unweigh(level zapcore.Level, tag uint16, msg string, w uint
 	p.adaptive.Unweigh(level, tag, msg, w)
 }
 
-func (*infoPolicy) written() {}
+func (*infoPolicy) Written() {}
 
-func (p *infoPolicy) freed(n int) {
+func (p *infoPolicy) Freed(n int) {
 	if p.adaptive != nil {
 		p.adaptive.Freed(n)
 	}
 }
 
-// reserves while the shedder counts keys against the room left (the adaptive policy): the
+// Reserves while the shedder counts keys against the room left (the adaptive policy): the
 // reserve is then the margin it keeps for the keys it keeps whole, in batches, not only in
 // its count, which partly filled batches sealed between two steps can outrun.
-func (p *infoPolicy) reserves() bool { return p.adaptive != nil && p.gate.Checking() }
+func (p *infoPolicy) Reserves() bool { return p.adaptive != nil && p.gate.Checking() }
 
-// keepsWhole: a key the adaptive shedder neither thins nor counts as a flood; every key
+// KeepsWhole: a key the adaptive shedder neither thins nor counts as a flood; every key
 // under the switching kinds.
-func (p *infoPolicy) keepsWhole(level zapcore.Level, tag uint16, msg string) bool {
+func (p *infoPolicy) KeepsWhole(level zapcore.Level, tag uint16, msg string) bool {
 	return p.adaptive == nil || p.adaptive.KeepsWhole(level, tag, msg)
 }
 
-// roomAdmitted while the adaptive shedder counts keys: what it admits fits the room left.
-func (p *infoPolicy) roomAdmitted() bool { return p.reserves() }
+// RoomAdmitted while the adaptive shedder counts keys: what it admits fits the room left.
+func (p *infoPolicy) RoomAdmitted() bool { return p.Reserves() }
 
-// wakes once the queue alone passes kickAt while Check does not consult the policy yet;
-// wakeWith then wakes the policy and the clock early, so that it reads the whole fill at
+// Wakes once the queue alone passes kickAt while Check does not consult the policy yet;
+// WakeWith then wakes the policy and the clock early, so that it reads the whole fill at
 // once rather than at its next tick. taken is the entries the stream has taken in (for the
 // adaptive shedder's count of what it admitted and the stream has not taken in yet).
-func (p *infoPolicy) wakes(queuedShare float64) bool {
+func (p *infoPolicy) Wakes(queuedShare float64) bool {
 	return queuedShare >= p.kickAt && !p.gate.Checking()
 }
 
-func (p *infoPolicy) wakeWith(taken uint64) {
+func (p *infoPolicy) WakeWith(taken uint64) {
 	p.wake(taken)
 	select {
 	case p.kick <- struct{}{}:
@@ -282,7 +285,7 @@ func (p *infoPolicy) wake(taken uint64) {
 	}
 }
 
-func (p *infoPolicy) report(st *StreamStats) {
+func (p *infoPolicy) Report(st *stream.Stats) {
 	st.Degraded = p.gate.Degraded()
 	st.DegradeTransitions = p.gate.Transitions()
 	st.AdmitRatio, st.Capacity = 1, 0

@@ -11,6 +11,7 @@ import (
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/degrade"
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
@@ -213,7 +214,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 		t.Run(fmt.Sprintf("flood=%.1fx", times), func(t *testing.T) {
 			r := forwardtest.NewReceiver(t)
 			reg := prometheus.NewRegistry()
-			clk := &manualClock{now: time.Now()}
+			clk := testkit.NewManualClock(time.Now())
 			core := NewWithClock(Config{
 				// With acks, delivered means the receiver has it.
 				Addr: r.Addr(), Metrics: MetricsConfig{Registerer: reg}, Degrade: DegradeConfig{WeightKey: "weight"},
@@ -237,7 +238,7 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 			var hot, rare int64
 			var owed, credit float64
 			tick := func(i int, hotRate float64) {
-				clk.add(step)
+				clk.Add(step)
 				k.info.step()
 				owed += hotRate * step.Seconds()
 				for ; owed >= 1; owed-- {
@@ -248,11 +249,11 @@ func TestAdaptiveShedsOnlyTheExcess(t *testing.T) {
 					logger.Info(fmt.Sprintf("rare %d", (2*i+j)%20))
 					rare++
 				}
-				for credit += rate * step.Seconds(); credit > 0 && queuedBytes(st) > 0; {
-					d, free := st.counts.delivered.Load(), st.ring.Free()
+				for credit += rate * step.Seconds(); credit > 0 && queued(st) > 0; {
+					d, free := st.Counts.Delivered.Load(), st.Ring.Free()
 					r.Allow(1)
-					waitUntil(t, "a frame acked and its batch free", func() bool { return st.ring.Free() > free })
-					credit -= float64(st.counts.delivered.Load() - d)
+					waitUntil(t, "a frame acked and its batch free", func() bool { return st.Ring.Free() > free })
+					credit -= float64(st.Counts.Delivered.Load() - d)
 				}
 			}
 			thinning := false
@@ -391,4 +392,10 @@ func TestEveryShedIsVisible(t *testing.T) {
 	default:
 		t.Fatal("entries were shed and OnEvent never had EventDegraded")
 	}
+}
+
+// queued is the bytes of the stream's batches sealed and not finished.
+func queued(st *stream.Stream) int64 {
+	q, _ := st.Ring.Bytes()
+	return q
 }

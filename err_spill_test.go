@@ -299,7 +299,7 @@ func TestSpillFullIsCountedAndReported(t *testing.T) {
 
 // errEntryRange encodes err entries from..to-1 (field "i") as one batch.
 func errEntryRange(from, to int) []byte {
-	enc := zapenc.New(settingsFor(Config{}).stream.enc)
+	enc := zapenc.New(settingsFor(Config{}).stream.Enc)
 	var buf []byte
 	for i := from; i < to; i++ {
 		buf = enc.EncodeEntry(buf, nil, &zapcore.Entry{Level: zapcore.ErrorLevel, Time: time.Unix(1700000000, int64(i)), Message: "m"},
@@ -646,7 +646,7 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 	logger := zap.New(core)
 	logger.Error("first")
 	errSt := sinkOf(core).streams[errStream]
-	waitUntil(t, "the err stream sees the receiver down", errSt.senders.failing)
+	waitUntil(t, "the err stream sees the receiver down", errSt.Senders.Failing)
 	pad := strings.Repeat("e", 200)
 	var slowest time.Duration
 	for i, start := 0, time.Now(); core.Stats().Err.Spilled < 40; i++ {
@@ -657,7 +657,7 @@ func TestErrDoesNotWaitOutErrMaxWaitWhileSendsFail(t *testing.T) {
 		logger.Error("down", zap.Int("i", i), zap.String("pad", pad))
 		slowest = max(slowest, time.Since(t0))
 	}
-	if n := errSt.counts.waitsOut.Load(); n != 0 || slowest >= maxWait {
+	if n := errSt.Counts.WaitsOut.Load(); n != 0 || slowest >= maxWait {
 		t.Errorf("%d Error() calls waited out Err.MaxWait (%v); the slowest took %v", n, maxWait, slowest)
 	}
 	if err := core.Close(); err != nil && !strings.Contains(err.Error(), "not delivered") {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
+	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -18,7 +19,7 @@ import (
 
 // stalledErrCore returns a core on clk whose err stream delivered one entry to r, and r
 // stalled after it.
-func stalledErrCore(t *testing.T, r *forwardtest.Receiver, clk *manualClock, cfg Config) (*Core, *zap.Logger) {
+func stalledErrCore(t *testing.T, r *forwardtest.Receiver, clk *testkit.ManualClock, cfg Config) (*Core, *zap.Logger) {
 	t.Helper()
 	cfg.Addr, cfg.Tag = r.Addr(), "shop"
 	core := NewWithClock(cfg, clk)
@@ -57,7 +58,7 @@ func allErrArrived(t *testing.T, core *Core, r *forwardtest.Receiver, fb *fallba
 // failed meanwhile, and Spill.After has not passed: the batches stay where they are.
 func TestErrCallersDoNotWaitOnAStuckSender(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	fb := new(fallbackLog)
 	const maxWait = 500 * time.Millisecond
 	core, logger := stalledErrCore(t, r, clk, Config{
@@ -69,22 +70,22 @@ func TestErrCallersDoNotWaitOnAStuckSender(t *testing.T) {
 	n := 1
 	// Fill the buffers: the first call that finds no room waits (at most Err.MaxWait: the
 	// clock stands still, so the sender is not stuck for that long yet).
-	for ; errSt.counts.waits.Load() == 0; n++ {
+	for ; errSt.Counts.Waits.Load() == 0; n++ {
 		if n > 1000 {
 			t.Fatalf("no Error() call found the err buffers full: %+v", core.Stats().Err)
 		}
 		logger.Error("stalled", zap.Int64("id", faultID(0, n)), zap.String("pad", pad))
 	}
-	if errSt.senders.failing() {
+	if errSt.Senders.Failing() {
 		t.Fatal("a send failed: the receiver only stopped reading")
 	}
 
-	clk.add(maxWait) // the sender has now been stuck in its attempt for Err.MaxWait
-	waits, spilled := errSt.counts.waits.Load(), core.Stats().Err.Spilled
+	clk.Add(maxWait) // the sender has now been stuck in its attempt for Err.MaxWait
+	waits, spilled := errSt.Counts.Waits.Load(), core.Stats().Err.Spilled
 	for range 40 {
 		logger.Error("stalled", zap.Int64("id", faultID(0, n)), zap.String("pad", pad))
 		n++
-		if w := errSt.counts.waits.Load(); w != waits {
+		if w := errSt.Counts.Waits.Load(); w != waits {
 			t.Fatalf("an Error() call waited for room with the sender stuck for Err.MaxWait (%d waits, %d before)", w, waits)
 		}
 	}
@@ -105,7 +106,7 @@ func TestErrCallersDoNotWaitOnAStuckSender(t *testing.T) {
 // tickers fire at once ends an Err.MaxWait of 900 ms in about a millisecond.
 func TestErrWaitForRoomEndsOnTheInjectedClock(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	clk := &quickTickClock{manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	clk := &quickTickClock{testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
 	fb := new(fallbackLog)
 	const maxWait = 900 * time.Millisecond
 	cfg := Config{
@@ -122,7 +123,7 @@ func TestErrWaitForRoomEndsOnTheInjectedClock(t *testing.T) {
 	pad := strings.Repeat("e", 400)
 	var slowest time.Duration
 	n := 1
-	for ; errSt.counts.waitsOut.Load() < 3; n++ {
+	for ; errSt.Counts.WaitsOut.Load() < 3; n++ {
 		if n > 1000 {
 			t.Fatalf("no Error() call waited out Err.MaxWait: %+v", core.Stats().Err)
 		}
@@ -140,9 +141,9 @@ func TestErrWaitForRoomEndsOnTheInjectedClock(t *testing.T) {
 	allErrArrived(t, core, r, fb, n)
 }
 
-// quickTickClock is a manualClock whose new tickers tick every millisecond, whatever the
+// quickTickClock is a testkit.ManualClock whose new tickers tick every millisecond, whatever the
 // period asked for.
-type quickTickClock struct{ manualClock }
+type quickTickClock struct{ *testkit.ManualClock }
 
 func (c *quickTickClock) NewTicker(time.Duration) *time.Ticker {
 	return time.NewTicker(time.Millisecond)
@@ -155,7 +156,7 @@ func (c *quickTickClock) NewTicker(time.Duration) *time.Ticker {
 // duplicated, in Stats and in fluentcore_duplicated_entries_total.
 func TestErrPendingLeavesMemoryAfterSpillAfterWhileAcksDoNotCome(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
-	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	fb := new(fallbackLog)
 	reg := prometheus.NewRegistry()
 	// The defaults otherwise: Spill.After 5 s, Timeouts.Ack 30 s.
@@ -164,9 +165,9 @@ func TestErrPendingLeavesMemoryAfterSpillAfterWhileAcksDoNotCome(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		logger.Error("stalled", zap.Int64("id", faultID(0, i)))
 	}
-	waitUntil(t, "a frame waiting for its ack", func() bool { return errSt.senders[0].fwd.Status().FramesInFlight() > 0 })
+	waitUntil(t, "a frame waiting for its ack", func() bool { return errSt.Senders[0].Forwarder().Status().FramesInFlight() > 0 })
 
-	clk.add(DefaultSpillAfter)
+	clk.Add(DefaultSpillAfter)
 	logger.Error("stalled", zap.Int64("id", faultID(0, 4))) // an entry wakes the sender, which looks again
 	waitUntil(t, "the 4 pending err entries in Spill.Fallback", func() bool { return fb.count() == 4 })
 	st := core.Stats().Err
@@ -178,7 +179,7 @@ func TestErrPendingLeavesMemoryAfterSpillAfterWhileAcksDoNotCome(t *testing.T) {
 	}
 
 	r.Resume()
-	waitUntil(t, "the frames in flight acked", func() bool { return errSt.senders[0].fwd.Status().FramesInFlight() == 0 })
+	waitUntil(t, "the frames in flight acked", func() bool { return errSt.Senders[0].Forwarder().Status().FramesInFlight() == 0 })
 	st = core.Stats().Err
 	// The receiver has the first entry (delivered) and those of the frames that waited.
 	if dup := r.Len() - 1; dup < 1 || int(st.Duplicated) != dup || st.Delivered != 1 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -103,7 +104,7 @@ type outageLog struct {
 	firstDrop          float64          // info fill share when the first info entry was dropped; -1 if none
 	firstQueueFull     float64          // the same for the first queue_full drop
 	maxBuffered        [numStreams]int64
-	infoSt, errSt      *stream
+	infoSt, errSt      *stream.Stream
 	droppedSeen        uint64
 	queueFullSeen      uint64
 	errWaitsWhileRoom  uint64
@@ -125,7 +126,7 @@ func (o *outageLog) catchUp(now time.Time) {
 	el := now.Sub(o.start).Seconds()
 	for o.nerr < int(el*float64(o.errRate)) {
 		fill := fillOf(o.errSt)
-		waits := o.errSt.counts.waits.Load()
+		waits := o.errSt.Counts.Waits.Load()
 		id := faultID(0, o.nerr)
 		t0 := time.Now()
 		o.logger.Error("outage", zap.Int64("id", id), zap.String("pad", outagePad))
@@ -133,16 +134,16 @@ func (o *outageLog) catchUp(now time.Time) {
 		o.measure(1, took)
 		o.w.err = append(o.w.err, id)
 		o.nerr++
-		if o.errSt.counts.waits.Load() != waits {
+		if o.errSt.Counts.Waits.Load() != waits {
 			o.errWaited += took
 		}
-		if o.errSt.counts.waits.Load() != waits && fill < 0.9 {
+		if o.errSt.Counts.Waits.Load() != waits && fill < 0.9 {
 			o.errWaitsWhileRoom++
 			if o.errRoomAtFirstWait < 0 {
 				o.errRoomAtFirstWait = fill
 			}
 		}
-		o.maxBuffered[errStream] = max(o.maxBuffered[errStream], o.errSt.buffered())
+		o.maxBuffered[errStream] = max(o.maxBuffered[errStream], o.errSt.Buffered())
 	}
 	for o.ninfo < int(el*float64(o.infoRate)) {
 		fill := fillOf(o.infoSt)
@@ -156,7 +157,7 @@ func (o *outageLog) catchUp(now time.Time) {
 		o.measure(0, time.Since(t0))
 		o.w.info = append(o.w.info, id)
 		o.ninfo++
-		o.maxBuffered[infoStream] = max(o.maxBuffered[infoStream], o.infoSt.buffered())
+		o.maxBuffered[infoStream] = max(o.maxBuffered[infoStream], o.infoSt.Buffered())
 		st := o.core.Stats().Info
 		if d := st.DroppedTotal(); d != o.droppedSeen {
 			o.droppedSeen = d
@@ -174,7 +175,7 @@ func (o *outageLog) catchUp(now time.Time) {
 }
 
 // fillOf is the share of a stream's buffer budget in use, in bytes.
-func fillOf(st *stream) float64 { return float64(st.buffered()) / float64(st.capacity()) }
+func fillOf(st *stream.Stream) float64 { return float64(st.Buffered()) / float64(st.Capacity()) }
 
 func (o *outageLog) measure(kind int, d time.Duration) {
 	o.slowest[kind] = max(o.slowest[kind], d)
@@ -194,7 +195,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 	e.watchErrors()
 	e.fb.Grow(r.errRate * int(r.length.Seconds()+2) * outageFallbackBytes)
 	st := sinkOf(e.core).streams
-	budget := uint64(st[infoStream].capacity() + st[errStream].capacity())
+	budget := uint64(st[infoStream].Capacity() + st[errStream].Capacity())
 	hw := e.core.s.degrade.HighWatermark
 
 	o := newOutageLog(e.core, r.errRate, r.infoRate)
@@ -316,7 +317,7 @@ func runOutageRow(t *testing.T, c *faultCase, r outageRow) faultResult {
 		}
 	}
 	did := fmt.Sprintf("buffered at most %s of %s err and %s of %s info; slowest Error() %s, Info() %s; %d calls over 1 ms",
-		mib(o.maxBuffered[errStream]), mib(st[errStream].capacity()), mib(o.maxBuffered[infoStream]), mib(st[infoStream].capacity()),
+		mib(o.maxBuffered[errStream]), mib(st[errStream].Capacity()), mib(o.maxBuffered[infoStream]), mib(st[infoStream].Capacity()),
 		o.slowest[1].Round(time.Microsecond), o.slowest[0].Round(time.Microsecond), o.overMs)
 	if r.fault == outageFlap {
 		did += fmt.Sprintf("; %d flips", flips)
@@ -475,7 +476,7 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 	healthy := run(healthyDuration, nil)
 	e.settle()
 
-	waits, waitsOut := errSt.counts.waits.Load(), errSt.counts.waitsOut.Load()
+	waits, waitsOut := errSt.Counts.Waits.Load(), errSt.Counts.WaitsOut.Load()
 	mustDo(t, e.recv.SetRefuse(true))
 	e.recv.CloseConnections()
 	injected := time.Now()
@@ -497,7 +498,7 @@ func runLongOutage(t *testing.T, c *faultCase) faultResult {
 	}
 	slowest := [2]time.Duration{time.Duration(slowestInfo.Load()), time.Duration(slowestErr.Load())}
 
-	waited, waitedOut := errSt.counts.waits.Load()-waits, errSt.counts.waitsOut.Load()-waitsOut
+	waited, waitedOut := errSt.Counts.Waits.Load()-waits, errSt.Counts.WaitsOut.Load()-waitsOut
 	if waitedOut > 0 {
 		t.Errorf("%d Error() calls waited out Err.MaxWait (of %d that waited for room)", waitedOut, waited)
 	}

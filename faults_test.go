@@ -489,7 +489,7 @@ func (e *faultEnv) received() (info, err map[int64]int) {
 }
 
 func (e *faultEnv) forwarders() [numStreams]*forward.Forwarder {
-	return [numStreams]*forward.Forwarder{sinkOf(e.core).streams[infoStream].senders[0].fwd, sinkOf(e.core).streams[errStream].senders[0].fwd}
+	return [numStreams]*forward.Forwarder{sinkOf(e.core).streams[infoStream].Senders[0].Forwarder(), sinkOf(e.core).streams[errStream].Senders[0].Forwarder()}
 }
 
 // lastErr is the last send error of both streams, joined.
@@ -1024,7 +1024,7 @@ func faultCases() []faultCase {
 		inject:  (*faultEnv).receiverDown,
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
-			f := sinkOf(e.core).streams[errStream].senders[0].fwd
+			f := sinkOf(e.core).streams[errStream].Senders[0].Forwarder()
 			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.Spill.After
 		},
 		heal: (*faultEnv).receiverUp,
@@ -1034,7 +1034,7 @@ func faultCases() []faultCase {
 		inject:  (*faultEnv).receiverDown,
 		wantErr: "connection refused",
 		effect: func(e *faultEnv) bool {
-			f := sinkOf(e.core).streams[errStream].senders[0].fwd
+			f := sinkOf(e.core).streams[errStream].Senders[0].Forwarder()
 			return errSpilled(e) && f.Status().DisconnectedFor(time.Now()) > 3*e.cfg.Spill.After
 		},
 		heal: (*faultEnv).receiverUp,

@@ -77,8 +77,8 @@ func logUntil(t *testing.T, core *Core, what string, cond func() bool) {
 func connsTo(core *Core, target string) int {
 	n := 0
 	for _, st := range core.sink.streams {
-		for _, snd := range st.senders {
-			if snd.fwd.Target() == target {
+		for _, snd := range st.Senders {
+			if snd.Forwarder().Target() == target {
 				n++
 			}
 		}
@@ -88,7 +88,7 @@ func connsTo(core *Core, target string) int {
 
 // sendingOn returns how many connections the info stream of core sends on: 1 while a
 // name's first lookup is under way, then one per server it found (Info.Connections 0).
-func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].senders.sending()) }
+func sendingOn(core *Core) int { return len(core.sink.streams[infoStream].Senders.Sending()) }
 
 // received is the entries of every receiver.
 func received(rs ...*forwardtest.Receiver) int {
@@ -114,7 +114,7 @@ func TestDefaultConfigSpreadsOverEveryServer(t *testing.T) {
 	}
 	core := New(Config{Servers: servers, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}})
 	t.Cleanup(func() { _ = core.Close() })
-	if n := len(core.sink.streams[infoStream].senders); n != 4 {
+	if n := len(core.sink.streams[infoStream].Senders); n != 4 {
 		t.Fatalf("info connections %d, want 4 (one per regular server)", n)
 	}
 	logUntil(t, core, "every regular server takes info entries on a connection of its own", func() bool {
@@ -140,7 +140,7 @@ func TestDefaultConfigSpreadsOverEveryServer(t *testing.T) {
 	// One server: one connection, as before.
 	one := New(Config{Addr: rs[0].Addr(), Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}})
 	t.Cleanup(func() { _ = one.Close() })
-	if n := len(one.sink.streams[infoStream].senders); n != 1 {
+	if n := len(one.sink.streams[infoStream].Senders); n != 1 {
 		t.Fatalf("one server: %d info connections, want 1", n)
 	}
 }
@@ -155,7 +155,7 @@ func TestEveryAddressOfANameIsFollowed(t *testing.T) {
 	port, rs := forwardtest.NewFleet(t, 4)
 	res := &fleetResolver{}
 	res.set("fleet.test", fleetIPs(4)...)
-	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	core := NewWithClock(Config{Addr: "tcp://fleet.test:" + port, Transport: TransportConfig{Resolver: res}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}}, clock)
 	t.Cleanup(func() { _ = core.Close() })
 	testkit.WaitUntil(t, "the first lookup counts 4 info connections, one per address", func() bool { return sendingOn(core) == 4 })
@@ -170,7 +170,7 @@ func TestEveryAddressOfANameIsFollowed(t *testing.T) {
 
 	// 127.0.0.4 leaves the name (its receiver still up, as a pod being drained).
 	res.set("fleet.test", fleetIPs(3)...)
-	clock.add(DefaultResolveInterval)
+	clock.Add(DefaultResolveInterval)
 	gone := "127.0.0.4:" + port
 	logUntil(t, core, "no connection left on the address that left", func() bool {
 		return connsTo(core, gone) == 0 && core.Stats().Info.Servers[0].Connections == 4
@@ -183,7 +183,7 @@ func TestEveryAddressOfANameIsFollowed(t *testing.T) {
 
 	// It comes back.
 	res.set("fleet.test", fleetIPs(4)...)
-	clock.add(DefaultResolveInterval)
+	clock.Add(DefaultResolveInterval)
 	logUntil(t, core, "the address that came back takes entries again", func() bool { return connsTo(core, gone) == 1 && rs[3].Len() > last })
 
 	if err := core.Close(); err != nil {

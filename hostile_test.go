@@ -308,7 +308,7 @@ func TestNoSecretInErrorsMetricsOrFallback(t *testing.T) {
 			if err := core.Sync(); err != nil {
 				said.WriteString(err.Error() + "\n")
 			}
-			for _, f := range []*forward.Forwarder{sinkOf(core).streams[infoStream].senders[0].fwd, sinkOf(core).streams[errStream].senders[0].fwd} {
+			for _, f := range []*forward.Forwarder{sinkOf(core).streams[infoStream].Senders[0].Forwarder(), sinkOf(core).streams[errStream].Senders[0].Forwarder()} {
 				if err := f.Status().LastError(); err != nil {
 					said.WriteString(err.Error() + "\n")
 				}

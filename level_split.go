@@ -2,25 +2,18 @@ package fluentcore
 
 import (
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"go.uber.org/zap/zapcore"
 )
 
-// streamID names one of the two streams an entry can travel on.
-type streamID uint8
+// streamID names one of the two streams an entry can travel on (internal/stream's ID).
+type streamID = stream.ID
 
 const (
-	infoStream streamID = iota // Debug, Info, Warn by default; may degrade under backpressure
-	errStream                  // Error and above by default; never dropped silently
-	numStreams
+	infoStream = stream.Info // Debug, Info, Warn by default; may degrade under backpressure
+	errStream  = stream.Err  // Error and above by default; never dropped silently
+	numStreams = stream.Count
 )
-
-// String returns the value used for the "stream" metric label.
-func (id streamID) String() string {
-	if id == errStream {
-		return "err"
-	}
-	return "info"
-}
 
 // levelSplit decides which stream an entry goes to. It is immutable and safe for concurrent
 // use.

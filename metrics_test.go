@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/forwardtest"
 	"github.com/fluentcore/fluentcore/internal/outcome"
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -207,13 +208,13 @@ func gauge(t *testing.T, core *Core, name string, labels map[string]string) floa
 
 // advance moves clk by d and waits until the sink's clock has taken both streams' counts
 // at the new time, as it does once a second of the clock.
-func advance(t *testing.T, core *Core, clk *manualClock, d time.Duration) {
+func advance(t *testing.T, core *Core, clk *testkit.ManualClock, d time.Duration) {
 	t.Helper()
-	clk.add(d)
+	clk.Add(d)
 	now := clk.Now().UnixNano()
 	waitUntil(t, "the sink's clock counts at the new time", func() bool {
 		for _, st := range sinkOf(core).streams {
-			if st.counts.recent.Newest() != now {
+			if st.Counts.Recent.Newest() != now {
 				return false
 			}
 		}
@@ -229,7 +230,7 @@ func advance(t *testing.T, core *Core, clk *manualClock, d time.Duration) {
 func TestErrPendingIsVisibleUntilAcked(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := &manualClock{now: t0}
+	clk := testkit.NewManualClock(t0)
 	core := NewWithClock(Config{Addr: r.Addr(), Transport: TransportConfig{FlushInterval: 10 * time.Millisecond}, Spill: SpillConfig{After: time.Hour}}, clk)
 	defer core.Close()
 	errs := map[string]string{"stream": "err"}
@@ -244,7 +245,7 @@ func TestErrPendingIsVisibleUntilAcked(t *testing.T) {
 		st := core.Stats().Err
 		return st.Pending == 1 && st.Servers[0].FramesInFlight == 1
 	})
-	clk.add(3 * time.Second)
+	clk.Add(3 * time.Second)
 	for name, want := range map[string]float64{
 		"fluentcore_pending_entries":          1,
 		"fluentcore_oldest_pending_seconds":   3,
@@ -280,7 +281,7 @@ func TestErrPendingIsVisibleUntilAcked(t *testing.T) {
 // outage), and dropping is 1 whatever the degrade policy's state. Once nothing has been
 // offered for the window, both read as a calm stream again.
 func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
-	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	core := NewWithClock(fastRetry(Config{
 		Addr:      downAddr(t),
 		Transport: TransportConfig{MaxBatchBytes: 1024, FlushInterval: 10 * time.Millisecond},
@@ -325,7 +326,7 @@ func TestKeepRatioAndDroppingInATotalOutage(t *testing.T) {
 // A closed core drops nothing for backpressure any more: Dropping, true while it dropped,
 // reads false after Close, although the clock that moved its window has stopped.
 func TestDroppingEndsWithClose(t *testing.T) {
-	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	core := NewWithClock(fastRetry(Config{
 		Addr: downAddr(t), Transport: TransportConfig{MaxBatchBytes: 1024}, Info: InfoConfig{BufferBytes: 4 << 10},
 		Timeouts: TimeoutsConfig{Close: 100 * time.Millisecond}, Spill: SpillConfig{Fallback: io.Discard},
@@ -391,11 +392,11 @@ func TestCapacityIsZeroWhileNothingIsDelivered(t *testing.T) {
 		return gauge(t, core, "fluentcore_capacity_entries_per_second", info) == 0
 	})
 	st := core.Stats().Info
-	if st.Pending == 0 || st.SendInProgress < stallAfter || st.OldestPending < stallAfter {
+	if st.Pending == 0 || st.SendInProgress < stream.StallAfter || st.OldestPending < stream.StallAfter {
 		t.Errorf("during the stall: pending %d, send in progress %v, oldest pending %v; want entries pending, both over %v",
-			st.Pending, st.SendInProgress, st.OldestPending, stallAfter)
+			st.Pending, st.SendInProgress, st.OldestPending, stream.StallAfter)
 	}
-	if v := gauge(t, core, "fluentcore_send_in_progress_seconds", info); v < stallAfter.Seconds() {
+	if v := gauge(t, core, "fluentcore_send_in_progress_seconds", info); v < stream.StallAfter.Seconds() {
 		t.Errorf("send_in_progress_seconds{info} = %v during the stall", v)
 	}
 	r.Resume()

@@ -122,7 +122,7 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	port, rs := forwardtest.NewFleet(t, 2)
 	res := testkit.NewResolver()
 	res.Set("pair.test", fleetIPs(2)...)
-	clock := &manualClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	var dials dialLog
 	core := newWith(Config{Addr: "tcp://pair.test:" + port, Transport: TransportConfig{Resolver: res}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}, Timeouts: TimeoutsConfig{Close: 5 * time.Second}}, clock, dials.dial)
 	t.Cleanup(func() { _ = core.Close() })
@@ -139,9 +139,9 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	}
 	var kept []onStays
 	for _, st := range core.sink.streams {
-		for _, snd := range st.senders {
-			if snd.fwd.Target() == stays {
-				kept = append(kept, onStays{snd.fwd, snd.fwd.Status().Connects()})
+		for _, snd := range st.Senders {
+			if snd.Forwarder().Target() == stays {
+				kept = append(kept, onStays{snd.Forwarder(), snd.Forwarder().Status().Connects()})
 			}
 		}
 	}
@@ -151,8 +151,8 @@ func TestANameThatShrinksToOneAddressKeepsDelivering(t *testing.T) {
 	before := core.Stats()
 
 	res.Set("pair.test", "127.0.0.1")
-	clock.add(DefaultResolveInterval)
-	all := sendingOn(core) + len(core.sink.streams[errStream].senders)
+	clock.Add(DefaultResolveInterval)
+	all := sendingOn(core) + len(core.sink.streams[errStream].Senders)
 	last := rs[0].Len()
 	logUntil(t, core, "every connection on the address that stays, taking entries", func() bool {
 		return connsTo(core, stays) == all && rs[0].Len() > last

@@ -16,8 +16,9 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/fluentcore/fluentcore/internal/dial"
+	"github.com/fluentcore/fluentcore/internal/spill"
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"github.com/fluentcore/fluentcore/internal/wire"
-	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"go.uber.org/zap/zapcore"
@@ -65,9 +66,9 @@ type settings struct {
 	registerer  prometheus.Registerer
 	constLabels prometheus.Labels
 
-	conn   connSettings   // every forwarder's
-	stream streamSettings // both streams'
-	spill  spillSettings  // the err stream's policy's
+	conn   connSettings         // every forwarder's
+	stream stream.Settings      // both streams'
+	spill  stream.SpillSettings // the err stream's policy's
 }
 
 // connSettings is what a forwarder needs: the servers, the credentials, the framing and the
@@ -87,30 +88,6 @@ type connSettings struct {
 	resolveInterval                       time.Duration // between lookups
 	spreadMost                            int           // the most connections a stream opens by default, one per server
 	dial                                  dial.Func     // opens a transport: given an address, never a name
-}
-
-// streamSettings is what a stream needs besides its tag, budget, policy and forwarders: the
-// size of its batches and entries, and how entries are encoded.
-type streamSettings struct {
-	clock                  zapcore.Clock
-	enc                    *zapenc.Config
-	batchBytes, entryBytes int
-	flushInterval          time.Duration // FlushInterval: how long an entry may wait in a batch, for Stats
-}
-
-// spillSettings is what the err stream's policy needs: how long a writer waits for room,
-// when and where failed batches spill, and whom to tell.
-type spillSettings struct {
-	clock       zapcore.Clock
-	enc         *zapenc.Config // the spill's writers encode entries directly
-	batchBytes  int            // the spill's frames are batches
-	entryBytes  int            // MaxEntryBytes: what it takes of an entry is cut as the stream cuts it
-	maxWait     time.Duration  // ErrMaxWait
-	after       time.Duration  // SpillAfter
-	dir         string         // SpillDir; "" for none
-	maxBytes    int64          // SpillMaxBytes
-	errFallback io.Writer
-	onEvent     eventFunc
 }
 
 func orDefault[T int | int64 | time.Duration](v, def T) T {
@@ -133,10 +110,15 @@ func resolve(cfg Config) (*settings, error) {
 		level:   cfg.Level,
 		split:   newLevelSplit(cfg.Err.Level),
 		onEvent: cfg.OnEvent,
-		spill: spillSettings{
-			errFallback: cmp.Or[io.Writer](cfg.Spill.Fallback, os.Stderr),
-			onEvent:     cfg.OnEvent,
+		spill: stream.SpillSettings{
+			Fallback: cmp.Or[io.Writer](cfg.Spill.Fallback, os.Stderr),
 		},
+	}
+	if cfg.OnEvent != nil {
+		s.spill.OnSpill = func(kind spill.EventKind, err error) {
+			events := [...]EventKind{spill.Full: EventSpillFull, spill.Corrupt: EventSpillCorrupt, spill.Failed: EventSpillFailed}
+			s.onEvent.emit(s.clock.Now(), errStream, events[kind], err)
+		}
 	}
 	if s.level == nil {
 		s.level = zapcore.InfoLevel
@@ -148,12 +130,12 @@ func resolve(cfg Config) (*settings, error) {
 	s.resolveDurations(cfg, &errs)
 	s.conn.resolveResolver(cfg.Transport.Resolver, &errs)
 	s.degrade = resolveDegrade(cfg.Degrade, &errs)
-	s.spill.resolveSpill(cfg.Spill.Dir, cfg.Spill.MaxBytes, batch, s.stream.batchBytes, &errs)
+	resolveSpill(&s.spill, cfg.Spill.Dir, cfg.Spill.MaxBytes, batch, s.stream.BatchBytes, &errs)
 	checkDegrade(cfg.Degrade, s.degrade, &errs)
 	s.registerer, s.constLabels = resolveMetrics(cfg.Metrics.Registerer, cfg.Metrics.Disabled, cfg.Metrics.ConstLabels, &errs)
 	s.resolveTagSettings(cfg, &errs)
-	s.stream.enc = resolveEncoder(cfg.EncoderConfig)
-	s.spill.enc, s.spill.batchBytes, s.spill.entryBytes = s.stream.enc, s.stream.batchBytes, s.stream.entryBytes
+	s.stream.Enc = resolveEncoder(cfg.EncoderConfig)
+	s.spill.Enc, s.spill.BatchBytes, s.spill.EntryBytes = s.stream.Enc, s.stream.BatchBytes, s.stream.EntryBytes
 	s.setClock(zapcore.DefaultClock)
 	return s, errors.Join(errs...)
 }
@@ -232,26 +214,26 @@ func (s *settings) resolveSizes(cfg Config, errs *[]error) (batch int) {
 	tr := cfg.Transport
 	batch = orDefault(tr.MaxBatchBytes, DefaultMaxBatchBytes)
 	b, c := &s.stream, &s.conn
-	b.batchBytes = batch
+	b.BatchBytes = batch
 	if tr.MaxBatchBytes < 0 || (tr.MaxBatchBytes > 0 && tr.MaxBatchBytes < 1024) || tr.MaxBatchBytes > maxBatchLimit {
 		badf(errs, "Transport.MaxBatchBytes %d is outside [1024, %d]", tr.MaxBatchBytes, maxBatchLimit)
-		b.batchBytes = DefaultMaxBatchBytes
+		b.BatchBytes = DefaultMaxBatchBytes
 	}
 	if tr.MaxEntryBytes < 0 || tr.MaxEntryBytes > batch {
 		badf(errs, "Transport.MaxEntryBytes %d is outside [0, Transport.MaxBatchBytes=%d]", tr.MaxEntryBytes, batch)
 	}
-	b.entryBytes = min(orDefault(tr.MaxEntryBytes, min(DefaultMaxEntryBytes, b.batchBytes)), b.batchBytes)
+	b.EntryBytes = min(orDefault(tr.MaxEntryBytes, min(DefaultMaxEntryBytes, b.BatchBytes)), b.BatchBytes)
 	budget := func(name string, v, def int) int {
 		if v < 0 || (v > 0 && v < 2*batch) {
 			badf(errs, "%s %d is less than 2 × Transport.MaxBatchBytes (%d)", name, v, 2*batch)
 		}
-		return max(orDefault(v, def), 2*b.batchBytes)
+		return max(orDefault(v, def), 2*b.BatchBytes)
 	}
 	s.infoBufferBytes = budget("Info.BufferBytes", cfg.Info.BufferBytes, DefaultInfoBufferBytes)
 	s.errBufferBytes = budget("Err.BufferBytes", cfg.Err.BufferBytes, DefaultErrBufferBytes)
 	// Each sender holds a batch while it sends: half the batches stay for the writers.
 	// 0 stays 0, one connection per server, which newForwarders counts.
-	most := max(min(MaxConnections, s.infoBufferBytes/b.batchBytes/2), 1)
+	most := max(min(MaxConnections, s.infoBufferBytes/b.BatchBytes/2), 1)
 	s.infoConnections, c.spreadMost = max(cfg.Info.Connections, 0), min(most, MaxSpread)
 	if cfg.Info.Connections < 0 || s.infoConnections > most {
 		badf(errs, "Info.Connections %d is outside [0, %d] (at most MaxConnections and half the stream's batches)", cfg.Info.Connections, most)
@@ -271,8 +253,8 @@ func (s *settings) resolveSizes(cfg Config, errs *[]error) (batch int) {
 func (s *settings) resolveDurations(cfg Config, errs *[]error) {
 	c, tr, to := &s.conn, cfg.Transport, cfg.Timeouts
 	s.flushInterval = durationSetting(errs, "Transport.FlushInterval", tr.FlushInterval, DefaultFlushInterval, MaxInterval)
-	s.stream.flushInterval = s.flushInterval
-	s.spill.maxWait = durationSetting(errs, "Err.MaxWait", cfg.Err.MaxWait, DefaultErrMaxWait, MaxErrMaxWait)
+	s.stream.FlushInterval = s.flushInterval
+	s.spill.MaxWait = durationSetting(errs, "Err.MaxWait", cfg.Err.MaxWait, DefaultErrMaxWait, MaxErrMaxWait)
 	s.syncTimeout = durationSetting(errs, "Timeouts.Sync", to.Sync, DefaultSyncTimeout, MaxTimeout)
 	s.closeTimeout = durationSetting(errs, "Timeouts.Close", to.Close, DefaultCloseTimeout, MaxTimeout)
 	c.dialTimeout = durationSetting(errs, "Timeouts.Dial", to.Dial, DefaultDialTimeout, MaxTimeout)
@@ -284,7 +266,7 @@ func (s *settings) resolveDurations(cfg Config, errs *[]error) {
 	if tr.RetryMin > 0 && tr.RetryMax > 0 && tr.RetryMin > tr.RetryMax {
 		badf(errs, "Transport.RetryMin %v is above Transport.RetryMax %v", tr.RetryMin, tr.RetryMax)
 	}
-	s.spill.after = durationSetting(errs, "Spill.After", cfg.Spill.After, DefaultSpillAfter, MaxInterval)
+	s.spill.After = durationSetting(errs, "Spill.After", cfg.Spill.After, DefaultSpillAfter, MaxInterval)
 	c.resolveInterval = durationSetting(errs, "Transport.ResolveInterval", tr.ResolveInterval, DefaultResolveInterval, MaxInterval)
 }
 
@@ -352,9 +334,9 @@ func checkDegrade(cfg, dg DegradeConfig, errs *[]error) {
 // but is not a directory or cannot be looked at (a missing one is fine: New creates it), and
 // maxBytes, at least two batches of batchBytes (the size in use), reported when under two of
 // batch (the size as configured).
-func (sp *spillSettings) resolveSpill(dir string, maxBytes int64, batch, batchBytes int, errs *[]error) {
-	sp.dir = dir
-	sp.maxBytes = max(orDefault(maxBytes, DefaultSpillMaxBytes), 2*int64(batchBytes))
+func resolveSpill(sp *stream.SpillSettings, dir string, maxBytes int64, batch, batchBytes int, errs *[]error) {
+	sp.Dir = dir
+	sp.MaxBytes = max(orDefault(maxBytes, DefaultSpillMaxBytes), 2*int64(batchBytes))
 	if maxBytes < 0 || (maxBytes > 0 && maxBytes < 2*int64(batch)) {
 		badf(errs, "Spill.MaxBytes %d is less than 2 × Transport.MaxBatchBytes (%d)", maxBytes, 2*batch)
 	}
@@ -412,7 +394,7 @@ func (s *settings) connFor(id streamID) connSettings {
 
 // setClock makes clock the time of the sink and of every part.
 func (s *settings) setClock(clock zapcore.Clock) {
-	s.clock, s.conn.clock, s.stream.clock, s.spill.clock = clock, clock, clock, clock
+	s.clock, s.conn.clock, s.stream.Clock, s.spill.Clock = clock, clock, clock, clock
 }
 
 // resolveSecrets reads Security's SharedKeyFile, PasswordFile and TLSFiles into cfg. A

@@ -35,8 +35,8 @@ func TestDurationsHaveACeiling(t *testing.T) {
 		}
 	}
 	s, err := resolve(Config{Err: ErrConfig{MaxWait: 20 * time.Second}, Timeouts: TimeoutsConfig{Close: 1000 * time.Hour, Write: 365 * 24 * time.Hour}})
-	if err == nil || s.spill.maxWait != MaxErrMaxWait || s.closeTimeout != MaxTimeout || s.conn.writeTimeout != MaxTimeout {
-		t.Errorf("over the ceilings: %v; in use: Err.MaxWait %v, Timeouts.Close %v, Timeouts.Write %v", err, s.spill.maxWait, s.closeTimeout, s.conn.writeTimeout)
+	if err == nil || s.spill.MaxWait != MaxErrMaxWait || s.closeTimeout != MaxTimeout || s.conn.writeTimeout != MaxTimeout {
+		t.Errorf("over the ceilings: %v; in use: Err.MaxWait %v, Timeouts.Close %v, Timeouts.Write %v", err, s.spill.MaxWait, s.closeTimeout, s.conn.writeTimeout)
 	}
 	if MaxErrMaxWait != time.Second {
 		t.Errorf("MaxErrMaxWait %v, documented as 1s", MaxErrMaxWait)

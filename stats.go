@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
-	"github.com/fluentcore/fluentcore/internal/tagtable"
+	"github.com/fluentcore/fluentcore/internal/stream"
 )
 
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
@@ -143,17 +143,31 @@ type TagStats struct {
 	Spilled uint64
 }
 
-// tagStatsOf returns the table's counters of each tag on a stream as StreamStats.Tags;
-// nil for none.
-func tagStatsOf(m map[string]tagtable.Totals) map[string]TagStats {
-	if m == nil {
-		return nil
+// streamStatsOf returns a stream's numbers as users get them.
+func streamStatsOf(s stream.Stats) StreamStats {
+	st := StreamStats{
+		Entries: s.Entries, Delivered: s.Delivered, Truncated: s.Truncated, TagOverflow: s.TagOverflow,
+		Spilled: s.Spilled, Replayed: s.Replayed, Duplicated: s.Duplicated, Dropped: s.Dropped,
+		SpillBytes: s.SpillBytes, SpillCorruptSegments: s.SpillCorruptSegments,
+		BufferedBytes: s.BufferedBytes, CapacityBytes: s.CapacityBytes, Pending: s.Pending,
+		OldestPending: s.OldestPending, SendInProgress: s.SendInProgress,
+		Degraded: s.Degraded, DegradeTransitions: s.DegradeTransitions, Dropping: s.Dropping,
+		KeepRatio: s.KeepRatio, AdmitRatio: s.AdmitRatio, Capacity: s.Capacity,
+		SentBatches: s.SentBatches, SentBytes: s.SentBytes, SendErrors: s.SendErrors,
+		Reconnects: s.Reconnects, HandshakeFailures: s.HandshakeFailures,
+		recent: s.Recent,
 	}
-	out := make(map[string]TagStats, len(m))
-	for tag, t := range m {
-		out[tag] = TagStats(t)
+	if s.Tags != nil {
+		st.Tags = make(map[string]TagStats, len(s.Tags))
+		for tag, t := range s.Tags {
+			st.Tags[tag] = TagStats(t)
+		}
 	}
-	return out
+	st.Servers = make([]ServerStats, len(s.Servers))
+	for i, sv := range s.Servers {
+		st.Servers[i] = ServerStats(sv)
+	}
+	return st
 }
 
 // ServerStats are one server's numbers within a stream.

@@ -4,9 +4,7 @@ import (
 	"testing"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
-	"github.com/fluentcore/fluentcore/internal/ring"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // A tagged logger's call allocates nothing either: its tag was resolved in With; a named
@@ -41,48 +39,5 @@ func TestTagSettingsFromTheEnvironment(t *testing.T) {
 	}
 	if cfg.Tags.Template != "{name}.{stream}" || !cfg.Tags.FromName || cfg.Tags.Max != 8 {
 		t.Errorf("got %q %v %d", cfg.Tags.Template, cfg.Tags.FromName, cfg.Tags.Max)
-	}
-}
-
-// A tag that holds two batches or more leaves the last free ones to the tags that hold
-// one: a flood cannot take the batch a rare tag needs next.
-func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
-	s, _ := resolve(Config{})
-	st := newTestStream(s, 8<<20, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
-	flood, rare := st.tags.Lookup("flood").Idx, st.tags.Lookup("rare").Idx
-	take := func(tag uint16) *ring.Batch {
-		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
-			return nil
-		}
-		b := st.ring.Take(nil)
-		if b != nil {
-			st.floors.claim(b, tag)
-		}
-		return b
-	}
-	if take(rare) == nil {
-		t.Fatal("the rare tag's first batch")
-	}
-	var flooded []*ring.Batch
-	for b := take(flood); b != nil; b = take(flood) {
-		flooded = append(flooded, b)
-	}
-	// Two tags hold batches, one of them one: the reserve is nb/8 (4 of 32).
-	nb := len(st.ring.Batches())
-	if left := st.ring.Free(); left != nb/8 || len(flooded) != nb-1-left {
-		t.Fatalf("the flood took %d of %d batches and left %d", len(flooded), nb, left)
-	}
-	if take(rare) == nil {
-		t.Fatal("the rare tag found no batch the flood left")
-	}
-	if take(rare) != nil {
-		t.Fatal("the rare tag, now with two batches, took a third from the reserve")
-	}
-	st.ring.Finish(flooded[0])
-	if st.ring.Free() != nb/8 || take(flood) != nil {
-		t.Fatal("the flood took a batch of the reserve")
-	}
-	if n := st.floors.held[flood].Load(); n != int32(len(flooded)-1) {
-		t.Errorf("the flood holds %d batches, counted %d", len(flooded)-1, n)
 	}
 }

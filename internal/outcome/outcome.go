@@ -17,6 +17,7 @@ import (
 // of the dropped-entries metric (those its stream can have), exported at 0 from the start.
 type Reason uint8
 
+// The reasons, each with when it applies.
 const (
 	Degraded    Reason = iota // info stream degraded, policy dropped it (in Check)
 	Sampled                   // info stream degraded, sampler dropped it (in Check)

@@ -92,6 +92,8 @@ func (e *Encoder) appendComplex(c complex128, bits int) {
 // through the Append* calls, which ask again); past it they return at once (a marshaler's
 // AddObject and AddArray without calling it).
 
+// AddArray writes arr under key k as a msgpack array, within the entry's budget; it returns
+// arr's error, or nil past the budget without calling it.
 func (e *Encoder) AddArray(k string, arr zapcore.ArrayMarshaler) error {
 	if !e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ContainerRoom) {
 		return nil
@@ -100,6 +102,8 @@ func (e *Encoder) AddArray(k string, arr zapcore.ArrayMarshaler) error {
 	return e.Array(arr)
 }
 
+// AddObject writes obj under key k as a msgpack map, within the entry's budget; it returns
+// obj's error, or nil past the budget without calling it.
 func (e *Encoder) AddObject(k string, obj zapcore.ObjectMarshaler) error {
 	if !e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ContainerRoom) {
 		return nil
@@ -123,6 +127,7 @@ func (e *Encoder) AddBinary(k string, v []byte) {
 	}
 }
 
+// AddByteString writes v under key k, within the entry's budget.
 func (e *Encoder) AddByteString(k string, v []byte) {
 	if e.Plain(len(v)) {
 		if e.Room(len(k) + len(v) + 2*msgpenc.HeaderRoom) {
@@ -137,6 +142,7 @@ func (e *Encoder) AddByteString(k string, v []byte) {
 	}
 }
 
+// AddBool writes v under key k, within the entry's budget.
 func (e *Encoder) AddBool(k string, v bool) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + 1) {
 		e.Key(k)
@@ -144,6 +150,7 @@ func (e *Encoder) AddBool(k string, v bool) {
 	}
 }
 
+// AddComplex128 writes v under key k, within the entry's budget.
 func (e *Encoder) AddComplex128(k string, v complex128) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ComplexRoom) {
 		e.Key(k)
@@ -151,6 +158,7 @@ func (e *Encoder) AddComplex128(k string, v complex128) {
 	}
 }
 
+// AddComplex64 writes v under key k, within the entry's budget.
 func (e *Encoder) AddComplex64(k string, v complex64) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ComplexRoom) {
 		e.Key(k)
@@ -158,6 +166,7 @@ func (e *Encoder) AddComplex64(k string, v complex64) {
 	}
 }
 
+// AddDuration writes v under key k, within the entry's budget.
 func (e *Encoder) AddDuration(k string, v time.Duration) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ScalarRoom) {
 		e.Key(k)
@@ -165,6 +174,7 @@ func (e *Encoder) AddDuration(k string, v time.Duration) {
 	}
 }
 
+// AddFloat64 writes v under key k, within the entry's budget.
 func (e *Encoder) AddFloat64(k string, v float64) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ScalarRoom) {
 		e.Key(k)
@@ -172,6 +182,7 @@ func (e *Encoder) AddFloat64(k string, v float64) {
 	}
 }
 
+// AddFloat32 writes v under key k, within the entry's budget.
 func (e *Encoder) AddFloat32(k string, v float32) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ScalarRoom) {
 		e.Key(k)
@@ -179,6 +190,7 @@ func (e *Encoder) AddFloat32(k string, v float32) {
 	}
 }
 
+// AddInt64 writes v under key k, within the entry's budget.
 func (e *Encoder) AddInt64(k string, v int64) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ScalarRoom) {
 		e.Key(k)
@@ -186,6 +198,7 @@ func (e *Encoder) AddInt64(k string, v int64) {
 	}
 }
 
+// AddUint64 writes v under key k, within the entry's budget.
 func (e *Encoder) AddUint64(k string, v uint64) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ScalarRoom) {
 		e.Key(k)
@@ -193,6 +206,7 @@ func (e *Encoder) AddUint64(k string, v uint64) {
 	}
 }
 
+// AddString writes v under key k, within the entry's budget.
 func (e *Encoder) AddString(k, v string) {
 	if e.Plain(len(v)) {
 		if e.Room(len(k) + len(v) + 2*msgpenc.HeaderRoom) {
@@ -207,6 +221,7 @@ func (e *Encoder) AddString(k, v string) {
 	}
 }
 
+// AddTime writes v under key k, within the entry's budget.
 func (e *Encoder) AddTime(k string, v time.Time) {
 	if e.Room(len(k) + msgpenc.HeaderRoom + msgpenc.ScalarRoom) {
 		e.Key(k)
@@ -217,18 +232,37 @@ func (e *Encoder) AddTime(k string, v time.Time) {
 // AddReflected writes v through the reflection encoder (msgpenc.Reflector.Field).
 func (e *Encoder) AddReflected(k string, v any) error { return e.Field(k, v) }
 
-func (e *Encoder) AddInt(k string, v int)         { e.AddInt64(k, int64(v)) }
-func (e *Encoder) AddInt32(k string, v int32)     { e.AddInt64(k, int64(v)) }
-func (e *Encoder) AddInt16(k string, v int16)     { e.AddInt64(k, int64(v)) }
-func (e *Encoder) AddInt8(k string, v int8)       { e.AddInt64(k, int64(v)) }
-func (e *Encoder) AddUint(k string, v uint)       { e.AddUint64(k, uint64(v)) }
-func (e *Encoder) AddUint32(k string, v uint32)   { e.AddUint64(k, uint64(v)) }
-func (e *Encoder) AddUint16(k string, v uint16)   { e.AddUint64(k, uint64(v)) }
-func (e *Encoder) AddUint8(k string, v uint8)     { e.AddUint64(k, uint64(v)) }
+// AddInt writes v under key k as AddInt64 does.
+func (e *Encoder) AddInt(k string, v int) { e.AddInt64(k, int64(v)) }
+
+// AddInt32 writes v under key k as AddInt64 does.
+func (e *Encoder) AddInt32(k string, v int32) { e.AddInt64(k, int64(v)) }
+
+// AddInt16 writes v under key k as AddInt64 does.
+func (e *Encoder) AddInt16(k string, v int16) { e.AddInt64(k, int64(v)) }
+
+// AddInt8 writes v under key k as AddInt64 does.
+func (e *Encoder) AddInt8(k string, v int8) { e.AddInt64(k, int64(v)) }
+
+// AddUint writes v under key k as AddUint64 does.
+func (e *Encoder) AddUint(k string, v uint) { e.AddUint64(k, uint64(v)) }
+
+// AddUint32 writes v under key k as AddUint64 does.
+func (e *Encoder) AddUint32(k string, v uint32) { e.AddUint64(k, uint64(v)) }
+
+// AddUint16 writes v under key k as AddUint64 does.
+func (e *Encoder) AddUint16(k string, v uint16) { e.AddUint64(k, uint64(v)) }
+
+// AddUint8 writes v under key k as AddUint64 does.
+func (e *Encoder) AddUint8(k string, v uint8) { e.AddUint64(k, uint64(v)) }
+
+// AddUintptr writes v under key k as AddUint64 does.
 func (e *Encoder) AddUintptr(k string, v uintptr) { e.AddUint64(k, uint64(v)) }
 
 // ArrayEncoder, within the budget as the ObjectEncoder.
 
+// AppendArray appends arr to the open array as a msgpack array, within the entry's budget;
+// it returns arr's error, or nil past the budget without calling it.
 func (e *Encoder) AppendArray(arr zapcore.ArrayMarshaler) error {
 	if !e.Room(msgpenc.ElemRoom + msgpenc.ContainerRoom) {
 		return nil
@@ -237,6 +271,8 @@ func (e *Encoder) AppendArray(arr zapcore.ArrayMarshaler) error {
 	return e.Array(arr)
 }
 
+// AppendObject appends obj to the open array as a msgpack map, within the entry's budget;
+// it returns obj's error, or nil past the budget without calling it.
 func (e *Encoder) AppendObject(obj zapcore.ObjectMarshaler) error {
 	if !e.Room(msgpenc.ElemRoom + msgpenc.ContainerRoom) {
 		return nil
@@ -245,6 +281,7 @@ func (e *Encoder) AppendObject(obj zapcore.ObjectMarshaler) error {
 	return e.Object(obj)
 }
 
+// AppendBool appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendBool(v bool) {
 	if e.Room(msgpenc.ElemRoom + 1) {
 		e.Elem()
@@ -252,6 +289,7 @@ func (e *Encoder) AppendBool(v bool) {
 	}
 }
 
+// AppendByteString appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendByteString(v []byte) {
 	if e.Room(msgpenc.ElemRoom + e.StrBytesRoom(v)) {
 		e.Elem()
@@ -263,6 +301,7 @@ func (e *Encoder) AppendByteString(v []byte) {
 	}
 }
 
+// AppendComplex128 appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendComplex128(v complex128) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ComplexRoom) {
 		e.Elem()
@@ -270,6 +309,7 @@ func (e *Encoder) AppendComplex128(v complex128) {
 	}
 }
 
+// AppendComplex64 appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendComplex64(v complex64) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ComplexRoom) {
 		e.Elem()
@@ -277,6 +317,7 @@ func (e *Encoder) AppendComplex64(v complex64) {
 	}
 }
 
+// AppendDuration appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendDuration(v time.Duration) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ScalarRoom) {
 		e.Elem()
@@ -284,6 +325,7 @@ func (e *Encoder) AppendDuration(v time.Duration) {
 	}
 }
 
+// AppendFloat64 appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendFloat64(v float64) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ScalarRoom) {
 		e.Elem()
@@ -291,6 +333,7 @@ func (e *Encoder) AppendFloat64(v float64) {
 	}
 }
 
+// AppendFloat32 appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendFloat32(v float32) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ScalarRoom) {
 		e.Elem()
@@ -298,6 +341,7 @@ func (e *Encoder) AppendFloat32(v float32) {
 	}
 }
 
+// AppendInt64 appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendInt64(v int64) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ScalarRoom) {
 		e.Elem()
@@ -305,6 +349,7 @@ func (e *Encoder) AppendInt64(v int64) {
 	}
 }
 
+// AppendUint64 appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendUint64(v uint64) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ScalarRoom) {
 		e.Elem()
@@ -312,6 +357,7 @@ func (e *Encoder) AppendUint64(v uint64) {
 	}
 }
 
+// AppendString appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendString(v string) {
 	if e.Room(msgpenc.ElemRoom + e.StrRoom(v)) {
 		e.Elem()
@@ -323,6 +369,7 @@ func (e *Encoder) AppendString(v string) {
 	}
 }
 
+// AppendTime appends v to the open array, within the entry's budget.
 func (e *Encoder) AppendTime(v time.Time) {
 	if e.Room(msgpenc.ElemRoom + msgpenc.ScalarRoom) {
 		e.Elem()
@@ -348,12 +395,29 @@ func (e *Encoder) AppendTimeLayout(t time.Time, layout string) {
 // AppendReflected writes v through the reflection encoder (msgpenc.Reflector.Element).
 func (e *Encoder) AppendReflected(v any) error { return e.Element(v) }
 
-func (e *Encoder) AppendInt(v int)         { e.AppendInt64(int64(v)) }
-func (e *Encoder) AppendInt32(v int32)     { e.AppendInt64(int64(v)) }
-func (e *Encoder) AppendInt16(v int16)     { e.AppendInt64(int64(v)) }
-func (e *Encoder) AppendInt8(v int8)       { e.AppendInt64(int64(v)) }
-func (e *Encoder) AppendUint(v uint)       { e.AppendUint64(uint64(v)) }
-func (e *Encoder) AppendUint32(v uint32)   { e.AppendUint64(uint64(v)) }
-func (e *Encoder) AppendUint16(v uint16)   { e.AppendUint64(uint64(v)) }
-func (e *Encoder) AppendUint8(v uint8)     { e.AppendUint64(uint64(v)) }
+// AppendInt appends v to the open array as AppendInt64 does.
+func (e *Encoder) AppendInt(v int) { e.AppendInt64(int64(v)) }
+
+// AppendInt32 appends v to the open array as AppendInt64 does.
+func (e *Encoder) AppendInt32(v int32) { e.AppendInt64(int64(v)) }
+
+// AppendInt16 appends v to the open array as AppendInt64 does.
+func (e *Encoder) AppendInt16(v int16) { e.AppendInt64(int64(v)) }
+
+// AppendInt8 appends v to the open array as AppendInt64 does.
+func (e *Encoder) AppendInt8(v int8) { e.AppendInt64(int64(v)) }
+
+// AppendUint appends v to the open array as AppendUint64 does.
+func (e *Encoder) AppendUint(v uint) { e.AppendUint64(uint64(v)) }
+
+// AppendUint32 appends v to the open array as AppendUint64 does.
+func (e *Encoder) AppendUint32(v uint32) { e.AppendUint64(uint64(v)) }
+
+// AppendUint16 appends v to the open array as AppendUint64 does.
+func (e *Encoder) AppendUint16(v uint16) { e.AppendUint64(uint64(v)) }
+
+// AppendUint8 appends v to the open array as AppendUint64 does.
+func (e *Encoder) AppendUint8(v uint8) { e.AppendUint64(uint64(v)) }
+
+// AppendUintptr appends v to the open array as AppendUint64 does.
 func (e *Encoder) AppendUintptr(v uintptr) { e.AppendUint64(uint64(v)) }

@@ -1,4 +1,4 @@
-package fluentcore
+package stream
 
 // A stream's counts: what became of each entry it took in, for Stats, its metrics and the
 // recent windows of KeepRatio and Dropping.
@@ -12,40 +12,40 @@ import (
 	"github.com/fluentcore/fluentcore/internal/tagtable"
 )
 
-// streamCounts are a stream's counters of entries and their outcomes. An entry is counted
+// Counts are a stream's counters of entries and their outcomes. An entry is counted
 // in (shard.entries, by the writer under its shard's lock, or drop for one shed before the
 // write) before its outcome (delivered, spilled, or dropped by reason in its shard), and
 // every counter only grows; so read reads the outcomes before the entries, and Pending is
 // never negative. A logger tag's entries are counted for the tag too (tagtable.Table.Counters), the
 // stream's own tag's only in the stream's totals. Safe for concurrent use, but for recent,
 // which only the sink's clock rolls.
-type streamCounts struct {
-	id     streamID
+type Counts struct {
+	id     ID
 	tags   *tagtable.Table
 	shards *shards // each shard counts what its writers took in and dropped
 
-	delivered, spilled atomic.Uint64
-	deliveredBytes     atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
-	waits              atomic.Uint64 // err writes that found no room and waited
-	waitsOut           atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
+	Delivered, spilled atomic.Uint64
+	DeliveredBytes     atomic.Uint64 // the encoded entries' bytes of the batches delivered (the degrade policy's entry size)
+	Waits              atomic.Uint64 // err writes that found no room and waited
+	WaitsOut           atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
 
-	// recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
+	// Recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
 	// clock rolls once a second (roll).
-	recent        outcome.Window
-	flushInterval time.Duration // streamSettings.flushInterval: how long an entry may wait (stalled)
+	Recent        outcome.Window
+	flushInterval time.Duration // Settings.flushInterval: how long an entry may wait (stalled)
 }
 
-// newStreamCounts makes the counts of stream id over its shards, its recent windows
+// NewCounts makes the counts of stream id over its shards, its recent windows
 // starting at now.
-func newStreamCounts(id streamID, tags *tagtable.Table, ss *shards, flushInterval time.Duration, now time.Time) *streamCounts {
-	c := &streamCounts{id: id, tags: tags, shards: ss, flushInterval: flushInterval}
-	c.recent.Start(now)
+func NewCounts(id ID, tags *tagtable.Table, ss *shards, flushInterval time.Duration, now time.Time) *Counts {
+	c := &Counts{id: id, tags: tags, shards: ss, flushInterval: flushInterval}
+	c.Recent.Start(now)
 	return c
 }
 
 // entry counts an entry in: in its shard, as past Tags.Max if its logger's tag is, and in
 // its logger tag's counts.
-func (c *streamCounts) entry(sh *shard, tag tagtable.Ref) {
+func (c *Counts) entry(sh *shard, tag tagtable.Ref) {
 	sh.entries.Add(1)
 	if tag.Over {
 		sh.tagOverflow.Add(1)
@@ -55,8 +55,8 @@ func (c *streamCounts) entry(sh *shard, tag tagtable.Ref) {
 	}
 }
 
-// drop counts an entry of tag dropped before it reached a shard (in Check).
-func (c *streamCounts) drop(r outcome.Reason, tag tagtable.Ref) {
+// Drop counts an entry of tag dropped before it reached a shard (in Check).
+func (c *Counts) Drop(r outcome.Reason, tag tagtable.Ref) {
 	sh := &c.shards.all[rand.N(len(c.shards.all))]
 	sh.entries.Add(1)
 	sh.dropped[r].Add(1)
@@ -70,13 +70,13 @@ func (c *streamCounts) drop(r outcome.Reason, tag tagtable.Ref) {
 }
 
 // dropped counts an entry of tag the writer of sh dropped for why.
-func (c *streamCounts) dropped(sh *shard, why outcome.Reason, tag uint16) {
+func (c *Counts) dropped(sh *shard, why outcome.Reason, tag uint16) {
 	sh.dropped[why].Add(1)
 	c.droppedTag(tag, 1)
 }
 
 // droppedTag counts n entries of tag idx dropped (besides the stream's count by reason).
-func (c *streamCounts) droppedTag(idx uint16, n int) {
+func (c *Counts) droppedTag(idx uint16, n int) {
 	if tc := c.tags.Counters(idx); tc != nil {
 		tc.Dropped[c.id].Add(uint64(n))
 	}
@@ -84,9 +84,9 @@ func (c *streamCounts) droppedTag(idx uint16, n int) {
 
 // frameDelivered counts a frame delivered: its n entries of tag and their bytes, for the
 // stream and for its tag.
-func (c *streamCounts) frameDelivered(tag uint16, entries []byte, n int) {
-	c.deliveredBytes.Add(uint64(len(entries)))
-	c.delivered.Add(uint64(n))
+func (c *Counts) frameDelivered(tag uint16, entries []byte, n int) {
+	c.DeliveredBytes.Add(uint64(len(entries)))
+	c.Delivered.Add(uint64(n))
 	if tc := c.tags.Counters(tag); tc != nil {
 		tc.Delivered[c.id].Add(uint64(n))
 	}
@@ -94,7 +94,7 @@ func (c *streamCounts) frameDelivered(tag uint16, entries []byte, n int) {
 
 // recentCounts returns the stream's cumulative counts for its recent windows; the drops are
 // read before the entries, which count each entry first.
-func (c *streamCounts) recentCounts() outcome.Counts {
+func (c *Counts) recentCounts() outcome.Counts {
 	var rc outcome.Counts
 	for i := range c.shards.all {
 		sh := &c.shards.all[i]
@@ -112,18 +112,18 @@ func (c *streamCounts) recentCounts() outcome.Counts {
 	return rc
 }
 
-// roll is the sink's clock's: once a second of the clock it takes the stream's counts for
+// Roll is the sink's clock's: once a second of the clock it takes the stream's counts for
 // KeepRatio and Dropping. Only the clock's goroutine calls it.
-func (c *streamCounts) roll(now time.Time) {
-	if c.recent.Due(now) {
-		c.recent.Roll(now, c.recentCounts())
+func (c *Counts) Roll(now time.Time) {
+	if c.Recent.Due(now) {
+		c.Recent.Roll(now, c.recentCounts())
 	}
 }
 
 // read adds the entries and their drops to st, whose outcomes (Delivered, Spilled) the
 // caller read before, at now: Entries, Truncated, TagOverflow, Dropped, Pending, the recent
 // windows (Dropping false once the stream is closed) and the logger tags' counters.
-func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
+func (c *Counts) read(st *Stats, now time.Time, closed bool) {
 	cur := c.recentCounts()
 	var dropped [outcome.NumReasons]uint64
 	for i := range c.shards.all {
@@ -146,27 +146,27 @@ func (c *streamCounts) read(st *StreamStats, now time.Time, closed bool) {
 	if st.Entries > st.Delivered+lost {
 		st.Pending = st.Entries - st.Delivered - lost
 	}
-	st.recent = cur.Minus(c.recent.Before(now, outcome.KeepWindow))
-	st.KeepRatio = outcome.KeepRatio(st.recent)
+	st.Recent = cur.Minus(c.Recent.Before(now, outcome.KeepWindow))
+	st.KeepRatio = outcome.KeepRatio(st.Recent)
 	// A closed stream drops nothing for backpressure any more, and its clock, which moves
 	// the window, has stopped: it reads false rather than its last second for ever.
-	st.Dropping = !closed && cur.Minus(c.recent.Before(now, outcome.DropWindow)).Pressed > 0
-	st.Tags = tagStatsOf(c.tags.Stats(int(c.id)))
+	st.Dropping = !closed && cur.Minus(c.Recent.Before(now, outcome.DropWindow)).Pressed > 0
+	st.Tags = c.tags.Stats(int(c.id))
 }
 
-// stallAfter is how long a stream that holds entries may deliver nothing before Stats
+// StallAfter is how long a stream that holds entries may deliver nothing before Stats
 // reports its Capacity as 0: more than the gaps between a healthy sender's frames, less than
 // a scrape interval.
-const stallAfter = time.Second
+const StallAfter = time.Second
 
 // stalled reports whether the stream delivers nothing at now, by st: an entry has waited
 // longer than Transport.FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
-func (c *streamCounts) stalled(now time.Time, st *StreamStats) bool {
-	if st.Pending == 0 || st.OldestPending <= c.flushInterval+stallAfter {
+func (c *Counts) stalled(now time.Time, st *Stats) bool {
+	if st.Pending == 0 || st.OldestPending <= c.flushInterval+StallAfter {
 		return false
 	}
 	for _, sv := range st.Servers {
-		if now.Sub(sv.LastDelivery) <= stallAfter {
+		if now.Sub(sv.LastDelivery) <= StallAfter {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package fluentcore
+package stream
 
 // A stream's shards: each one open batch, the encoder that writes into it and its lock, and
 // the choice of a shard for a writer (shards.lock).
@@ -16,7 +16,7 @@ import (
 )
 
 // shard is one open batch and the encoder that writes into it, under its lock, with the
-// counts of the entries its writers took in (read by streamCounts, summed over the shards:
+// counts of the entries its writers took in (read by Counts, summed over the shards:
 // a counter per shard is never shared by the writers of another).
 type shard struct {
 	mu        sync.Mutex
@@ -66,7 +66,7 @@ func (sh *shard) release() {
 }
 
 // counts reads the shard's entries taken in (every entry its writers counted less those
-// Check shed before the write, streamCounts.drop) and held (less every drop). The drops are
+// Check shed before the write, Counts.Drop) and held (less every drop). The drops are
 // read before the entries, each of which is counted before its drop: an entry is never held
 // and dropped at once, though taken may read one high.
 func (sh *shard) counts() (taken, held uint64) {

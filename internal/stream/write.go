@@ -1,7 +1,7 @@
-package fluentcore
+package stream
 
 // The write path: a caller's entry is encoded into the open batch of a shard under the
-// shard's lock. Contract with the ring (stream_batches.go): takeFor for a batch, seal for a
+// shard's lock. Contract with the ring (batches.go): takeFor for a batch, seal for a
 // full one; nothing here waits on I/O except an err entry's bounded wait for a free batch.
 // An entry that passes its budget (msgpenc's Appender) gives the shard up at once: the
 // encoder reports it to the shard (OverBudget), which releases itself; the entry is then
@@ -28,7 +28,7 @@ const (
 	overBudget                      // the entry passed its budget; the shard is released
 )
 
-// write appends one entry to the stream. Info entries that find no free batch are dropped
+// Write appends one entry to the stream. Info entries that find no free batch are dropped
 // (queue_full); err entries wait up to Err.MaxWait for one and are spilled after that. While
 // every connection fails, the wait lasts only until the sender has moved the queued batches
 // to the spill. While the sender is stuck in one attempt (stuckSince), failing or not, no
@@ -36,17 +36,17 @@ const (
 // entry that finds no room is spilled without waiting.
 //
 // An entry is the caller's ctx, ent and fields, and once it has been cut down to size
-// without a lock, cut, its bytes (which the write path then copies). They travel as
+// without a lock, cut, its bytes (which the Write path then copies). They travel as
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap: a logging call allocates nothing.
-func (s *stream) write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
+func (s *Stream) Write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
 	s.writeIn(s.shards.lock(tag.Idx), ctx, tag, ent, fields)
 }
 
 // writeIn is write into shard i, which shards.lock picked and locked for the writer.
-func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
+func (s *Stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
 	sh := &s.shards.all[i]
-	s.counts.entry(sh, tag)
+	s.Counts.entry(sh, tag)
 	var cut []byte
 	var deadline time.Time
 	yielded := false
@@ -62,7 +62,7 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapc
 		}
 		switch status {
 		case written:
-			s.policy.written()
+			s.policy.Written()
 			return
 		case overBudget:
 			var again bool
@@ -76,7 +76,7 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapc
 			return
 		case needBatch:
 			maxWait := s.over.roomWait()
-			if maxWait <= 0 && !yielded && !s.senders.failing() {
+			if maxWait <= 0 && !yielded && !s.Senders.Failing() {
 				// Before it drops, a writer yields the processor once and tries again:
 				// writers finding the buffer full flat out must leave the senders, which
 				// free batches, their share of the CPU, however few there are. Not while
@@ -106,11 +106,11 @@ func (s *stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapc
 // not cut oversized entries drops it as too large; otherwise it is cut down to size, and
 // cutOversized returns the cut and true for the caller to write it, unless it cannot be
 // encoded (dropped) or its head alone is too large (lost as far as cut), which return false.
-func (s *stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
+func (s *Stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field) ([]byte, bool) {
 	if !s.over.cutsOversized() {
 		s.weights.discard(enc, ent, tag)
 		s.weights.lost(ent, tag)
-		s.counts.dropped(sh, outcome.TooLarge, tag)
+		s.Counts.dropped(sh, outcome.TooLarge, tag)
 		sh.mu.Lock()
 		s.giveBackEmptyReserve(sh)
 		sh.mu.Unlock()
@@ -118,7 +118,7 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *z
 	}
 	cut, fits := enc.CutShort(ctx, ent, fields, s.entryCap)
 	if cut == nil {
-		s.counts.dropped(sh, outcome.EncodeError, tag)
+		s.Counts.dropped(sh, outcome.EncodeError, tag)
 		return nil, false
 	}
 	if !fits {
@@ -134,11 +134,11 @@ func (s *stream) cutOversized(sh *shard, tag uint16, enc *zapenc.Encoder, ctx *z
 // the entry's, zero at its first wait: the end of every later wait. It returns the deadline
 // and true once a batch is in the shard, for the caller to write again; false once the
 // entry is lost (spilled) because the deadline passed.
-func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, maxWait time.Duration, deadline time.Time) (time.Time, bool) {
+func (s *Stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, maxWait time.Duration, deadline time.Time) (time.Time, bool) {
 	if deadline.IsZero() {
 		now := s.clock.Now()
 		deadline = now.Add(maxWait)
-		if at := s.senders.stuckSince(); at != 0 {
+		if at := s.Senders.stuckSince(); at != 0 {
 			// The sender has been in one attempt since at (a dial, a write, an ack
 			// that does not come), which may last its whole timeout: it frees no
 			// batch before then. No caller waits past at + maxWait, so the waits of
@@ -153,15 +153,15 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *za
 				return deadline, false
 			}
 		}
-		s.counts.waits.Add(1)
+		s.Counts.Waits.Add(1)
 	}
-	if s.senders.failing() {
+	if s.Senders.Failing() {
 		// The sender packs the queued batches, or moves them to the spill, at once:
 		// the wait below ends as soon as that frees a batch, and order is kept.
 		s.over.noRoom()
 	}
 	if !s.waitForBatch(sh, deadline) {
-		s.counts.waitsOut.Add(1)
+		s.Counts.WaitsOut.Add(1)
 		s.lose(sh, outcome.QueueFull, tag, ctx, ent, fields, cut)
 		return deadline, false
 	}
@@ -169,18 +169,18 @@ func (s *stream) waitForRoom(sh *shard, tag uint16, ctx *zapenc.Context, ent *za
 }
 
 // lose accounts for an entry the stream cannot carry: spilled, or dropped for why.
-func (s *stream) lose(sh *shard, why outcome.Reason, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
+func (s *Stream) lose(sh *shard, why outcome.Reason, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) {
 	if s.over.spillEntry(sh, tag, ctx, *ent, fields, cut) {
 		return
 	}
 	s.weights.lost(ent, tag) // its weight passes to its key's next kept entry
-	s.counts.dropped(sh, why, tag)
+	s.Counts.dropped(sh, why, tag)
 }
 
 // tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
 // shard has none. The caller holds the shard's lock; tryWriteLocked releases it (or the
 // entry did: overBudget, with the encoder that holds it).
-func (s *stream) tryWriteLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
+func (s *Stream) tryWriteLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
 	status, enc := s.tryAppendLocked(sh, tag, ctx, ent, fields, cut)
 	if status != overBudget {
 		sh.mu.Unlock()
@@ -188,8 +188,8 @@ func (s *stream) tryWriteLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent 
 	return status, enc
 }
 
-func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
-	if s.closed.Load() {
+func (s *Stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
+	if s.Closed.Load() {
 		return streamClosed, nil
 	}
 	if b := sh.cur; b != nil && b.N > 0 && b.Tag != tag && !s.mayTake(ent, tag) {
@@ -212,7 +212,7 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent
 			return needBatch, nil
 		}
 		s.shards.open(sh, b)
-	} else if sh.cur.Reserved && !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
+	} else if sh.cur.Reserved && !s.policy.KeepsWhole(ent.Level, tag, ent.Message) {
 		// The shard holds the reserve, which this entry may not fill: once the buffer has
 		// room again, the reserve is sealed with what it holds and the shard moves on.
 		if !s.mayTake(ent, tag) {
@@ -236,10 +236,10 @@ func (s *stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent
 // dropUnwritten drops an entry of tag appendLocked encoded into sh's open batch (cut back
 // to where the entry began) and could not keep: counted for why, its weight passed on, and
 // the batch given back if it was a reserve taken for this entry.
-func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *zapenc.Encoder, ent *zapcore.Entry, why outcome.Reason) {
+func (s *Stream) dropUnwritten(sh *shard, tag uint16, enc *zapenc.Encoder, ent *zapcore.Entry, why outcome.Reason) {
 	s.weights.discard(enc, ent, tag)
 	s.weights.lost(ent, tag)
-	s.counts.dropped(sh, why, tag)
+	s.Counts.dropped(sh, why, tag)
 	enc.Trim()
 	s.giveBackEmptyReserve(sh)
 }
@@ -248,13 +248,13 @@ func (s *stream) dropUnwritten(sh *shard, tag uint16, enc *zapenc.Encoder, ent *
 // that holds nothing: the entry it was taken for was dropped (too large, or not encodable),
 // and left open it would hold the reserve until a writer came back to sh, which for a
 // rarely used logger tag's shard may be never. The caller holds sh's lock.
-func (s *stream) giveBackEmptyReserve(sh *shard) {
+func (s *Stream) giveBackEmptyReserve(sh *shard) {
 	if b := sh.cur; b != nil && b.Reserved && b.N == 0 {
 		s.shards.close(sh)
-		s.reserve.unreserve(b)
+		s.Reserve.unreserve(b)
 		s.floors.unclaim(b)
-		s.reserve.given.Add(1) // before it is free: usage must not count it twice
-		s.ring.Put(b)
+		s.Reserve.given.Add(1) // before it is free: usage must not count it twice
+		s.Ring.Put(b)
 	}
 }
 
@@ -264,11 +264,11 @@ func (s *stream) giveBackEmptyReserve(sh *shard) {
 // one entry's encoding, and such an entry is owed the room it was counted into. While no
 // shard holds an open batch (shards.opened), as when the receiver is gone and every batch
 // is queued, it touches no shard at all: a full stream makes a call cheaper, not dearer.
-func (s *stream) writeElsewhere(i int, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
+func (s *Stream) writeElsewhere(i int, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
 	if s.shards.opened.Load() == 0 {
 		return needBatch, nil
 	}
-	wait := s.policy.roomAdmitted()
+	wait := s.policy.RoomAdmitted()
 	for pass := 0; pass < 2; pass++ {
 		for k := 1; k < len(s.shards.all); k++ {
 			o := &s.shards.all[(i+k)%len(s.shards.all)]
@@ -279,7 +279,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *zapenc.Context, ent *zap
 				o.mu.Lock()
 			}
 			status, enc := needBatch, (*zapenc.Encoder)(nil)
-			if o.cur != nil && o.cur.Accepts(tag) && (o.cur.Tag == tag || s.mayTake(ent, tag)) && !s.closed.Load() && (!o.cur.Reserved || s.policy.keepsWhole(ent.Level, tag, ent.Message)) {
+			if o.cur != nil && o.cur.Accepts(tag) && (o.cur.Tag == tag || s.mayTake(ent, tag)) && !s.Closed.Load() && (!o.cur.Reserved || s.policy.KeepsWhole(ent.Level, tag, ent.Message)) {
 				status, enc = s.appendLocked(o, tag, ctx, ent, fields, cut, false)
 			}
 			if status != overBudget {
@@ -303,7 +303,7 @@ func (s *stream) writeElsewhere(i int, tag uint16, ctx *zapenc.Context, ent *zap
 // writeElsewhere). An entry that passes its
 // budget, or that capEntry cannot cut, releases the shard and reports overBudget with the
 // encoder that holds it.
-func (s *stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *zapenc.Encoder) {
+func (s *Stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *zapenc.Encoder) {
 	b := sh.cur
 	start := len(b.Buf)
 	enc := sh.enc
@@ -387,14 +387,14 @@ func (s *stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *z
 // waitForBatch blocks (without any lock) until a batch is free or the deadline passes (on
 // the stream's clock, whose ticker ends the wait), and installs the batch in the shard. It
 // reports false on timeout.
-func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
+func (s *Stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	d := deadline.Sub(s.clock.Now())
 	if d <= 0 {
 		return false
 	}
 	t := s.clock.NewTicker(d) // the clock's: a test's clock decides when the wait ends
 	defer t.Stop()
-	b := s.ring.Take(t.C)
+	b := s.Ring.Take(t.C)
 	if b == nil {
 		return false
 	}
@@ -403,7 +403,7 @@ func (s *stream) waitForBatch(sh *shard, deadline time.Time) bool {
 		s.shards.open(sh, b) // its tag is set by the writer that finds it (tryAppendLocked)
 		sh.takes.Add(1)
 	} else {
-		s.ring.Put(b) // another writer refilled the shard meanwhile
+		s.Ring.Put(b) // another writer refilled the shard meanwhile
 	}
 	sh.mu.Unlock()
 	return true

@@ -1,11 +1,7 @@
 package fluentcore
 
 import (
-	"context"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,53 +9,6 @@ import (
 	"github.com/fluentcore/fluentcore/internal/testkit"
 	"go.uber.org/zap"
 )
-
-// The sender allocates nothing per frame once connected. An allocating goroutine is made to
-// assist the garbage collector, and under a flood of allocating loggers the sender was parked
-// in those assists for most of the time, so delivery collapsed (bench: cmd/throughput -g 1024).
-func TestSenderAllocatesNothingPerFrame(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer ln.Close()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(io.Discard, c) // until the client closes
-	}()
-	s := settingsFor(Config{Addr: ln.Addr().String()})
-	// A stream whose sender is this test: deliver is what run calls for the batches it takes.
-	st := newTestStream(s, 1<<20, newInfoPolicy(s.degrade, s.clock, nil, nil), newForwarder(s.connFor(infoStream)))
-	defer st.senders[0].fwd.Close()
-	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
-	frame := func() {
-		b := st.ring.Take(nil)
-		b.Buf = append(b.Buf, entry...)
-		b.N = 1
-		st.ring.Seal(b)
-		b = <-st.ring.Queue()
-		snd := st.senders[0]
-		snd.out = append(snd.out, b)
-		if !snd.deliver(context.Background()) {
-			t.Fatal("not delivered")
-		}
-	}
-	frame() // connects
-	if st.sends.sentBatches.Load() != 1 {
-		t.Fatalf("sent %d batches", st.sends.sentBatches.Load())
-	}
-	if a := steadyAllocs(200, frame); a != 0 {
-		t.Fatalf("the sender allocates %.1f times per frame", a)
-	}
-}
 
 // A receiver down for a while, then back: every err entry logged meanwhile is delivered,
 // each once, and none went to the fallback while the budget had room.
@@ -107,7 +56,7 @@ func TestOutageThenRecoveryDeliversEverythingOnce(t *testing.T) {
 // however many attempts fail while the clock stands still, and goes to Spill.Fallback (spillDue)
 // as soon as the clock is moved past Spill.After, with no hour of real time passing.
 func TestSpillAfterIsReadOnTheInjectedClock(t *testing.T) {
-	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	fb := new(fallbackLog)
 	core := NewWithClock(Config{
 		Addr:      downAddr(t),
@@ -123,30 +72,9 @@ func TestSpillAfterIsReadOnTheInjectedClock(t *testing.T) {
 		t.Fatalf("spilled %d (Spill.Fallback %d) with the clock still: Spill.After was not read on it", st.Spilled, fb.count())
 	}
 
-	clk.add(time.Hour)
+	clk.Add(time.Hour)
 	waitUntil(t, "the entry in Spill.Fallback once the clock passed Spill.After", func() bool { return fb.count() == 1 })
 	if st := core.Stats().Err; st.Spilled != 1 || st.Delivered != 0 {
 		t.Errorf("spilled %d, delivered %d; want 1 and 0", st.Spilled, st.Delivered)
 	}
 }
-
-// manualClock is a zapcore.Clock whose time moves only when the test says (add). Its tickers
-// are real ones: the sink Resets them, which only a ticker of time.NewTicker allows.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *manualClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }

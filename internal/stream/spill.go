@@ -1,4 +1,4 @@
-package fluentcore
+package stream
 
 // What a stream cannot carry: the info stream drops it, counted by reason (dropOverflow); the
 // err stream waits for room, cuts what is too large and spills the rest (errSpill): to the
@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// overflow is what a stream does with what it cannot carry, as its write path, its Close
+// Overflow is what a stream does with what it cannot carry, as its write path, its Close
 // and its flush policy ask: the info stream's (dropOverflow) drops it, the err stream's
 // (errSpill) waits, cuts and spills.
-type overflow interface {
+type Overflow interface {
 	// roomWait is how long a writer that finds no free batch may wait for one; 0: not at
 	// all, the entry is lost at once.
 	roomWait() time.Duration
@@ -42,15 +42,15 @@ type overflow interface {
 	// sealsNow reports whether the clock seals partly filled batches at now whatever the
 	// senders (snds) are doing: when sealed batches leave at once, to the spill. failing:
 	// every connection fails.
-	sealsNow(now time.Time, failing bool, snds senders) bool
+	sealsNow(now time.Time, failing bool, snds Senders) bool
 }
 
-// spillRoute is where a sender's batches go that cannot be delivered, as the sender asks
+// SpillRoute is where a sender's batches go that cannot be delivered, as the sender asks
 // at each step: the info stream's (dropOverflow) has none, and its sender only retries; the err
 // stream's (errSpill) is the spill, which may also be the queue (replay).
-type spillRoute interface {
+type SpillRoute interface {
 	// signals are what the sender listens to besides its queue and its acks (see
-	// errPolicy); nil channels, never ready, for a route without them.
+	// ErrPolicy); nil channels, never ready, for a route without them.
 	signals() (wake, spillKick <-chan struct{}, evacuate <-chan chan struct{})
 	// replay sends what the spill holds while it is the queue; active: it was (the sender
 	// starts over), ok false: ctx was cancelled.
@@ -72,10 +72,10 @@ type spillRoute interface {
 	spillBatch(b *ring.Batch) bool
 }
 
-// carrier builds a stream's overflow and its senders' route over the stream's ring, the
-// stream (view) and its clock: dropsAll for the info stream, (*errPolicy).carry for the
+// Carrier builds a stream's overflow and its senders' route over the stream's ring, the
+// stream (view) and its clock: dropsAll for the info stream, (*ErrPolicy).carry for the
 // err stream.
-type carrier func(r *ring.Ring, view streamView, clock zapcore.Clock) (overflow, spillRoute)
+type Carrier func(r *ring.Ring, view streamView, clock zapcore.Clock) (Overflow, SpillRoute)
 
 // dropOverflow is the info stream's overflow and route: it waits for nothing, cuts nothing
 // and spills nothing; what it cannot carry is dropped, counted by reason (queue_full,
@@ -83,8 +83,8 @@ type carrier func(r *ring.Ring, view streamView, clock zapcore.Clock) (overflow,
 // the degrade policy spends on entries.
 type dropOverflow struct{}
 
-// dropsAll is the info stream's carrier.
-func dropsAll(*ring.Ring, streamView, zapcore.Clock) (overflow, spillRoute) {
+// DropsAll is the info stream's carrier.
+func DropsAll(*ring.Ring, streamView, zapcore.Clock) (Overflow, SpillRoute) {
 	return dropOverflow{}, dropOverflow{}
 }
 
@@ -95,7 +95,7 @@ func (dropOverflow) spillEntry(*shard, uint16, *zapenc.Context, zapcore.Entry, [
 	return false
 }
 func (dropOverflow) spillBatch(*ring.Batch) bool                  { return false }
-func (dropOverflow) sealsNow(time.Time, bool, senders) bool       { return false }
+func (dropOverflow) sealsNow(time.Time, bool, Senders) bool       { return false }
 func (dropOverflow) replay(context.Context, *sender) (bool, bool) { return false, true }
 func (dropOverflow) kicked(context.Context, *sender) (bool, bool) { return false, true }
 func (dropOverflow) stuck(*sender) (bool, <-chan time.Time, bool) { return false, nil, false }
@@ -110,21 +110,21 @@ func (dropOverflow) signals() (wake, spillKick <-chan struct{}, evacuate <-chan 
 }
 
 // errSpill is the err stream's overflow and route: no entry is lost silently. Its policy
-// (errPolicy) says how long a writer waits and where the spill is; errSpill moves what the
+// (ErrPolicy) says how long a writer waits and where the spill is; errSpill moves what the
 // stream cannot carry there, in order: an entry no batch could take, the batches that have
 // failed for Spill.After or that were pending while the sender waited Spill.After for an ack
 // (stuck), and everything at a DPanic, Panic or Fatal (evacuate). With Spill.Dir the spill
 // is then the queue until it is empty (replay). Only the err sender calls its route, but
 // for spillEntry, which writers call.
 type errSpill struct {
-	p      *errPolicy
+	p      *ErrPolicy
 	ring   *ring.Ring
 	stream streamView
 	clock  zapcore.Clock
 }
 
-// carry is the err stream's carrier: errSpill over its ring.
-func (p *errPolicy) carry(r *ring.Ring, view streamView, clock zapcore.Clock) (overflow, spillRoute) {
+// Carry is the err stream's carrier: errSpill over its ring.
+func (p *ErrPolicy) Carry(r *ring.Ring, view streamView, clock zapcore.Clock) (Overflow, SpillRoute) {
 	e := &errSpill{p: p, ring: r, stream: view, clock: clock}
 	return e, e
 }
@@ -144,8 +144,8 @@ func (e *errSpill) signals() (wake, spillKick <-chan struct{}, evacuate <-chan c
 // spill (which frees them, and an entry there survives a crash), or, without one, to
 // Spill.Fallback once they have failed for Spill.After; and whether failing or not, while its
 // sender has been stuck in one attempt for Spill.After (stuckPast).
-func (e *errSpill) sealsNow(now time.Time, failing bool, snds senders) bool {
-	return failing && e.sealsWhileFailing(snds.disconnectedFor(now)) || e.stuckPast(now, snds)
+func (e *errSpill) sealsNow(now time.Time, failing bool, snds Senders) bool {
+	return failing && e.sealsWhileFailing(snds.DisconnectedFor(now)) || e.stuckPast(now, snds)
 }
 
 func (e *errSpill) sealsWhileFailing(failingFor time.Duration) bool {
@@ -155,7 +155,7 @@ func (e *errSpill) sealsWhileFailing(failingFor time.Duration) bool {
 // stuckPast reports whether, at now, the sender (snds) has been stuck in one attempt
 // (stuckSince) for Spill.After: its pending batches go to the spill (stuck), and so do
 // those sealed while it lasts.
-func (e *errSpill) stuckPast(now time.Time, snds senders) bool {
+func (e *errSpill) stuckPast(now time.Time, snds Senders) bool {
 	at := snds.stuckSince()
 	return at != 0 && now.Sub(time.Unix(0, at)) >= e.p.spillAfter
 }
@@ -213,7 +213,7 @@ func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *zapenc.Context, ent za
 	if wasCut {
 		err = e.p.appendBatch(e.stream.tagOf(tag), cut, 1)
 	} else {
-		wasCut, err = e.p.spillEntry(e.stream.tagOf(tag), ctx, &ent, fields)
+		wasCut, err = e.p.SpillEntry(e.stream.tagOf(tag), ctx, &ent, fields)
 	}
 	if wasCut && err == nil {
 		sh.truncated.Add(1)
@@ -231,7 +231,7 @@ func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *zapenc.Context, ent za
 func (e *errSpill) evacuate(snd *sender, done chan struct{}) {
 	snd.fwd.Reclaim()
 	snd.requeue()
-	e.stream.flush()
+	e.stream.Flush()
 	e.drainToSpill(snd)
 	close(done)
 }
@@ -267,15 +267,15 @@ func (e *errSpill) spillSealed(b *ring.Batch) {
 // countSpill counts n entries by what the spill said: spilled, or dropped with the reason
 // (the spill chain has written them to Spill.Fallback where it could): never silently. tag is
 // the entries' logger tag.
-func (s *stream) countSpill(err error, n int, tag uint16) {
+func (s *Stream) countSpill(err error, n int, tag uint16) {
 	if err != nil {
-		s.counts.droppedTag(tag, n)
+		s.Counts.droppedTag(tag, n)
 	}
 	switch {
 	case err == nil:
-		s.counts.spilled.Add(uint64(n))
+		s.Counts.spilled.Add(uint64(n))
 		if c := s.tags.Counters(tag); c != nil {
-			c.Spilled[s.id].Add(uint64(n))
+			c.Spilled[s.ID].Add(uint64(n))
 		}
 	case errors.Is(err, spill.ErrFull):
 		s.shards.all[0].dropped[outcome.SpillFull].Add(uint64(n))
@@ -349,7 +349,7 @@ func (e *errSpill) spillWhileWaiting(ctx context.Context, snd *sender, d time.Du
 // entries once it has lasted Err.MaxWait and the buffers are full). Before that it returns
 // the channel that fires when they are due; past it, with nothing left to move, past, and
 // the frames in flight keep waiting for their acks (an ack that comes delivers a
-// duplicate: StreamStats.Duplicated). While no attempt is under way it does nothing.
+// duplicate: Stats.Duplicated). While no attempt is under way it does nothing.
 func (e *errSpill) stuck(snd *sender) (spilled bool, due <-chan time.Time, past bool) {
 	at := snd.fwd.Status().StuckSince()
 	if at == 0 {

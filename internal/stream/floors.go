@@ -1,8 +1,8 @@
-package fluentcore
+package stream
 
-// What the write path asks besides the ring: its policy (admission), and which free batch
+// What the write path asks besides the ring: its policy (Admission), and which free batch
 // a writer may take: the logger tags' floors (tagFloors) and the reserve kept for the
-// entries the policy keeps whole (reserve). stream.takeFor asks all three.
+// entries the policy keeps whole (reserve). Stream.takeFor asks all three.
 
 import (
 	"sync/atomic"
@@ -12,30 +12,30 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// admission is what the write path tells a stream's policy and asks it: the info stream's
-// (infoPolicy, degrade.go) counts what it admitted against the room left, keeps a reserve
+// Admission is what the write path tells a stream's policy and asks it: the info stream's
+// (the root's infoPolicy, degrade.go) counts what it admitted against the room left, keeps a reserve
 // for the keys it keeps whole and wakes the clock early as the queue fills; the err
-// stream's (errPolicy, err_spill.go) keeps every entry whole, reserves nothing and wakes
+// stream's (ErrPolicy, err_policy.go) keeps every entry whole, reserves nothing and wakes
 // its sender at each write. It is told what happened and answers; it never reaches back
 // into the stream.
-type admission interface {
-	// written is told of each entry put in a batch, and freed of the entries of each batch
+type Admission interface {
+	// Written is told of each entry put in a batch, and Freed of the entries of each batch
 	// that leaves the buffer (delivered, spilled or dropped).
-	written()
-	freed(entries int)
-	// roomAdmitted reports whether the entries the stream gets now were admitted against
+	Written()
+	Freed(entries int)
+	// RoomAdmitted reports whether the entries the stream gets now were admitted against
 	// the room it has left: then a writer that finds no free batch waits for the other
 	// shards' locks rather than skip them (writeElsewhere).
-	roomAdmitted() bool
-	// wakes reports whether a batch sealed with this share of the budget queued wakes the
+	RoomAdmitted() bool
+	// Wakes reports whether a batch sealed with this share of the budget queued wakes the
 	// policy: the stream then calls wakeWith with the entries it has taken in so far.
-	wakes(queuedShare float64) bool
-	wakeWith(taken uint64)
-	// reserves reports whether the stream's reserve of free batches (reserve) goes only to
+	Wakes(queuedShare float64) bool
+	WakeWith(taken uint64)
+	// Reserves reports whether the stream's reserve of free batches (reserve) goes only to
 	// entries keepsWhole reports true for (see takeFor): room that a flood the policy thins
 	// cannot fill.
-	reserves() bool
-	keepsWhole(level zapcore.Level, tag uint16, msg string) bool
+	Reserves() bool
+	KeepsWhole(level zapcore.Level, tag uint16, msg string) bool
 }
 
 // tagFloors counts the batches each logger tag holds and keeps the last free ones from a
@@ -114,7 +114,7 @@ func (f *tagFloors) unclaim(b *ring.Batch) {
 // twice. Safe for concurrent use; a batch's mark is changed by whoever holds it.
 type reserve struct {
 	ring  *ring.Ring
-	admit admission
+	admit Admission
 	n     int   // batches kept: reserveOf the stream's
 	bytes int64 // their room: n batches up to sealAt
 	open  atomic.Int32
@@ -135,7 +135,7 @@ func reserveOf(nbatches int) int {
 }
 
 // newReserve makes the reserve of the batches of r, sealed at sealAt, for admit.
-func newReserve(r *ring.Ring, admit admission, sealAt int) *reserve {
+func newReserve(r *ring.Ring, admit Admission, sealAt int) *reserve {
 	n := reserveOf(len(r.Batches()))
 	return &reserve{ring: r, admit: admit, n: n, bytes: int64(n * sealAt)}
 }
@@ -161,14 +161,14 @@ func (rs *reserve) unreserve(b *ring.Batch) {
 	}
 }
 
-// room is the room of the batches held in reserve now, which a flood the policy thins
+// Room is the room of the batches held in reserve now, which a flood the policy thins
 // cannot take; the shedder's margin is this. Not the logger tags' floor (tagFloors),
 // though a flooding tag cannot take it either: the floor is kept from one tag for the
 // others, and counted as margin it would lower the step's budget for every tag, thinning
 // the other tags' entries too. The flood's entries past the floor are dropped as
 // queue_full instead.
-func (rs *reserve) room() int64 {
-	if rs.n == 0 || !rs.admit.reserves() {
+func (rs *reserve) Room() int64 {
+	if rs.n == 0 || !rs.admit.Reserves() {
 		return 0
 	}
 	return rs.bytes

@@ -1,15 +1,16 @@
-package fluentcore
+package stream
 
 // The senders: one goroutine per connection of the stream takes sealed batches, frames them
-// through its forwarder (forward.go) and finishes each once delivered (with Info.Acks, when
+// through its forwarder (internal/forward) and finishes each once delivered (with Info.Acks, when
 // its ack comes); after a failure it waits its backoff and sends the same batches again.
 // The time of their attempts and failures, and so Spill.After's, is the stream's clock
-// (streamSettings.clock); their waits are plain timers.
+// (Settings.Clock); their waits are plain timers.
 
 import (
 	"cmp"
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +29,7 @@ type streamView interface {
 	tagOf(idx uint16) string
 	countDelivered(tag uint16, entries []byte, n int)
 	countSpill(err error, n int, tag uint16)
-	flush()
+	Flush()
 }
 
 // sender is one of a stream's connections and the goroutine that sends on it (run). Its
@@ -54,7 +55,7 @@ type sender struct {
 
 	ring   *ring.Ring  // the stream's batches
 	stream streamView  // the stream's, for framing and counting
-	route  spillRoute  // where batches go that cannot be delivered: the err stream's spill, or nowhere
+	route  SpillRoute  // where batches go that cannot be delivered: the err stream's spill, or nowhere
 	flush  *flusher    // the stream's flush policy, which a sender done sending or woken asks
 	counts *sendCounts // the stream's counters, which its senders share
 	clock  zapcore.Clock
@@ -63,7 +64,7 @@ type sender struct {
 
 // newSender returns a sender on fwd for a stream of the ring r, whose connections hold at
 // most window frames in flight together.
-func newSender(fwd *forward.Forwarder, r *ring.Ring, view streamView, route spillRoute, fl *flusher, counts *sendCounts, clock zapcore.Clock, window int) *sender {
+func newSender(fwd *forward.Forwarder, r *ring.Ring, view streamView, route SpillRoute, fl *flusher, counts *sendCounts, clock zapcore.Clock, window int) *sender {
 	nb := len(r.Batches())
 	return &sender{fwd: fwd, bo: fwd.NewBackoff(), out: make([]*ring.Batch, 0, nb), spare: make([]*ring.Batch, 0, nb),
 		ring: r, stream: view, route: route, flush: fl, counts: counts, clock: clock, window: window}
@@ -278,6 +279,9 @@ func (snd *sender) post(ctx context.Context) bool {
 	return true
 }
 
+// Forwarder returns the connection snd sends on.
+func (snd *sender) Forwarder() *forward.Forwarder { return snd.fwd }
+
 // sendFrame sends one frame that is no batch of the ring (the durable spill's replay) on
 // snd's connection, waiting for its ack (no frame may be in flight), and counts it.
 func (snd *sender) sendFrame(ctx context.Context, tag string, entries []byte, n int) bool {
@@ -458,17 +462,43 @@ func (c *sendCounts) observe(start time.Time) {
 	c.duration.Observe(c.clock.Now().Sub(start).Seconds())
 }
 
-// senders are a stream's senders, one per connection, made once with the stream; the err
+// Senders are a stream's senders, one per connection, made once with the stream; the err
 // stream has one. Its methods read the connections' status and are safe for concurrent use.
-type senders []*sender
+type Senders []*sender
 
-// sending returns the senders that send: the first forward.Forwarder.Sending of them (the
+// Start starts each sender's goroutine on wg, until ctx is cancelled.
+func (ss Senders) Start(ctx context.Context, wg *sync.WaitGroup) {
+	for _, snd := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			snd.run(ctx)
+		}()
+	}
+}
+
+// Release hands every batch the senders hold to abandon (giveBack). Close calls it once
+// their goroutines have stopped.
+func (ss Senders) Release(abandon func(*ring.Batch)) {
+	for _, snd := range ss { // oldest first: in flight, unsent, held
+		snd.giveBack(abandon)
+	}
+}
+
+// CloseAll closes every sender's connection.
+func (ss Senders) CloseAll() {
+	for _, snd := range ss {
+		snd.fwd.Close()
+	}
+}
+
+// Sending returns the senders that send: the first forward.Forwarder.Sending of them (the
 // others never start, and hold nothing).
-func (ss senders) sending() senders { return ss[:ss[0].fwd.Sending()] }
+func (ss Senders) Sending() Senders { return ss[:ss[0].fwd.Sending()] }
 
-// failing reports whether every connection of the stream is failing: nothing drains.
-func (ss senders) failing() bool {
-	for _, snd := range ss.sending() {
+// Failing reports whether every connection of the stream is failing: nothing drains.
+func (ss Senders) Failing() bool {
+	for _, snd := range ss.Sending() {
 		if !snd.fwd.Status().Failing() {
 			return false
 		}
@@ -476,11 +506,11 @@ func (ss senders) failing() bool {
 	return true
 }
 
-// disconnectedFor is how long the stream has had no working connection at now; 0 if it has
+// DisconnectedFor is how long the stream has had no working connection at now; 0 if it has
 // one.
-func (ss senders) disconnectedFor(now time.Time) time.Duration {
+func (ss Senders) DisconnectedFor(now time.Time) time.Duration {
 	d := ss[0].fwd.Status().DisconnectedFor(now)
-	for _, snd := range ss.sending()[1:] {
+	for _, snd := range ss.Sending()[1:] {
 		d = min(d, snd.fwd.Status().DisconnectedFor(now))
 	}
 	return d
@@ -490,9 +520,9 @@ func (ss senders) disconnectedFor(now time.Time) time.Duration {
 // the stream's clock): in one attempt — a dial, a write, or the oldest frame waiting for
 // its ack — with no frame taken since (forward.Status.StuckSince). 0 while a connection is in no
 // attempt.
-func (ss senders) stuckSince() int64 {
+func (ss Senders) stuckSince() int64 {
 	var since int64
-	for _, snd := range ss.sending() {
+	for _, snd := range ss.Sending() {
 		at := snd.fwd.Status().StuckSince()
 		if at == 0 {
 			return 0
@@ -502,8 +532,8 @@ func (ss senders) stuckSince() int64 {
 	return since
 }
 
-// lastError is the last send error of a connection, if one has one.
-func (ss senders) lastError() error {
+// LastError is the last send error of a connection, if one has one.
+func (ss Senders) LastError() error {
 	for _, snd := range ss {
 		if err := snd.fwd.Status().LastError(); err != nil {
 			return err
@@ -514,7 +544,7 @@ func (ss senders) lastError() error {
 
 // fewInFlight reports whether every connection has at most one frame waiting for its ack
 // (see flusher).
-func (ss senders) fewInFlight() bool {
+func (ss Senders) fewInFlight() bool {
 	for _, snd := range ss {
 		if snd.fwd.Status().FramesInFlight() > 1 {
 			return false

@@ -1,4 +1,4 @@
-package fluentcore
+package stream
 
 // The stream's side of its ring (internal/ring.Ring, which holds the batches, their order
 // and what Sync waits for): which free batch an entry may take (takeFor), sealing with the
@@ -19,23 +19,23 @@ import (
 //
 // A batch a flooding tag could not have taken (tagFloors.at) is reserved the same way when
 // an entry of that tag the policy keeps whole takes it: else the flood would fill it next.
-func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch {
+func (s *Stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch {
 	reserved := false
-	if s.policy.reserves() {
-		if s.reserve.due() || s.floors.at(tag) {
-			if !s.policy.keepsWhole(ent.Level, tag, ent.Message) {
+	if s.policy.Reserves() {
+		if s.Reserve.due() || s.floors.at(tag) {
+			if !s.policy.KeepsWhole(ent.Level, tag, ent.Message) {
 				return nil
 			}
 			reserved = true
 		}
 	}
-	b := s.ring.Take(nil)
+	b := s.Ring.Take(nil)
 	if b == nil {
 		return nil
 	}
 	sh.takes.Add(1)
 	if reserved {
-		s.reserve.hold(b)
+		s.Reserve.hold(b)
 	}
 	return b
 }
@@ -44,14 +44,14 @@ func (s *stream) takeFor(sh *shard, ent *zapcore.Entry, tag uint16) *ring.Batch 
 // a free buffer, if one is at hand, which it holds for the moment of a copy; else in b's
 // own buffer. The sender calls it before b's first frame (the spill and shutdown too);
 // then b is grouped.
-func (s *stream) regroup(b *ring.Batch) {
+func (s *Stream) regroup(b *ring.Batch) {
 	if b.Grouped {
 		return
 	}
 	if b.Interleaved() {
-		if sp := s.ring.Take(nil); sp != nil {
+		if sp := s.Ring.Take(nil); sp != nil {
 			b.RegroupInto(sp)
-			s.ring.Put(sp)
+			s.Ring.Put(sp)
 		} else {
 			b.RegroupInPlace()
 		}
@@ -61,18 +61,18 @@ func (s *stream) regroup(b *ring.Batch) {
 
 // seal queues a batch for the sender (ring.Ring.Seal). Callers hold the lock of the shard
 // the batch came from; it never blocks.
-func (s *stream) seal(b *ring.Batch) {
-	s.reserve.unreserve(b)
-	s.ring.Seal(b)
+func (s *Stream) seal(b *ring.Batch) {
+	s.Reserve.unreserve(b)
+	s.Ring.Seal(b)
 	// The queue alone, since seal runs under a shard's lock: enough for the policy to wake
 	// the clock early, which then reads the whole fill share.
-	if queued, capacity := s.ring.Bytes(); s.policy.wakes(float64(queued) / float64(capacity)) {
-		s.policy.wakeWith(s.shards.taken())
+	if queued, capacity := s.Ring.Bytes(); s.policy.Wakes(float64(queued) / float64(capacity)) {
+		s.policy.WakeWith(s.shards.taken())
 	}
 }
 
-// flush seals every shard's non-empty open batch.
-func (s *stream) flush() {
+// Flush seals every shard's non-empty open batch.
+func (s *Stream) Flush() {
 	for i := range s.shards.all {
 		sh := &s.shards.all[i]
 		sh.lockForSink()
@@ -83,23 +83,23 @@ func (s *stream) flush() {
 	}
 }
 
-// buffered is the size of the entries the stream holds: in the queue, and in the open
+// Buffered is the size of the entries the stream holds: in the queue, and in the open
 // batches, read under each shard's lock (so never from a goroutine that holds one). The
 // writers pay nothing for it; a scrape and the clock's observation pay a short wait.
-func (s *stream) buffered() int64 { return s.usage().buffered }
+func (s *Stream) Buffered() int64 { return s.Usage().Buffered }
 
-// streamUsage is what a stream holds, read by usage.
-type streamUsage struct {
-	buffered, room int64  // bytes held, and bytes the batches can still take
-	taken, held    uint64 // entries the writers took in, and of them those not dropped
+// Usage is what a stream holds (Stream.Usage).
+type Usage struct {
+	Buffered, Room int64  // bytes held, and bytes the batches can still take
+	Taken, Held    uint64 // entries the writers took in, and of them those not dropped
 }
 
-// usage reads what the stream holds. buffered is the bytes in the queue and in the open
-// batches. room is the bytes the free batches and the open batches can still take before
+// Usage reads what the stream holds. Buffered is the bytes in the queue and in the open
+// batches. Room is the bytes the free batches and the open batches can still take before
 // they are sealed (the rest of a batch is slack for the entry that crosses the mark, not
-// room): with the batches split over shards the stream is full before buffered reaches
-// capacity, and room says when. taken is every entry the writers counted less what Check
-// shed before the write (streamCounts.drop); held is those less every other drop too (before
+// room): with the batches split over shards the stream is full before Buffered reaches
+// capacity, and Room says when. Taken is every entry the writers counted less what Check
+// shed before the write (Counts.Drop); Held is those less every other drop too (before
 // anything is delivered, what the batches hold).
 //
 // The degrade policy's allowance is the room less the entries it admitted that are not
@@ -119,51 +119,51 @@ type streamUsage struct {
 // free list during the read (an empty reserve given back) is not counted as free. What is
 // left is on the safe side but for a few entries: one a writer counts in one shard and
 // writes into another (writeElsewhere), and one that Check shed whose drop is counted just
-// after the entry (streamCounts.drop), each one per writer.
-func (s *stream) usage() streamUsage {
-	var u streamUsage
-	u.buffered, _ = s.ring.Bytes() // first: a batch sealed meanwhile is counted once at most
-	back := s.reserve.given.Load()
+// after the entry (Counts.Drop), each one per writer.
+func (s *Stream) Usage() Usage {
+	var u Usage
+	u.Buffered, _ = s.Ring.Bytes() // first: a batch sealed meanwhile is counted once at most
+	back := s.Reserve.given.Load()
 	var takesAtRead uint64
 	for i := range s.shards.all {
 		sh := &s.shards.all[i]
 		sh.lockForSink()
 		takesAtRead += sh.takes.Load()
 		if sh.cur != nil {
-			u.buffered += int64(len(sh.cur.Buf))
-			u.room += int64(max(0, s.sealAt-len(sh.cur.Buf)))
+			u.Buffered += int64(len(sh.cur.Buf))
+			u.Room += int64(max(0, s.sealAt-len(sh.cur.Buf)))
 		}
 		taken, held := sh.counts()
 		sh.unlockForSink()
-		u.taken += taken
-		u.held += held
+		u.Taken += taken
+		u.Held += held
 	}
 	var takes uint64
 	for i := range s.shards.all {
 		takes += s.shards.all[i].takes.Load()
 	}
-	free := s.ring.Free() - int(s.reserve.given.Load()-back) + int(takes-takesAtRead)
-	u.room += int64(max(0, free) * s.sealAt)
+	free := s.Ring.Free() - int(s.Reserve.given.Load()-back) + int(takes-takesAtRead)
+	u.Room += int64(max(0, free) * s.sealAt)
 	return u
 }
 
-// capacity is the stream's buffer budget in bytes: all its batch buffers.
-func (s *stream) capacity() int64 {
-	_, c := s.ring.Bytes()
+// Capacity is the stream's buffer budget in bytes: all its batch buffers.
+func (s *Stream) Capacity() int64 {
+	_, c := s.Ring.Bytes()
 	return c
 }
 
 // finished is told by the ring of a batch the sender is done with (delivered, spilled or
 // dropped), before it is free: its entries leave the policy's count, and the batch its
 // tag's.
-func (s *stream) finished(b *ring.Batch) {
-	s.policy.freed(b.N)
+func (s *Stream) finished(b *ring.Batch) {
+	s.policy.Freed(b.N)
 	s.floors.unclaim(b)
 }
 
-// abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
+// Abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
 // shutdown, as the policy says.
-func (s *stream) abandon(b *ring.Batch) {
+func (s *Stream) Abandon(b *ring.Batch) {
 	if s.over.spillBatch(b) {
 		return
 	}
@@ -172,8 +172,8 @@ func (s *stream) abandon(b *ring.Batch) {
 		if !b.Sent[i] {
 			tag, _, n := b.Frame(i)
 			s.shards.all[0].dropped[outcome.Shutdown].Add(uint64(n))
-			s.counts.droppedTag(tag, n)
+			s.Counts.droppedTag(tag, n)
 		}
 	}
-	s.ring.Finish(b)
+	s.Ring.Finish(b)
 }

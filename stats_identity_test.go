@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/forwardtest"
-	"github.com/fluentcore/fluentcore/internal/forward"
 	"github.com/fluentcore/fluentcore/internal/testkit"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -105,13 +103,4 @@ func TestAccountingIdentityUnderRandomLoad(t *testing.T) {
 	if got := r.Stats().Entries; got != int64(st.Info.Delivered+st.Err.Delivered) {
 		t.Fatalf("receiver has %d entries, core counted %d delivered", got, st.Info.Delivered+st.Err.Delivered)
 	}
-}
-
-// newTestStream builds an info stream of budget bytes on settings s as newSink builds it,
-// alone: with a tag table of its own and a histogram of send times that no registry
-// collects. The test is its sender, or starts one.
-func newTestStream(s *settings, budget int, policy streamPolicy, fwds ...*forward.Forwarder) *stream {
-	tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
-	sendDuration := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "send_duration_seconds"})
-	return newStream(infoStream, tags, budget, s.stream, policy, dropsAll, sendDuration, fwds...)
 }

@@ -1,4 +1,4 @@
-package fluentcore
+package stream
 
 import (
 	"runtime"
@@ -22,10 +22,10 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 	for _, procs := range []int{1, 2, 8, 64} {
 		runtime.GOMAXPROCS(procs)
 		for _, budget := range []int{8 << 20, 4 << 20, 1 << 20, 512 << 10} {
-			s, _ := resolve(Config{Info: InfoConfig{BufferBytes: budget}})
-			tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
-			nb := max(budget/s.stream.batchBytes, 2)
-			st := newShards(nb, tags, s.stream.enc)
+			s := testSettings(defaultBatchBytes, defaultEntryBytes)
+			tags := newTestTags()
+			nb := max(budget/s.BatchBytes, 2)
+			st := newShards(nb, tags, s.Enc)
 			n := len(st.all)
 			if st.randShards != min(2*procs, nb/2) || n > max(st.randShards, nb/2) {
 				t.Errorf("procs %d budget %d: %d shards, %d own, for %d batches", procs, budget, n, st.randShards, nb)
@@ -53,28 +53,23 @@ func TestLoggerTagsHaveShardsOfTheirOwn(t *testing.T) {
 	}
 }
 
-// admittingPolicy is the info policy with every entry admitted against the room left, as
-// the adaptive shedder's are while it counts keys: a writer that finds no free batch owes
-// it the other shards' open batches, waiting for their locks.
-type admittingPolicy struct{ *infoPolicy }
-
-func (admittingPolicy) roomAdmitted() bool { return true }
-
 // A full stream whose batches are all queued (a receiver gone) holds no open batch, and a
 // writer that finds no free batch then drops its entry without touching another shard,
 // even one whose lock is held and a policy that owes its entries the others' room:
 // shards.opened, which every change of a shard's batch keeps, says there is none to try.
 func TestAFullStreamTouchesNoOtherShard(t *testing.T) {
-	s := settingsFor(Config{Transport: TransportConfig{MaxBatchBytes: 4 << 10}, Info: InfoConfig{BufferBytes: 64 << 10}})
-	st := newTestStream(s, s.infoBufferBytes, admittingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil)}, newForwarder(s.connFor(infoStream)))
-	t.Cleanup(st.senders[0].fwd.Close)
+	s := testSettings(4<<10, defaultEntryBytes)
+	// Every entry admitted against the room left, as the adaptive shedder's are while it
+	// counts keys: a writer that finds no free batch owes it the other shards' open batches.
+	st := newTestStream(s, 64<<10, testPolicy{roomAdmitted: true}, testForwarders(t, "127.0.0.1:24224", 1)[0])
+	t.Cleanup(st.Senders[0].fwd.Close)
 	if len(st.shards.all) < 2 {
 		t.Fatalf("%d shards; the test needs two", len(st.shards.all))
 	}
-	queueFull := func() uint64 { return st.stats().Dropped[outcome.QueueFull.String()] }
+	queueFull := func() uint64 { return st.Stats().Dropped[outcome.QueueFull.String()] }
 	log := func() {
 		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "flood", Time: time.Unix(1, 0)}
-		st.write(nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
+		st.Write(nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("x", 100))})
 	}
 	openBatches := func() (n int32) {
 		for i := range st.shards.all {
@@ -104,7 +99,7 @@ func TestAFullStreamTouchesNoOtherShard(t *testing.T) {
 	if got, want := st.shards.opened.Load(), openBatches(); got != want {
 		t.Fatalf("shards.opened %d, but %d shards hold an open batch", got, want)
 	}
-	st.flush()
+	st.Flush()
 	if got := st.shards.opened.Load(); got != 0 || openBatches() != 0 {
 		t.Fatalf("after a flush of a full stream, shards.opened %d and %d open batches; want none", got, openBatches())
 	}

@@ -1,17 +1,17 @@
-package fluentcore
+package stream
 
 import (
 	"testing"
 
 	"github.com/fluentcore/fluentcore/internal/ring"
+	"go.uber.org/zap/zapcore"
 )
 
 // A tag's batches are counted from its writer's claim to the batch's unclaim, and the tags
 // that hold one are light: the floor is one batch per light tag, from nb/8 to nb/4, and
 // only a tag that holds two or more is at it once the free batches are down to it.
 func TestTagFloorsKeepTheLastBatchesFromHeavyTags(t *testing.T) {
-	s, _ := resolve(Config{})
-	tags := newTagTable(s.tagBase, s.tags, s.tagTemplate, s.maxTags)
+	tags := newTestTags()
 	const nb = 32
 	r := ring.New(nb, 1<<10, 1, ring.Hooks{})
 	f := newTagFloors(tags, r)
@@ -56,15 +56,14 @@ func TestTagFloorsKeepTheLastBatchesFromHeavyTags(t *testing.T) {
 // The reserve is due once the free batches are down to it, less its batches open; its room
 // is counted only while the admission reserves.
 func TestReserveIsDueAtTheLastFreeBatch(t *testing.T) {
-	s := settingsFor(Config{})
 	r := ring.New(reserveFrom, 1<<10, 1, ring.Hooks{})
 	for _, n := range []int{1, 0} {
-		rs := newReserve(r, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), n}, 1000)
-		if got, want := rs.room(), int64(n*1000); got != want {
+		rs := newReserve(r, testPolicy{reserves: n > 0, keepsWhole: notFlood}, 1000)
+		if got, want := rs.Room(), int64(n*1000); got != want {
 			t.Errorf("reserves %v: room %d; want %d", n > 0, got, want)
 		}
 	}
-	rs := newReserve(r, reservingPolicy{newInfoPolicy(s.degrade, s.clock, nil, nil), 1}, 1000)
+	rs := newReserve(r, testPolicy{reserves: true, keepsWhole: notFlood}, 1000)
 	var taken []*ring.Batch
 	for r.Free() > 1 {
 		if rs.due() {
@@ -88,5 +87,47 @@ func TestReserveIsDueAtTheLastFreeBatch(t *testing.T) {
 	r.Put(b)
 	if !rs.due() || len(taken) != reserveFrom-1 {
 		t.Fatal("the reserve's batch back: due again")
+	}
+}
+
+// A tag that holds two batches or more leaves the last free ones to the tags that hold
+// one: a flood cannot take the batch a rare tag needs next.
+func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
+	st := newTestStream(testSettings(defaultBatchBytes, defaultEntryBytes), defaultBudget, testPolicy{}, testForwarders(t, "127.0.0.1:1", 1)[0])
+	flood, rare := st.tags.Lookup("flood").Idx, st.tags.Lookup("rare").Idx
+	take := func(tag uint16) *ring.Batch {
+		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {
+			return nil
+		}
+		b := st.Ring.Take(nil)
+		if b != nil {
+			st.floors.claim(b, tag)
+		}
+		return b
+	}
+	if take(rare) == nil {
+		t.Fatal("the rare tag's first batch")
+	}
+	var flooded []*ring.Batch
+	for b := take(flood); b != nil; b = take(flood) {
+		flooded = append(flooded, b)
+	}
+	// Two tags hold batches, one of them one: the reserve is nb/8 (4 of 32).
+	nb := len(st.Ring.Batches())
+	if left := st.Ring.Free(); left != nb/8 || len(flooded) != nb-1-left {
+		t.Fatalf("the flood took %d of %d batches and left %d", len(flooded), nb, left)
+	}
+	if take(rare) == nil {
+		t.Fatal("the rare tag found no batch the flood left")
+	}
+	if take(rare) != nil {
+		t.Fatal("the rare tag, now with two batches, took a third from the reserve")
+	}
+	st.Ring.Finish(flooded[0])
+	if st.Ring.Free() != nb/8 || take(flood) != nil {
+		t.Fatal("the flood took a batch of the reserve")
+	}
+	if n := st.floors.held[flood].Load(); n != int32(len(flooded)-1) {
+		t.Errorf("the flood holds %d batches, counted %d", len(flooded)-1, n)
 	}
 }

@@ -1,4 +1,4 @@
-package fluentcore
+package stream
 
 // The flush policy: when the open batches are sealed partly filled. The clock's tick does it
 // only while the senders are idle, so that a busy or failing sender does not spend the
@@ -29,37 +29,37 @@ import (
 type flusher struct {
 	ring    *ring.Ring
 	stream  streamView
-	over    overflow
-	senders senders      // the stream's, set once they are made (newStream)
+	over    Overflow
+	senders Senders      // the stream's, set once they are made (New)
 	busy    atomic.Int32 // senders holding a batch (sender.send)
 	owed    atomic.Bool  // a flush tick found a sender busy, or acks lagging
 }
 
 // newFlusher returns the flush policy of a stream of the ring r, sealing through view,
 // whose overflow is over; its senders are set once they are made, with the flusher.
-func newFlusher(r *ring.Ring, view streamView, over overflow) *flusher {
+func newFlusher(r *ring.Ring, view streamView, over Overflow) *flusher {
 	return &flusher{ring: r, stream: view, over: over}
 }
 
 // tick is the clock's flush, every Transport.FlushInterval at now.
 func (f *flusher) tick(now time.Time) {
-	failing := f.senders.failing()
+	failing := f.senders.Failing()
 	if f.over.sealsNow(now, failing, f.senders) {
-		f.stream.flush()
+		f.stream.Flush()
 		return
 	}
 	if failing || f.busy.Load() > 0 || !f.ring.Idle() || !f.senders.fewInFlight() {
 		f.owed.Store(true)
 		return
 	}
-	f.stream.flush()
+	f.stream.Flush()
 }
 
 // afterSend is a sender's side of tick: a flush the tick skipped while a sender was busy is
 // done as soon as nothing else waits to be sent.
 func (f *flusher) afterSend() {
 	if f.ring.Idle() && f.senders.fewInFlight() && f.owed.Swap(false) {
-		f.stream.flush()
+		f.stream.Flush()
 	}
 }
 
@@ -67,15 +67,15 @@ func (f *flusher) afterSend() {
 // open batches at once, unless acks lag, when the flush is owed.
 func (f *flusher) wake() {
 	if f.senders.fewInFlight() {
-		f.stream.flush()
+		f.stream.Flush()
 	} else {
 		f.owed.Store(true)
 	}
 }
 
-// flushTick is the clock's flush of the stream at now: the shards calm again, unless
+// FlushTick is the clock's flush of the stream at now: the shards calm again, unless
 // writers still meet (shards.lock), and the flush policy's tick.
-func (s *stream) flushTick(now time.Time) {
+func (s *Stream) FlushTick(now time.Time) {
 	s.shards.calm()
 	s.flusher.tick(now)
 }
