@@ -10,7 +10,8 @@ import (
 )
 
 // One goroutine's entries reach the receiver in the order they were logged, across many
-// batches and flushes, on a stream with several shards.
+// batches and flushes, on a stream with several shards (with 4 KiB batches the default
+// budget makes at least two, whatever GOMAXPROCS).
 func TestOneGoroutineEntriesArriveInOrder(t *testing.T) {
 	r := forwardtest.NewReceiver(t)
 	core := New(Config{Addr: r.Addr(), Transport: TransportConfig{MaxBatchBytes: 4 << 10, FlushInterval: time.Millisecond}})

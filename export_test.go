@@ -11,7 +11,7 @@ import (
 )
 
 // Test helpers shared with the external test package (core_test.go): the conformance
-// normalisation of encoder_msgp_test.go, so both compare records to zap's JSON one way,
+// normalisation of internal/zapenc/msgp_test.go, so both compare records to zap's JSON one way,
 // and the accounting identity, so both check it one way.
 var (
 	NormMsgp      = testkit.NormMsgp

@@ -3,8 +3,8 @@ package stream
 // The stream's side of its ring (internal/ring.Ring, which holds the batches, their order
 // and what Sync waits for): which free batch an entry may take (takeFor), sealing with the
 // policy's wake, a batch's frames put together (regroup), what a finished batch gives back
-// to the policy and the tags (finished), what the stream holds (usage), and the batches
-// never delivered (abandon).
+// to the policy and the tags (finished), what the stream holds (Usage), and the batches
+// never delivered (Abandon).
 
 import (
 	"github.com/fluentcore/fluentcore/internal/outcome"
@@ -162,7 +162,7 @@ func (s *Stream) finished(b *ring.Batch) {
 }
 
 // Abandon accounts for a batch that was never delivered: spilled, or counted as dropped at
-// shutdown, as the policy says.
+// shutdown, as the policy says. Only once the stream's senders have stopped.
 func (s *Stream) Abandon(b *ring.Batch) {
 	if s.over.spillBatch(b) {
 		return

@@ -88,7 +88,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 // usageStream is an info stream of 16 batches of 4 KiB, with no sender running, for the
 // usage tests.
 func usageStream(t *testing.T) *Stream {
-	st := newTestStream(testSettings(4<<10, defaultEntryBytes), 64<<10, testPolicy{}, testForwarders(t, "127.0.0.1:24224", 1)[0])
+	st := newTestStream(testSettings(4<<10, defaultEntryBytes), 64<<10, &testPolicy{}, testForwarders(t, "127.0.0.1:24224", 1)[0])
 	if len(st.shards.all) < 3 {
 		t.Fatalf("%d shards; the usage tests need three", len(st.shards.all))
 	}
@@ -121,7 +121,8 @@ func readUsageWhile(t *testing.T, st *Stream, move func()) Usage {
 func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 	for _, n := range []int{1, 0} {
 		s := testSettings(4<<10, defaultEntryBytes)
-		st := newTestStream(s, reserveFrom*4<<10, testPolicy{reserves: n > 0, keepsWhole: notFlood}, testForwarders(t, "127.0.0.1:24224", 1)...)
+		p := &testPolicy{reserves: n > 0, keepsWhole: notFlood, kickAt: adaptiveKickAt}
+		st := newTestStream(s, reserveFrom*4<<10, p, testForwarders(t, "127.0.0.1:24224", 1)...)
 		queueFull := func() uint64 { return st.Stats().Dropped[outcome.QueueFull.String()] }
 		log := func(msg string) {
 			ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: msg, Time: time.Unix(1, 0)}
@@ -137,6 +138,9 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 			if i%7 == 0 {
 				st.Flush()
 			}
+		}
+		if !p.woken.Load() {
+			t.Fatal("the queue passed the policy's kick share and the policy was not woken")
 		}
 		before := queueFull()
 		for range 5 {
@@ -171,7 +175,7 @@ func TestReservedBatchKeepsRoomForWholeKeys(t *testing.T) {
 // is dropped (too large) goes back to the free list rather than hold the reserve.
 func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 	s := testSettings(4<<10, 1<<10)
-	st := newTestStream(s, 64*4<<10, testPolicy{reserves: true, keepsWhole: notFlood}, testForwarders(t, "127.0.0.1:24224", 1)...)
+	st := newTestStream(s, 64*4<<10, &testPolicy{reserves: true, keepsWhole: notFlood, kickAt: adaptiveKickAt}, testForwarders(t, "127.0.0.1:24224", 1)...)
 	st.tags.Lookup("audit") // a logger tag exists: the flood's tag keeps off the last batches
 	queueFull := func() uint64 { return st.Stats().Dropped[outcome.QueueFull.String()] }
 	log := func(msg string, pad int) {
@@ -215,7 +219,7 @@ func TestReservedBatchesHoldWithLoggerTags(t *testing.T) {
 func TestAFloodingTagLeavesARareTagsBatchInTheirShard(t *testing.T) {
 	s := testSettings(4<<10, 1<<10)
 	// A policy that reserves nothing: the floor alone decides.
-	st := newTestStream(s, 32*4<<10, testPolicy{keepsWhole: notFlood}, testForwarders(t, "127.0.0.1:24224", 1)...)
+	st := newTestStream(s, 32*4<<10, &testPolicy{keepsWhole: notFlood, kickAt: adaptiveKickAt}, testForwarders(t, "127.0.0.1:24224", 1)...)
 	flood := st.tags.Lookup("flood")
 	rare := flood
 	for i := 0; rare == flood || st.shards.home(rare.Idx) != st.shards.home(flood.Idx); i++ {

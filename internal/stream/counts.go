@@ -17,7 +17,7 @@ import (
 // write) before its outcome (delivered, spilled, or dropped by reason in its shard), and
 // every counter only grows; so read reads the outcomes before the entries, and Pending is
 // never negative. A logger tag's entries are counted for the tag too (tagtable.Table.Counters), the
-// stream's own tag's only in the stream's totals. Safe for concurrent use, but for recent,
+// stream's own tag's only in the stream's totals. Safe for concurrent use, but for Recent,
 // which only the sink's clock rolls.
 type Counts struct {
 	id     ID
@@ -30,14 +30,14 @@ type Counts struct {
 	WaitsOut           atomic.Uint64 // of those, the ones whose Err.MaxWait ran out
 
 	// Recent is the ring of counts KeepRatio and Dropping are read from, which the sink's
-	// clock rolls once a second (roll).
+	// clock rolls once a second (Roll).
 	Recent        outcome.Window
-	flushInterval time.Duration // Settings.flushInterval: how long an entry may wait (stalled)
+	flushInterval time.Duration // Settings.FlushInterval: how long an entry may wait (stalled)
 }
 
-// NewCounts makes the counts of stream id over its shards, its recent windows
+// newCounts makes the counts of stream id over its shards, its recent windows
 // starting at now.
-func NewCounts(id ID, tags *tagtable.Table, ss *shards, flushInterval time.Duration, now time.Time) *Counts {
+func newCounts(id ID, tags *tagtable.Table, ss *shards, flushInterval time.Duration, now time.Time) *Counts {
 	c := &Counts{id: id, tags: tags, shards: ss, flushInterval: flushInterval}
 	c.Recent.Start(now)
 	return c
@@ -160,7 +160,7 @@ func (c *Counts) read(st *Stats, now time.Time, closed bool) {
 const StallAfter = time.Second
 
 // stalled reports whether the stream delivers nothing at now, by st: an entry has waited
-// longer than Transport.FlushInterval and stallAfter, and no server has taken a frame for stallAfter.
+// longer than Transport.FlushInterval and StallAfter, and no server has taken a frame for StallAfter.
 func (c *Counts) stalled(now time.Time, st *Stats) bool {
 	if st.Pending == 0 || st.OldestPending <= c.flushInterval+StallAfter {
 		return false

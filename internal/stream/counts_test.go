@@ -16,7 +16,7 @@ func TestStreamCountsReadEveryEntryOnce(t *testing.T) {
 	tags := newTestTags()
 	ss := newShards(8, tags, s.Enc)
 	start := time.Unix(100, 0)
-	c := NewCounts(Info, tags, ss, time.Second, start)
+	c := newCounts(Info, tags, ss, time.Second, start)
 	audit := tags.Lookup("audit")
 	c.entry(&ss.all[0], tagtable.Ref{})
 	c.entry(&ss.all[0], tagtable.Ref{Over: true})

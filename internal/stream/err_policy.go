@@ -21,8 +21,9 @@ import (
 // pending while the sender has waited Spill.After for an ack, so that in an outage or a
 // stall nothing waits in memory for longer than that. Every write wakes the sender, so err
 // entries do not wait for Transport.FlushInterval. It is the err stream's Policy, and holds the
-// spill; its carrier (carry) builds errSpill, which moves there what the stream cannot
-// carry.
+// spill; its carrier (Carry) builds errSpill, which moves there what the stream cannot
+// carry. Its Admission methods, Report and SpillEntry are safe for concurrent use (the
+// stream's writers and Stats call them); Close once the err stream's senders have stopped.
 type ErrPolicy struct {
 	maxWait    time.Duration      // Err.MaxWait
 	spillAfter time.Duration      // Spill.After
@@ -58,7 +59,7 @@ func NewErrPolicy(s SpillSettings) (*ErrPolicy, error) {
 
 // Written tells the sender an entry is waiting; it never blocks. Err entries do not wait
 // for Transport.FlushInterval: the sender seals the open batches as soon as it is free, so entries
-// Written while it sends are batched together and an error under an info flood arrives in
+// written while it sends are batched together and an error under an info flood arrives in
 // milliseconds.
 func (p *ErrPolicy) Written() {
 	select {
@@ -136,7 +137,7 @@ type entryEncoder struct {
 var errEncodePanic = errors.New("fluentcore: spill: encoding the entry panicked")
 
 // SpillEntry encodes one err entry that could not be buffered, cut down to Transport.MaxEntryBytes as
-// the stream cuts it (encodeCapped), and hands it to the spill; the error is the spill's
+// the stream cuts it (zapenc.Encoder.EncodeCapped), and hands it to the spill; the error is the spill's
 // (nil: spilled) or errEncodePanic, and cut reports whether it was cut. The encoder's lock
 // is not held while the spill works: Append fsyncs, writes Spill.Fallback and may call
 // OnEvent. The copy that allows it is the one allocation of this path, which only entries

@@ -28,11 +28,11 @@ type Admission interface {
 	// shards' locks rather than skip them (writeElsewhere).
 	RoomAdmitted() bool
 	// Wakes reports whether a batch sealed with this share of the budget queued wakes the
-	// policy: the stream then calls wakeWith with the entries it has taken in so far.
+	// policy: the stream then calls WakeWith with the entries it has taken in so far.
 	Wakes(queuedShare float64) bool
 	WakeWith(taken uint64)
 	// Reserves reports whether the stream's reserve of free batches (reserve) goes only to
-	// entries keepsWhole reports true for (see takeFor): room that a flood the policy thins
+	// entries KeepsWhole reports true for (see takeFor): room that a flood the policy thins
 	// cannot fill.
 	Reserves() bool
 	KeepsWhole(level zapcore.Level, tag uint16, msg string) bool
@@ -50,7 +50,7 @@ type Admission interface {
 type tagFloors struct {
 	tags   *tagtable.Table
 	ring   *ring.Ring
-	held   []atomic.Int32 // by tag index, 0 to tags.max
+	held   []atomic.Int32 // by tag index, 0 to tags.Max()
 	light  atomic.Int32
 	bounds [2]int // nb/8 and nb/4
 }
@@ -105,7 +105,7 @@ func (f *tagFloors) unclaim(b *ring.Batch) {
 	b.Claimed = false
 }
 
-// reserve is the free batches kept, while the policy reserves (admission.reserves), for the
+// reserve is the free batches kept, while the policy reserves (Admission.Reserves), for the
 // entries it keeps whole: a flood the policy thins then finds the buffer full while the
 // keys it keeps whole (rare ones, Warn under an Info flood) still have a batch, however the
 // flood's batches were sealed. A batch taken from it is marked reserved (ring.Batch.Reserved)

@@ -58,12 +58,12 @@ func TestTagFloorsKeepTheLastBatchesFromHeavyTags(t *testing.T) {
 func TestReserveIsDueAtTheLastFreeBatch(t *testing.T) {
 	r := ring.New(reserveFrom, 1<<10, 1, ring.Hooks{})
 	for _, n := range []int{1, 0} {
-		rs := newReserve(r, testPolicy{reserves: n > 0, keepsWhole: notFlood}, 1000)
+		rs := newReserve(r, &testPolicy{reserves: n > 0, keepsWhole: notFlood}, 1000)
 		if got, want := rs.Room(), int64(n*1000); got != want {
 			t.Errorf("reserves %v: room %d; want %d", n > 0, got, want)
 		}
 	}
-	rs := newReserve(r, testPolicy{reserves: true, keepsWhole: notFlood}, 1000)
+	rs := newReserve(r, &testPolicy{reserves: true, keepsWhole: notFlood}, 1000)
 	var taken []*ring.Batch
 	for r.Free() > 1 {
 		if rs.due() {
@@ -93,7 +93,7 @@ func TestReserveIsDueAtTheLastFreeBatch(t *testing.T) {
 // A tag that holds two batches or more leaves the last free ones to the tags that hold
 // one: a flood cannot take the batch a rare tag needs next.
 func TestAFloodingTagLeavesTheLastBatchesToTheOthers(t *testing.T) {
-	st := newTestStream(testSettings(defaultBatchBytes, defaultEntryBytes), defaultBudget, testPolicy{}, testForwarders(t, "127.0.0.1:1", 1)[0])
+	st := newTestStream(testSettings(defaultBatchBytes, defaultEntryBytes), defaultBudget, &testPolicy{}, testForwarders(t, "127.0.0.1:1", 1)[0])
 	flood, rare := st.tags.Lookup("flood").Idx, st.tags.Lookup("rare").Idx
 	take := func(tag uint16) *ring.Batch {
 		if !st.mayTake(&zapcore.Entry{Message: "m"}, tag) {

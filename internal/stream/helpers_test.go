@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,28 +85,34 @@ func newTestStream(s Settings, budget int, policy Policy, fwds ...*forward.Forwa
 
 // testPolicy is an info stream's policy as the adaptive one is while calm: it admits every
 // entry without counting it against the room left, reserves nothing and never wakes. A
-// test sets what it needs otherwise.
+// test sets what it needs otherwise; with kickAt, it wakes as the adaptive one does by
+// default once the queue passes that share of the budget (woken), and from then on admits
+// entries against the room left.
 type testPolicy struct {
 	reserves     bool              // the reserve goes to the entries kept whole
 	roomAdmitted bool              // entries are admitted against the room left
 	keepsWhole   func(string) bool // nil: no message
-	freed        func(entries int) // nil: none
+	kickAt       float64           // 0: never wakes
+	woken        atomic.Bool
 }
 
-func (testPolicy) Written() {}
-func (p testPolicy) Freed(n int) {
-	if p.freed != nil {
-		p.freed(n)
-	}
+func (*testPolicy) Written()      {}
+func (*testPolicy) Freed(int)     {}
+func (*testPolicy) Report(*Stats) {}
+func (p *testPolicy) RoomAdmitted() bool {
+	return p.roomAdmitted || p.woken.Load()
 }
-func (p testPolicy) RoomAdmitted() bool { return p.roomAdmitted }
-func (testPolicy) Wakes(float64) bool   { return false }
-func (testPolicy) WakeWith(uint64)      {}
-func (p testPolicy) Reserves() bool     { return p.reserves }
-func (testPolicy) Report(*Stats)        {}
-func (p testPolicy) KeepsWhole(_ zapcore.Level, _ uint16, msg string) bool {
+func (p *testPolicy) Wakes(queuedShare float64) bool {
+	return p.kickAt > 0 && queuedShare >= p.kickAt && !p.woken.Load()
+}
+func (p *testPolicy) WakeWith(uint64) { p.woken.Store(true) }
+func (p *testPolicy) Reserves() bool  { return p.reserves }
+func (p *testPolicy) KeepsWhole(_ zapcore.Level, _ uint16, msg string) bool {
 	return p.keepsWhole != nil && p.keepsWhole(msg)
 }
+
+// adaptiveKickAt is where the adaptive policy wakes by default: half its low mark.
+const adaptiveKickAt = 0.125
 
 // notFlood keeps every message but "flood" whole.
 func notFlood(msg string) bool { return msg != "flood" }

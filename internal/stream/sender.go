@@ -477,8 +477,8 @@ func (ss Senders) Start(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// Release hands every batch the senders hold to abandon (giveBack). Close calls it once
-// their goroutines have stopped.
+// Release hands every batch the senders hold to abandon (giveBack), only once their
+// goroutines have stopped (Close).
 func (ss Senders) Release(abandon func(*ring.Batch)) {
 	for _, snd := range ss { // oldest first: in flight, unsent, held
 		snd.giveBack(abandon)

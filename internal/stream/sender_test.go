@@ -32,7 +32,7 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		_, _ = io.Copy(io.Discard, c) // until the client closes
 	}()
 	// A stream whose sender is this test: deliver is what run calls for the batches it takes.
-	st := newTestStream(testSettings(defaultBatchBytes, defaultEntryBytes), 1<<20, testPolicy{}, testForwarders(t, ln.Addr().String(), 1)[0])
+	st := newTestStream(testSettings(defaultBatchBytes, defaultEntryBytes), 1<<20, &testPolicy{}, testForwarders(t, ln.Addr().String(), 1)[0])
 	defer st.Senders[0].fwd.Close() // before wg.Wait: the server reads until the client closes
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
 	frame := func() {

@@ -28,7 +28,7 @@ type shard struct {
 	tagOverflow atomic.Uint64
 	sinkHolds   atomic.Int32  // lockForSink callers holding or waiting for mu
 	sinkLocks   atomic.Uint32 // lockForSink calls so far
-	takes       atomic.Uint64 // batches taken from the free list into the shard (usage)
+	takes       atomic.Uint64 // batches taken from the free list into the shard (Usage)
 	dropped     [outcome.NumReasons]atomic.Uint64
 	_           [64]byte // keep neighbouring shards off this cache line
 }

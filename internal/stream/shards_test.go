@@ -61,7 +61,7 @@ func TestAFullStreamTouchesNoOtherShard(t *testing.T) {
 	s := testSettings(4<<10, defaultEntryBytes)
 	// Every entry admitted against the room left, as the adaptive shedder's are while it
 	// counts keys: a writer that finds no free batch owes it the other shards' open batches.
-	st := newTestStream(s, 64<<10, testPolicy{roomAdmitted: true}, testForwarders(t, "127.0.0.1:24224", 1)[0])
+	st := newTestStream(s, 64<<10, &testPolicy{roomAdmitted: true}, testForwarders(t, "127.0.0.1:24224", 1)[0])
 	t.Cleanup(st.Senders[0].fwd.Close)
 	if len(st.shards.all) < 2 {
 		t.Fatalf("%d shards; the test needs two", len(st.shards.all))

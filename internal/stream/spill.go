@@ -73,7 +73,7 @@ type SpillRoute interface {
 }
 
 // Carrier builds a stream's overflow and its senders' route over the stream's ring, the
-// stream (view) and its clock: dropsAll for the info stream, (*ErrPolicy).carry for the
+// stream (view) and its clock: DropsAll for the info stream, (*ErrPolicy).Carry for the
 // err stream.
 type Carrier func(r *ring.Ring, view streamView, clock zapcore.Clock) (Overflow, SpillRoute)
 

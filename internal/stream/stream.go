@@ -30,7 +30,10 @@ type Policy interface {
 var _ Policy = (*ErrPolicy)(nil)
 
 // Stream is one of the two streams: its shards, which batch a writer may take (floors,
-// reserve), its ring, its senders, its flush policy, its counts and its policy.
+// reserve), its ring, its senders, its flush policy, its counts and its policy. Write,
+// Stats, Flush, FlushTick, Observe and Usage are safe for concurrent use (none of them
+// from a marshaler running inside Write: it holds a shard's lock); WeighWith is called
+// before the first Write, Abandon once the senders have stopped.
 type Stream struct {
 	ID     ID
 	Tag    string          // the stream's own tag, of its entries without a logger tag
@@ -44,10 +47,10 @@ type Stream struct {
 	sealAt   int        // a batch this full is sealed right away
 	entryCap int        // largest encoded entry accepted
 	// firstPass is the budget an entry is encoded within, into its batch: entryCap, or
-	// for a stream that cuts oversized entries, what capEntry may cut (msgpenc.FirstPass).
+	// for a stream that cuts oversized entries, what Cap may cut (msgpenc.FirstPass).
 	firstPass msgpenc.Budget
-	weights   weights // the entries' sample weights (Degrade.WeightKey; none without)
-	Closed    atomic.Bool
+	weights   weights       // the entries' sample weights (Degrade.WeightKey; none without)
+	Closed    atomic.Bool   // set by the sink's Close: later entries are dropped as closed (info) or spilled (err)
 	clock     zapcore.Clock // Settings.Clock: the time of its attempts, waits and deadlines
 
 	policy Policy
@@ -78,7 +81,7 @@ func New(id ID, tags *tagtable.Table, budget int, s Settings, policy Policy, car
 	st.Ring = ring.New(nb, s.BatchBytes, len(fwds), ring.Hooks{Finished: st.finished, Merged: func(b *ring.Batch) { st.floors.unclaim(b) }})
 	st.floors = newTagFloors(tags, st.Ring)
 	st.Reserve = newReserve(st.Ring, policy, st.sealAt)
-	st.Counts = NewCounts(id, tags, st.shards, s.FlushInterval, s.Clock.Now())
+	st.Counts = newCounts(id, tags, st.shards, s.FlushInterval, s.Clock.Now())
 	st.sends.duration, st.sends.clock = sendDuration, s.Clock
 	over, route := carry(st.Ring, st, s.Clock)
 	st.over = over
@@ -113,7 +116,7 @@ func (s *Stream) tagOf(idx uint16) string {
 
 // WeighWith has the stream weigh each entry it encodes and its encoders write the weight
 // under key (the info stream with Degrade.WeightKey): weigh weighs an entry, unweigh gives
-// a weight back.
+// a weight back. Call it before the first Write: the encoders read the key without a lock.
 func (s *Stream) WeighWith(key []byte, weigh func(zapcore.Level, uint16, string) uint32, unweigh func(zapcore.Level, uint16, string, uint32)) {
 	s.weights = weights{weigh: weigh, unweigh: unweigh}
 	s.shards.weightKey(key)

@@ -14,7 +14,7 @@ func TestObservationIsTimedAfterItsCounts(t *testing.T) {
 	clk := testkit.NewManualClock(time.Unix(1_000, 0))
 	s := testSettings(defaultBatchBytes, defaultEntryBytes)
 	s.Clock = clk
-	st := newTestStream(s, defaultBudget, testPolicy{}, testForwarders(t, "127.0.0.1:1", 1)[0])
+	st := newTestStream(s, defaultBudget, &testPolicy{}, testForwarders(t, "127.0.0.1:1", 1)[0])
 	sh := &st.shards.all[0]
 	sh.lockForSink() // as a writer holds it
 	got := make(chan time.Time)

@@ -36,7 +36,7 @@ const (
 // entry that finds no room is spilled without waiting.
 //
 // An entry is the caller's ctx, ent and fields, and once it has been cut down to size
-// without a lock, cut, its bytes (which the Write path then copies). They travel as
+// without a lock, cut, its bytes (which the write path then copies). They travel as
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap: a logging call allocates nothing.
 func (s *Stream) Write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
@@ -260,7 +260,7 @@ func (s *Stream) giveBackEmptyReserve(sh *shard) {
 
 // writeElsewhere tries the open batches of the shards other than shard i: the slow path of
 // a stream without a free batch. It skips a shard whose lock is taken, unless the policy
-// has admitted the entry against the room left (roomAdmitted): a shard's lock is held for
+// has admitted the entry against the room left (RoomAdmitted): a shard's lock is held for
 // one entry's encoding, and such an entry is owed the room it was counted into. While no
 // shard holds an open batch (shards.opened), as when the receiver is gone and every batch
 // is queued, it touches no shard at all: a full stream makes a call cheaper, not dearer.
@@ -301,7 +301,7 @@ func (s *Stream) writeElsewhere(i int, tag uint16, ctx *zapenc.Context, ent *zap
 // copied. An entry that does not fit seals the batch and moves to a free one if own, or
 // leaves the batch as it is and reports needBatch if not (a batch borrowed by
 // writeElsewhere). An entry that passes its
-// budget, or that capEntry cannot cut, releases the shard and reports overBudget with the
+// budget, or that Cap cannot cut, releases the shard and reports overBudget with the
 // encoder that holds it.
 func (s *Stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte, own bool) (writeStatus, *zapenc.Encoder) {
 	b := sh.cur
@@ -330,7 +330,7 @@ func (s *Stream) appendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *z
 				return written, nil
 			}
 			// An err entry is delivered with its largest values truncated and marked (see
-			// capEntry); out[start:] is still intact, and capped lives in the encoder.
+			// Cap); out[start:] is still intact, and capped lives in the encoder.
 			capped, ok := enc.Cap(out[start:], s.entryCap)
 			if !ok {
 				// Too many values: it is cut short, encoded again, without the lock.

@@ -326,7 +326,7 @@ func corpus() []confCase {
 			return a.AppendReflected(func() {})
 		})))
 	// deepObj(23) is the deepest of its kind within msgpenc.MaxDepth: past the cap the record
-	// differs from zap's on purpose (encoder_depth_test.go).
+	// differs from zap's on purpose (depth_test.go).
 	add("deep nesting", zap.Object("deep", deepObj(23)), zap.String("after", "x"))
 	add("duplicate keys", zap.String("dup", "first"), zap.Int("dup", 2), zap.String("msg", "field named msg"))
 
