@@ -138,7 +138,10 @@ func (k *sink) tagFor(ent *zapcore.Entry) tagtable.Ref {
 func (k *sink) tagNamed(name string) tagtable.Ref { return k.tags.Lookup(name) }
 
 func (k *sink) stats() Stats {
-	return Stats{Info: streamStatsOf(k.streams[infoStream].Stats()), Err: streamStatsOf(k.streams[errStream].Stats())}
+	return Stats{
+		Info: streamStatsOf(k.streams[infoStream].Stats(), k.tags, infoStream),
+		Err:  streamStatsOf(k.streams[errStream].Stats(), k.tags, errStream),
+	}
 }
 
 // clock flushes the streams every Transport.FlushInterval and steps the info stream's degrade policy

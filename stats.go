@@ -5,6 +5,7 @@ import (
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
 	"github.com/fluentcore/fluentcore/internal/stream"
+	"github.com/fluentcore/fluentcore/internal/tagtable"
 )
 
 // StreamStats are the counters and gauges of one stream. Counters only grow. At any quiet
@@ -143,8 +144,8 @@ type TagStats struct {
 	Spilled uint64
 }
 
-// streamStatsOf returns a stream's numbers as users get them.
-func streamStatsOf(s stream.Stats) StreamStats {
+// streamStatsOf returns a stream's numbers as users get them, its logger tags' read from tags.
+func streamStatsOf(s stream.Stats, tags *tagtable.Table, id stream.ID) StreamStats {
 	st := StreamStats{
 		Entries: s.Entries, Delivered: s.Delivered, Truncated: s.Truncated, TagOverflow: s.TagOverflow,
 		Spilled: s.Spilled, Replayed: s.Replayed, Duplicated: s.Duplicated, Dropped: s.Dropped,
@@ -156,12 +157,7 @@ func streamStatsOf(s stream.Stats) StreamStats {
 		SentBatches: s.SentBatches, SentBytes: s.SentBytes, SendErrors: s.SendErrors,
 		Reconnects: s.Reconnects, HandshakeFailures: s.HandshakeFailures,
 		recent: s.Recent,
-	}
-	if s.Tags != nil {
-		st.Tags = make(map[string]TagStats, len(s.Tags))
-		for tag, t := range s.Tags {
-			st.Tags[tag] = TagStats(t)
-		}
+		Tags:   tagtable.TotalsOf[TagStats](tags, int(id)),
 	}
 	st.Servers = make([]ServerStats, len(s.Servers))
 	for i, sv := range s.Servers {

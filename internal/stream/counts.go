@@ -122,7 +122,8 @@ func (c *Counts) Roll(now time.Time) {
 
 // read adds the entries and their drops to st, whose outcomes (Delivered, Spilled) the
 // caller read before, at now: Entries, Truncated, TagOverflow, Dropped, Pending, the recent
-// windows (Dropping false once the stream is closed) and the logger tags' counters.
+// windows (Dropping false once the stream is closed). The logger tags' counters are the
+// table's to read (tagtable.TotalsOf).
 func (c *Counts) read(st *Stats, now time.Time, closed bool) {
 	cur := c.recentCounts()
 	var dropped [outcome.NumReasons]uint64
@@ -151,7 +152,6 @@ func (c *Counts) read(st *Stats, now time.Time, closed bool) {
 	// A closed stream drops nothing for backpressure any more, and its clock, which moves
 	// the window, has stopped: it reads false rather than its last second for ever.
 	st.Dropping = !closed && cur.Minus(c.Recent.Before(now, outcome.DropWindow)).Pressed > 0
-	st.Tags = c.tags.Stats(int(c.id))
 }
 
 // StallAfter is how long a stream that holds entries may deliver nothing before Stats

@@ -35,7 +35,7 @@ func TestStreamCountsReadEveryEntryOnce(t *testing.T) {
 	if st.Entries != 5 || st.TagOverflow != 1 || st.Dropped["degraded"] != 1 || st.Dropped["queue_full"] != 1 || st.Pending != 1 {
 		t.Fatalf("entries %d, overflow %d, dropped %v, pending %d; want 5, 1, a degraded and a queue_full, 1", st.Entries, st.TagOverflow, st.Dropped, st.Pending)
 	}
-	if ts := st.Tags[tags.TagOf(audit.Idx, int(Info))]; ts.Entries != 3 || ts.Dropped != 2 || ts.Delivered != 1 {
+	if ts := tagtable.TotalsOf[tagtable.Totals](tags, int(Info))[tags.TagOf(audit.Idx, int(Info))]; ts.Entries != 3 || ts.Dropped != 2 || ts.Delivered != 1 {
 		t.Fatalf("audit's counts %+v; want 3 entries, 2 dropped, 1 delivered", ts)
 	}
 	if !st.Dropping || read(start, true).Dropping {

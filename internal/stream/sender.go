@@ -49,9 +49,9 @@ type sender struct {
 	// may come after the write (an ack), so both outlive one call to deliver.
 	failingSince time.Time
 	owed         bool
-	// stuckT is the timer of the route's deadline for a stuck connection (nil until the
-	// first; the err stream's, see errSpill.stuck).
-	stuckT *time.Timer
+	// stuckT is the clock's ticker of the route's deadline for a stuck connection (nil
+	// until the first; the err stream's, see errSpill.stuck).
+	stuckT *time.Ticker
 
 	ring   *ring.Ring  // the stream's batches
 	stream streamView  // the stream's, for framing and counting
@@ -94,9 +94,10 @@ func (snd *sender) run(ctx context.Context) {
 			}
 		}
 		if len(snd.out) > 0 {
-			if !snd.send(ctx) {
+			if !snd.deliver(ctx) {
 				return
 			}
+			snd.flush.afterSend()
 			continue
 		}
 		acks, dead, due := snd.fwd.AckEvents() // nil while no frame is in flight
@@ -126,25 +127,16 @@ func (snd *sender) run(ctx context.Context) {
 	}
 }
 
-// send is run's delivery of snd.out, counted busy for the flush policy; it reports false
-// when ctx was cancelled, with what is left in snd.out (and in flight) for Close.
-func (snd *sender) send(ctx context.Context) bool {
-	snd.flush.busy.Add(1)
-	ok := snd.deliver(ctx)
-	snd.flush.busy.Add(-1)
-	if ok {
-		snd.flush.afterSend()
-	}
-	return ok
-}
-
 // deliver writes the batches of snd.out, oldest first, until each is written (true, once
 // snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
 // connection while frames waited for their acks, which puts them back in front — it waits
 // with backoff before the next attempt. Where the route spills (the err stream), batches
 // that have failed for Spill.After, or once writers spill because the buffers are full, go
-// to the spill instead (true), and run switches to replaying.
+// to the spill instead (true), and run switches to replaying. While it delivers, the
+// sender counts as busy for the flush policy (run then does a flush owed: afterSend).
 func (snd *sender) deliver(ctx context.Context) bool {
+	snd.flush.busy.Add(1)
+	defer snd.flush.busy.Add(-1)
 	_, spillKick, evacuate := snd.route.signals()
 	for len(snd.out) > 0 {
 		if snd.owed {

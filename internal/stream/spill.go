@@ -324,7 +324,7 @@ func (e *errSpill) replay(ctx context.Context, snd *sender) (active, ok bool) {
 // spillWhileWaiting waits d (false if ctx is cancelled first), moving batches to the spill
 // as they are sealed.
 func (e *errSpill) spillWhileWaiting(ctx context.Context, snd *sender, d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := e.clock.NewTicker(max(d, time.Nanosecond)) // the clock's: it decides when the wait ends
 	defer t.Stop()
 	for {
 		select {
@@ -357,9 +357,9 @@ func (e *errSpill) stuck(snd *sender) (spilled bool, due <-chan time.Time, past 
 	}
 	if left := time.Unix(0, at).Add(e.p.spillAfter).Sub(e.clock.Now()); left > 0 {
 		if snd.stuckT == nil {
-			snd.stuckT = time.NewTimer(left)
+			snd.stuckT = e.clock.NewTicker(left)
 		} else {
-			snd.stuckT.Reset(left) // since Go 1.23 a Reset timer never delivers a stale value
+			snd.stuckT.Reset(left) // since Go 1.23 a Reset ticker never delivers a stale tick
 		}
 		return false, snd.stuckT.C, false
 	}

@@ -4,15 +4,14 @@ import (
 	"time"
 
 	"github.com/fluentcore/fluentcore/internal/outcome"
-	"github.com/fluentcore/fluentcore/internal/tagtable"
 )
 
 // Stats are a stream's counters and gauges, read at once at its clock's now (Stream.Stats;
 // its policy adds its own, Policy.Report). The root hands them to users as StreamStats,
-// whose fields document each; Recent are the counts its recent windows are read from.
+// whose fields document each, with the logger tags' counters (tagtable.TotalsOf); Recent
+// are the counts its recent windows are read from.
 type Stats struct {
 	Entries, Delivered, Truncated, TagOverflow uint64
-	Tags                                       map[string]tagtable.Totals
 	Spilled, Replayed, Duplicated              uint64
 	Dropped                                    map[string]uint64
 	SpillBytes                                 int64

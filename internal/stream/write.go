@@ -51,7 +51,10 @@ func (s *Stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapc
 	var deadline time.Time
 	yielded := false
 	for {
-		status, enc := s.tryWriteLocked(sh, tag.Idx, ctx, ent, fields, cut)
+		status, enc := s.tryAppendLocked(sh, tag.Idx, ctx, ent, fields, cut)
+		if status != overBudget { // else the entry released the shard, with the encoder that holds it
+			sh.mu.Unlock()
+		}
 		if status == needBatch && tag.Idx == 0 {
 			// No free batch: the rest of the budget is in the other shards' open batches, so
 			// what is buffered, not how it is split into batches, decides when the stream is
@@ -177,17 +180,10 @@ func (s *Stream) lose(sh *shard, why outcome.Reason, tag uint16, ctx *zapenc.Con
 	s.Counts.dropped(sh, why, tag)
 }
 
-// tryWriteLocked encodes the entry into the shard's open batch, taking a free batch if the
-// shard has none. The caller holds the shard's lock; tryWriteLocked releases it (or the
-// entry did: overBudget, with the encoder that holds it).
-func (s *Stream) tryWriteLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
-	status, enc := s.tryAppendLocked(sh, tag, ctx, ent, fields, cut)
-	if status != overBudget {
-		sh.mu.Unlock()
-	}
-	return status, enc
-}
-
+// tryAppendLocked encodes the entry into the shard's open batch, taking a free batch if the
+// shard has none, and sealing first an open batch that takes no more of its tag. The caller
+// holds the shard's lock, and releases it unless the entry did (overBudget, with the encoder
+// that holds it).
 func (s *Stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
 	if s.Closed.Load() {
 		return streamClosed, nil

@@ -132,23 +132,25 @@ func (t *Table) Count() int {
 	return t.n
 }
 
-// Stats returns the counters of every name's tag on stream, by tag (two names can make
-// one tag: their counters are added); nil if the table holds no name.
-func (t *Table) Stats(stream int) map[string]Totals {
+// TotalsOf returns the counters of every name's tag on stream, by tag (two names can make
+// one tag: their counters are added), as T, a type with Totals' fields (the root's
+// TagStats): nil if t holds no name. Safe for concurrent use; the counters are read one by
+// one, without a lock.
+func TotalsOf[T ~struct{ Entries, Delivered, Dropped, Spilled uint64 }](t *Table, stream int) map[string]T {
 	n := t.Count()
 	if n == 0 {
 		return nil
 	}
-	m := make(map[string]Totals, n)
+	m := make(map[string]T, n)
 	for i := 1; i <= n; i++ {
 		c := &t.counts[i]
 		tag := t.tags[i][stream]
-		st := m[tag]
+		st := Totals(m[tag])
 		st.Entries += c.Entries[stream].Load()
 		st.Delivered += c.Delivered[stream].Load()
 		st.Dropped += c.Dropped[stream].Load()
 		st.Spilled += c.Spilled[stream].Load()
-		m[tag] = st
+		m[tag] = T(st)
 	}
 	return m
 }

@@ -70,7 +70,7 @@ func TestStatsAddsNamesThatMakeOneTag(t *testing.T) {
 	tb := New([Streams]string{"app", "app.err"}, 4, 8, func(name string, stream int) string {
 		return fmt.Sprintf("app.%s.%d", name[:1], stream) // "x1" and "x2" make one tag
 	})
-	if tb.Stats(0) != nil {
+	if TotalsOf[Totals](tb, 0) != nil {
 		t.Error("Stats of an empty table is not nil")
 	}
 	if tb.Counters(0) != nil {
@@ -81,11 +81,11 @@ func TestStatsAddsNamesThatMakeOneTag(t *testing.T) {
 	tb.Counters(x2.Idx).Entries[0].Add(3)
 	tb.Counters(x2.Idx).Delivered[0].Add(1)
 	tb.Counters(y.Idx).Dropped[1].Add(4)
-	got := tb.Stats(0)
+	got := TotalsOf[Totals](tb, 0)
 	if got["app.x.0"] != (Totals{Entries: 5, Delivered: 1}) || got["app.y.0"] != (Totals{}) || len(got) != 2 {
 		t.Errorf("info stream: %+v", got)
 	}
-	if got := tb.Stats(1); got["app.y.1"] != (Totals{Dropped: 4}) {
+	if got := TotalsOf[Totals](tb, 1); got["app.y.1"] != (Totals{Dropped: 4}) {
 		t.Errorf("err stream: %+v", got)
 	}
 }
