@@ -148,6 +148,41 @@ func BenchmarkDegradeRule(b *testing.B) {
 			b.ReportMetric(queueFull, "adaptive-queue-full-frac")
 		})
 	}
+	// 6b: flat out from 8 goroutines each, the default and degrade off side by side in one
+	// process, each with its own receiver. The two share the cores at the same moments, so
+	// the machine's drift falls on both, and the ratio of what each delivered is what the
+	// policy costs; the pairs of 6 see the machine at two moments.
+	b.Run("scenario=flat-out-side-by-side/goroutines=8", func(b *testing.B) {
+		order := []fluentcore.DegradePolicy{fluentcore.DegradeAdaptive, fluentcore.DegradeOff}
+		if ruleRounds[b.Name()]%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		ruleRounds[b.Name()]++
+		runs := map[fluentcore.DegradePolicy]*degradeRun{}
+		for _, p := range order {
+			runs[p] = startDegradeRun(b, KindForward, p)
+		}
+		var wg sync.WaitGroup
+		for _, p := range order {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runs[p].drive(8, nil, scaled(3*time.Second))
+			}()
+		}
+		wg.Wait()
+		res := map[fluentcore.DegradePolicy]ruleResult{}
+		for _, p := range order {
+			_ = runs[p].core.Sync()
+			st := runs[p].core.Stats().Info
+			res[p] = ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
+			runs[p].close()
+		}
+		adaptive, off := res[fluentcore.DegradeAdaptive], res[fluentcore.DegradeOff]
+		b.ReportMetric(float64(adaptive.dropped), "adaptive-dropped")
+		b.ReportMetric(float64(off.dropped), "off-dropped")
+		b.ReportMetric(float64(adaptive.delivered)/float64(max(off.delivered, 1)), "delivered-ratio")
+	})
 	// 5: start-up, logging at 5 % of capacity from the first call: a new core, not yet
 	// connected, at a receiver that takes all it gets. Nothing may be dropped.
 	b.Run("scenario=startup5%", func(b *testing.B) {

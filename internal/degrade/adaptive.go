@@ -80,13 +80,15 @@ func (a *Adaptive) Admit(level zapcore.Level, tag uint16, msg string, at int64) 
 // entry's time may come from zap.WithClock) and nobody else is stepping. Callers step it as
 // well as the clock because a flood of them can keep the clock's goroutine off the CPU for
 // longer than the buffer lasts; a caller that logs is running. Only the controller moves
-// there: the degraded state and its events stay on the clock, or on the first shed.
+// there: the degraded state and its events stay on the clock, or on the first shed. The
+// clock is read only by the caller that holds the lock: while a step is under way, every
+// caller finds one due by its entry's time, and all of them would read the clock for each
+// entry until the step ends.
 func (a *Adaptive) stepLate() {
-	now := a.clock.Now()
 	if !a.mu.TryLock() {
 		return
 	}
-	if now.UnixNano()-a.lastStep.Load() >= int64(AdaptiveStep) {
+	if a.clock.Now().UnixNano()-a.lastStep.Load() >= int64(AdaptiveStep) {
 		a.stepLocked(a.observe())
 	}
 	a.mu.Unlock()

@@ -10,10 +10,14 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// clockAt is a zapcore.Clock stopped at now, which the test moves (one goroutine).
-type clockAt struct{ now time.Time }
+// clockAt is a zapcore.Clock stopped at now, which the test moves (one goroutine); reads
+// counts the calls to Now.
+type clockAt struct {
+	now   time.Time
+	reads int
+}
 
-func (c *clockAt) Now() time.Time                         { return c.now }
+func (c *clockAt) Now() time.Time                         { c.reads++; return c.now }
 func (c *clockAt) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
 
 // calm is an observation of an empty megabyte buffer at now.
@@ -55,11 +59,12 @@ func TestCallerStepsOnTheRealClock(t *testing.T) {
 // The clock's step reads the stream under the lock a caller's step takes: a caller whose
 // entry finds a step due while the clock reads does not step in between, so that the steps
 // take their observations in the order they were read (what only grows in them, Delivered,
-// never goes back).
+// never goes back). Nor does it read the clock: while a step is under way, every caller
+// finds one due, and a flood of them reading the time would cost each entry a clock read.
 func TestCallerDoesNotStepWhileTheClockReads(t *testing.T) {
 	now := time.Now()
 	clock := &clockAt{now: now}
-	var callers int
+	var callers, reads int
 	a := NewAdaptive(0.25, clock, func() Observation {
 		callers++
 		return calm(clock.Now())
@@ -67,11 +72,16 @@ func TestCallerDoesNotStepWhileTheClockReads(t *testing.T) {
 	a.Step(func() Observation { return calm(now) })
 	a.Step(func() Observation {
 		clock.now = now.Add(2 * AdaptiveStep)
+		before := clock.reads
 		a.Admit(zapcore.InfoLevel, 0, "m", clock.now.UnixNano()) // a step is due by its time
+		reads = clock.reads - before
 		return calm(clock.now)
 	})
 	if callers != 0 {
 		t.Fatalf("a caller stepped %d times while the clock read the stream", callers)
+	}
+	if reads != 0 {
+		t.Fatalf("a caller read the clock %d times while the clock's step was under way", reads)
 	}
 	if got := a.lastStep.Load(); got != now.Add(2*AdaptiveStep).UnixNano() {
 		t.Errorf("lastStep %d; want the clock's step's time", got)

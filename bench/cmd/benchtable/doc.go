@@ -373,6 +373,11 @@ func (d *doc) degradeRuleTargets(t *table) {
 		t.add(pre+"flat out, 8 goroutines: ≥ 0.9 × degrade off in every round",
 			fmt.Sprintf("lowest %s, median %s of %s rounds", ratio(low), ratio(medv(g, "delivered-ratio")), count(float64(len(g.runs)))), status(low >= 0.9))
 	}
+	if g := rule(map[string]string{"scenario": "flat-out-side-by-side", "goroutines": "8"}); g != nil {
+		low, _ := g.min("delivered-ratio")
+		t.add(pre+"flat out, 8 goroutines each, side by side with degrade off: ≥ 0.9 × degrade off in every round",
+			fmt.Sprintf("lowest %s, median %s of %s rounds", ratio(low), ratio(medv(g, "delivered-ratio")), count(float64(len(g.runs)))), status(low >= 0.9))
+	}
 	for _, n := range []string{"1", "16", "256", "1024"} {
 		g := rule(map[string]string{"scenario": "flat-out", "goroutines": n})
 		if g == nil {
