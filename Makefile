@@ -112,7 +112,7 @@ check-generate:
 		(echo "generated code is stale: run 'make generate' and commit"; exit 1)
 
 # bench: every benchmark of the bench/ module with -count 5 (COUNT=n to change), benchstat,
-# and the regenerated tables of bench/README.md and docs/benchmarks.md and bench/chart.png. Long:
+# and the regenerated tables of bench/README.md, docs/benchmarks.md and bench/TARGETS.md, and bench/chart.png. Long:
 # about 20 minutes on 2 cores.
 bench:
 	GO=$(GO) bench/run.sh full

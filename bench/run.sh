@@ -5,7 +5,7 @@
 # in $COUNT alternating rounds), the IBM client in its own binary,
 # forwardtest's own receiver benchmark, cmd/throughput; raw output in bench/results/, then
 # benchstat (bench/results/benchstat.txt) and cmd/benchtable, which regenerates the tables of
-# bench/README.md and docs/benchmarks.md and bench/chart.png.
+# bench/README.md, docs/benchmarks.md and bench/TARGETS.md, and bench/chart.png.
 #
 # smoke: vet, then every benchmark once with a tiny -benchtime, the IBM binary, throughput for
 # 1s and the table generator on that output (into a temporary directory): proves that the
@@ -88,7 +88,7 @@ full)
 		echo
 		$GO run "$BENCHSTAT" "$tp"
 	} >results/benchstat.txt
-	$GO run ./cmd/benchtable -results results -readme README.md -top ../docs/benchmarks.md -chart chart.png
+	$GO run ./cmd/benchtable -results results -readme README.md -top ../docs/benchmarks.md -targets TARGETS.md -chart chart.png
 	$GO run ./cmd/degradeplot -series results/degrade-series.csv -out degrade.png
 	;;
 smoke)
@@ -104,7 +104,8 @@ smoke)
 	$GO run ./cmd/throughput -d 1s -g 64 -contender zap-json-discard >>"$tmp/throughput.txt"
 	cp README.md "$tmp/bench-README.md"
 	cp ../docs/benchmarks.md "$tmp/benchmarks.md"
-	$GO run ./cmd/benchtable -results "$tmp" -readme "$tmp/bench-README.md" -top "$tmp/benchmarks.md" -chart "$tmp/chart.png"
+	cp TARGETS.md "$tmp/TARGETS.md"
+	$GO run ./cmd/benchtable -results "$tmp" -readme "$tmp/bench-README.md" -top "$tmp/benchmarks.md" -targets "$tmp/TARGETS.md" -chart "$tmp/chart.png"
 	$GO run ./cmd/degradeplot -series "$tmp/degrade-series.csv" -out "$tmp/degrade.png"
 	for c in fluentcore fluentcore-degrade-off zap-json-discard zap-json-bws-tcp fluent-logger-async fluent-logger-sync fluent-logger-async-ack lestrrat-fluent-client; do
 		grep -q "contender=$c-" "$tmp/raw.txt" || { echo "bench-smoke: no results for $c"; exit 1; }

@@ -129,8 +129,13 @@ func (d *doc) summary() string {
 		}
 		fmt.Fprintf(&b, "AddingFields, %s (%s):\n\n%s\n", mode, what, d.scenarioTable("AddingFields", mode, true))
 	}
-	b.WriteString(d.targets())
 	return b.String()
+}
+
+// targetsSection is bench/TARGETS.md's generated section: the machine, then each target
+// with what was measured and whether it is met.
+func (d *doc) targetsSection() string {
+	return d.machine() + " Medians unless a row says otherwise.\n\n" + d.targets()
 }
 
 // full is bench/README.md's generated section.

@@ -1,15 +1,17 @@
 // Command benchtable turns the raw output of make bench into the tables of bench/README.md,
-// the summary table of docs/benchmarks.md and the chart bench/chart.png. Every figure
-// in them comes from the raw files; nothing is typed by hand.
+// the summary tables of docs/benchmarks.md, the targets table of bench/TARGETS.md and the
+// chart bench/chart.png. Every figure in them comes from the raw files; nothing is typed by
+// hand.
 //
-//	go run ./cmd/benchtable -results results -readme README.md -top ../docs/benchmarks.md -chart chart.png
+//	go run ./cmd/benchtable -results results -readme README.md -top ../docs/benchmarks.md -targets TARGETS.md -chart chart.png
 //
 // Inputs in -results: raw.txt (the main benchmark run), raw-ibm.txt (the run built with
 // -tags ibm), throughput.txt (cmd/throughput) and forwardtest.txt (forwardtest's own
 // BenchmarkCountOnly); all but raw.txt are optional. Each output file must hold the markers
 // it replaces between: <!-- benchtable:begin --> and <!-- benchtable:end --> in -readme,
-// <!-- benchtable:summary:begin --> and <!-- benchtable:summary:end --> in -top. An empty
-// -readme, -top or -chart skips that output. Exit status 1 on any error.
+// <!-- benchtable:summary:begin --> and <!-- benchtable:summary:end --> in -top,
+// <!-- benchtable:targets:begin --> and <!-- benchtable:targets:end --> in -targets. An
+// empty -readme, -top, -targets or -chart skips that output. Exit status 1 on any error.
 package main
 
 import (
@@ -24,17 +26,24 @@ import (
 
 func main() {
 	dir := flag.String("results", "results", "directory with raw.txt, raw-ibm.txt, throughput.txt, forwardtest.txt")
-	readme := flag.String("readme", "README.md", "file whose benchtable section is regenerated")
-	top := flag.String("top", "", "document whose summary section is regenerated (docs/benchmarks.md)")
-	chart := flag.String("chart", "chart.png", "chart image to write")
+	var out outputs
+	flag.StringVar(&out.readme, "readme", "README.md", "file whose benchtable section is regenerated")
+	flag.StringVar(&out.top, "top", "", "document whose summary section is regenerated (docs/benchmarks.md)")
+	flag.StringVar(&out.targets, "targets", "", "document whose targets section is regenerated (bench/TARGETS.md)")
+	flag.StringVar(&out.chart, "chart", "chart.png", "chart image to write")
 	flag.Parse()
-	if err := run(*dir, *readme, *top, *chart); err != nil {
+	if err := run(*dir, out); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, readme, top, chart string) error {
+// outputs are the files run writes; an empty name skips that output.
+type outputs struct {
+	readme, top, targets, chart string
+}
+
+func run(dir string, out outputs) error {
 	rs := &results{}
 	for _, in := range []struct {
 		label, file string
@@ -53,22 +62,27 @@ func run(dir, readme, top, chart string) error {
 		return errors.New("no AddingFields results in raw.txt")
 	}
 	d := &doc{rs: rs}
-	if readme != "" {
-		if err := replaceBetween(readme, "<!-- benchtable:begin -->", "<!-- benchtable:end -->", d.full()); err != nil {
+	for _, sec := range []struct {
+		path, marker string
+		content      func() string
+	}{
+		{out.readme, "benchtable", d.full},
+		{out.top, "benchtable:summary", d.summary},
+		{out.targets, "benchtable:targets", d.targetsSection},
+	} {
+		if sec.path == "" {
+			continue
+		}
+		if err := replaceBetween(sec.path, "<!-- "+sec.marker+":begin -->", "<!-- "+sec.marker+":end -->", sec.content()); err != nil {
 			return err
 		}
 	}
-	if top != "" {
-		if err := replaceBetween(top, "<!-- benchtable:summary:begin -->", "<!-- benchtable:summary:end -->", d.summary()); err != nil {
-			return err
-		}
-	}
-	if chart != "" {
+	if out.chart != "" {
 		png, err := d.chart()
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(chart, png, 0o644); err != nil {
+		if err := os.WriteFile(out.chart, png, 0o644); err != nil {
 			return err
 		}
 	}

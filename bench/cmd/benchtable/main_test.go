@@ -37,6 +37,7 @@ func TestRunGeneratesTablesAndChart(t *testing.T) {
 	}
 	readme := filepath.Join(dir, "README.md")
 	top := filepath.Join(dir, "TOP.md")
+	targets := filepath.Join(dir, "TARGETS.md")
 	chart := filepath.Join(dir, "chart.png")
 	if err := os.WriteFile(readme, []byte("intro\n<!-- benchtable:begin -->\nold\n<!-- benchtable:end -->\nend\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,7 +45,10 @@ func TestRunGeneratesTablesAndChart(t *testing.T) {
 	if err := os.WriteFile(top, []byte("x\n<!-- benchtable:summary:begin -->\n<!-- benchtable:summary:end -->\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(dir, readme, top, chart); err != nil {
+	if err := os.WriteFile(targets, []byte("y\n<!-- benchtable:targets:begin -->\n<!-- benchtable:targets:end -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(dir, outputs{readme: readme, top: top, targets: targets, chart: chart}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(readme)
@@ -71,13 +75,17 @@ func TestRunGeneratesTablesAndChart(t *testing.T) {
 		}
 	}
 	b, _ = os.ReadFile(top)
+	if !strings.Contains(string(b), "AddingFields, single") || strings.Contains(string(b), "| target |") {
+		t.Errorf("the summary lacks its tables or carries the targets:\n%s", b)
+	}
+	b, _ = os.ReadFile(targets)
 	for _, want := range []string{
-		"AddingFields, single",
+		"y\n<!-- benchtable:targets:begin -->\nMachine: Test CPU",
 		"| AddingFields single: ≤ 0.6 × zap→Discard ns/op, all delivered, 0 lost | 0.50× (400 ns vs 800 ns); lost 0, dropped 0 | **met** |",
 		"10.0× fewer (400 ns vs 4.00 µs)",
 	} {
 		if !strings.Contains(string(b), want) {
-			t.Errorf("the summary lacks %q:\n%s", want, b)
+			t.Errorf("the targets lack %q:\n%s", want, b)
 		}
 	}
 	b, _ = os.ReadFile(chart)
@@ -95,7 +103,7 @@ func TestRunNeedsMarkers(t *testing.T) {
 	if err := os.WriteFile(readme, []byte("no markers\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(dir, readme, "", ""); err == nil {
+	if err := run(dir, outputs{readme: readme}); err == nil {
 		t.Fatal("run succeeded on a README without markers")
 	}
 }
@@ -128,12 +136,16 @@ BenchmarkMaxInflight/acks=off-2 	1	1 ns/op	100000 delivered/s	0.7 of-R
 	}
 }
 
-// The committed results, bench/README.md and docs/benchmarks.md, from this directory.
+// The committed results, bench/README.md, docs/benchmarks.md and bench/TARGETS.md, from this directory.
 const (
 	committedResults = "../../results"
 	committedReadme  = "../../README.md"
 	committedTop     = "../../../docs/benchmarks.md"
+	committedTargets = "../../TARGETS.md"
 )
+
+// committedDocs are the documents the generator writes a section of.
+var committedDocs = []string{committedReadme, committedTop, committedTargets}
 
 // history matches what a user page must not carry: an issue number, a date, a load average;
 // hexRE a word that may be a commit hash, which is one if it has a digit and a letter.
@@ -160,12 +172,13 @@ func historyIn(text string) []string {
 }
 
 // generate runs the generator over the committed results into copies of the committed
-// documents and returns the copies' text.
-func generate(t *testing.T) (readme, top string) {
+// documents and returns the copies' text, by the committed document's path.
+func generate(t *testing.T) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	r, tp := filepath.Join(dir, "README.md"), filepath.Join(dir, "benchmarks.md")
-	for src, dst := range map[string]string{committedReadme: r, committedTop: tp} {
+	copies := map[string]string{}
+	for _, src := range committedDocs {
+		dst := filepath.Join(dir, filepath.Base(src))
 		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
@@ -173,22 +186,25 @@ func generate(t *testing.T) (readme, top string) {
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		copies[src] = dst
 	}
-	if err := run(committedResults, r, tp, ""); err != nil {
+	if err := run(committedResults, outputs{readme: copies[committedReadme], top: copies[committedTop], targets: copies[committedTargets]}); err != nil {
 		t.Fatal(err)
 	}
-	rb, _ := os.ReadFile(r)
-	tb, _ := os.ReadFile(tp)
-	return string(rb), string(tb)
+	out := map[string]string{}
+	for src, dst := range copies {
+		b, _ := os.ReadFile(dst)
+		out[src] = string(b)
+	}
+	return out
 }
 
-// The tables are written for users: every target named by what it measures, the machine by
-// what a reader needs, and no issue number, commit, date or load average of the run.
+// The tables are written for their readers: every target named by what it measures, the
+// machine by what a reader needs, and no issue number, commit, date or load average of the run.
 func TestGeneratedTablesCarryNoHistory(t *testing.T) {
-	readme, top := generate(t)
-	for name, text := range map[string]string{"bench/README.md": readme, "docs/benchmarks.md": top} {
-		if i := strings.Index(text, "<!-- benchtable:"); i >= 0 {
-			text = text[i:] // the generated section, last in both files
+	for name, text := range generate(t) {
+		if i := strings.Index(text, "<!-- benchtable"); i >= 0 {
+			text = text[i:] // the generated section, last in each file
 		}
 		if found := historyIn(text); len(found) > 0 {
 			t.Errorf("%s as generated names %q", name, found)
@@ -199,8 +215,7 @@ func TestGeneratedTablesCarryNoHistory(t *testing.T) {
 // The committed tables are the generator's output from the committed results: nothing in
 // them is typed by hand.
 func TestCommittedTablesAreCurrent(t *testing.T) {
-	readme, top := generate(t)
-	for got, path := range map[string]string{readme: committedReadme, top: committedTop} {
+	for path, got := range generate(t) {
 		want, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -211,16 +226,29 @@ func TestCommittedTablesAreCurrent(t *testing.T) {
 	}
 }
 
-// bench/README.md and docs/benchmarks.md, hand-written parts included, carry no history:
-// that stays in git log.
+// The bench documents, hand-written parts included, carry no history: that stays in git log.
 func TestBenchDocsCarryNoHistory(t *testing.T) {
-	for _, path := range []string{committedReadme, committedTop} {
+	for _, path := range committedDocs {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if found := historyIn(string(b)); len(found) > 0 {
 			t.Errorf("%s names %q", path, found)
+		}
+	}
+}
+
+// docs/benchmarks.md is for users: what was measured, not the project's targets and which
+// of them are met, which bench/TARGETS.md keeps.
+func TestUserBenchmarksCarryNoTargets(t *testing.T) {
+	b, err := os.ReadFile(committedTop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, word := range []string{"not met", "**met**", "| target |"} {
+		if strings.Contains(string(b), word) {
+			t.Errorf("%s carries the targets' %q: they belong in %s", committedTop, word, committedTargets)
 		}
 	}
 }
