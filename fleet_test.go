@@ -304,6 +304,25 @@ func TestNewNeverWaitsOnALookup(t *testing.T) {
 	}
 	testkit.WaitUntil(t, "the entry sent to the address the resolver gave", func() bool { return r.Len() == 1 })
 
+	// A call's own cost: the fastest of several New calls with a resolver that never
+	// answers is a millisecond or two, and no slower than with an address to dial as it is
+	// (a wait on the lookup would be its whole bound). Most of it is allocating the buffers,
+	// which the race detector slows several times: the absolute bound holds without it.
+	fastest := func(addr string) time.Duration {
+		least := time.Hour
+		for range 9 {
+			start := time.Now()
+			c := New(Config{Addr: addr, Transport: TransportConfig{Resolver: hangingResolver{}}, Metrics: MetricsConfig{Disabled: true}, Timeouts: TimeoutsConfig{Close: time.Millisecond}, Spill: SpillConfig{Fallback: io.Discard}})
+			least = min(least, time.Since(start))
+			_ = c.Close()
+		}
+		return least
+	}
+	named, literal := fastest("tcp://never.test:"+port), fastest("tcp://127.0.0.1:"+port)
+	if named > literal+2*time.Millisecond || !testkit.Race && named > 2*time.Millisecond {
+		t.Errorf("New took at least %v in 9 calls with a resolver that never answers (%v with an IP address); want at most 2ms more, and 2ms in all", named, literal)
+	}
+
 	never := New(Config{Addr: "tcp://never.test:" + port, Transport: TransportConfig{Resolver: hangingResolver{}}, Metrics: MetricsConfig{Registerer: prometheus.NewRegistry()}, Timeouts: TimeoutsConfig{Close: 200 * time.Millisecond}, Spill: SpillConfig{Fallback: io.Discard}})
 	logger := zap.New(never)
 	for i := range 10 {
