@@ -489,6 +489,29 @@ func TestStallShedsOnlyWhenFull(t *testing.T) {
 	}
 }
 
+// Every byte of a message goes into its hash, at every length: the tail read as one
+// word (overlapping the words before it) and the bytes of a short message alike; and a
+// message with a trailing zero byte is another message.
+func TestHashReadsEveryByte(t *testing.T) {
+	msg := []byte("the quick brown fox jumps over the lazy dog, twice")
+	for n := 0; n <= len(msg); n++ {
+		base := string(msg[:n])
+		if Hash(0, base) == Hash(0, base+"\x00") {
+			t.Errorf("%q and the same with a zero byte appended hash alike", base)
+		}
+		if Hash(0, base) == Hash(1, base) {
+			t.Errorf("%q hashes alike at two levels", base)
+		}
+		for i := range n {
+			b := []byte(base)
+			b[i] ^= 0x01
+			if Hash(0, string(b)) == Hash(0, base) {
+				t.Errorf("length %d: byte %d changed and the hash did not", n, i)
+			}
+		}
+	}
+}
+
 // Keys spread over the table: 4096 messages that differ in a digit or two, at two levels,
 // land in at least 60 % of the slots (uniform hashing: 63 %), none more than 8 to a slot.
 func TestSlotsSpreadKeys(t *testing.T) {

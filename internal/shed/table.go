@@ -45,26 +45,40 @@ func slotOf(level int8, tag uint16, msg string) uint32 {
 }
 
 // Hash hashes a message at a level: eight bytes of the message at a time, multiplied and
-// folded, then mixed once more (splitmix64's finisher). It is on the caller's path, for
-// this package and for DegradeSample, so it reads words, not bytes (bench/README.md,
-// "Figures behind the doc comments", compares it with FNV-1a). Safe for
+// folded, the last one to eight bytes as one more word (the message's last eight bytes,
+// overlapping those read, when it has eight), then mixed once more (splitmix64's
+// finisher); the length goes in first, so that messages that differ only by trailing zero
+// bytes differ. It is on the caller's path, for this package and for DegradeSample, so it
+// reads words, not bytes (bench/README.md, "Figures behind the doc comments"). Safe for
 // concurrent use; it never fails.
 func Hash(level int8, msg string) uint64 {
 	const m = 0x9E3779B97F4A7C15
-	h := (uint64(uint8(level)) + 1) * m
-	for len(msg) >= 8 {
-		// The compiler makes this one 8-byte load.
-		w := uint64(msg[0]) | uint64(msg[1])<<8 | uint64(msg[2])<<16 | uint64(msg[3])<<24 |
-			uint64(msg[4])<<32 | uint64(msg[5])<<40 | uint64(msg[6])<<48 | uint64(msg[7])<<56
-		h = (h ^ w) * m
+	h := (uint64(uint8(level))+1)*m ^ uint64(len(msg))
+	s := msg
+	for len(s) > 8 {
+		h = (h ^ word(s)) * m
 		h ^= h >> 32
-		msg = msg[8:]
+		s = s[8:]
 	}
-	for i := 0; i < len(msg); i++ {
-		h = (h ^ uint64(msg[i])) * m
+	var w uint64
+	if len(msg) >= 8 {
+		w = word(msg[len(msg)-8:])
+	} else {
+		for i := 0; i < len(s); i++ {
+			w |= uint64(s[i]) << (8 * i)
+		}
 	}
+	h = (h ^ w) * m
 	h ^= h >> 29
 	h *= 0xBF58476D1CE4E5B9
 	h ^= h >> 32
 	return h
+}
+
+// word is the first eight bytes of s (at least eight) as a little-endian word; the
+// compiler makes it one load.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
