@@ -508,36 +508,70 @@ func TestMarkdownBlocks(t *testing.T) {
 }
 
 // README.md and docs/ are for users: what the library does and promises, not the project's
-// history. No page names an issue, a commit or a date, or speaks of how things were before;
-// that is what git log is for.
+// history. No page names an issue, a commit or a date, speaks of how things were before, or
+// tells of benchmark rounds; that is what git log and bench/ are for. Nor does a page name
+// the project's test, benchmark or fuzz functions: it says what is checked, and at most in
+// which file (Example functions are godoc, and fine). A phrase may span a line break.
 func TestUserDocsCarryNoHistory(t *testing.T) {
-	history := []struct {
-		what string
-		re   *regexp.Regexp
+	const (
+		wholePage    = iota
+		outsideCode  // outside fenced code blocks: a user's own test in an example is named like one
+		outsideTable // outside the generated tables (between <!-- x:begin --> and <!-- x:end -->), which report what was measured, rounds included
+	)
+	checks := []struct {
+		what  string
+		where int
+		re    *regexp.Regexp
 	}{
-		{"an issue number", regexp.MustCompile(`(?i)\bissues? #?\d+`)},
+		{"an issue number", wholePage, regexp.MustCompile(`(?i)\bissues?\s+#?\d+`)},
 		// A hex word of 7 to 40 characters with both a digit and a letter: a commit hash.
-		{"a commit hash", regexp.MustCompile(`\b(?:[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b`)},
-		{"a date", regexp.MustCompile(`\b20\d\d-[01]\d-[0-3]\d\b`)},
-		{"history", regexp.MustCompile(`(?i)\bas before\b|\bbefore (?:its|the) fix\b|\bearlier runs\b`)},
+		{"a commit hash", wholePage, regexp.MustCompile(`\b(?:[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b`)},
+		{"a date", wholePage, regexp.MustCompile(`\b20\d\d-[01]\d-[0-3]\d\b`)},
+		{"history", wholePage, regexp.MustCompile(`(?i)\bas\s+before\b|\bbefore\s+(?:its|the)\s+fix\b|\bearlier\s+runs\b|\bmeant\s+before\b|\bthan\s+before\b`)},
+		{"benchmark rounds", outsideTable, regexp.MustCompile(`(?i)\bin\s+every\s+round\b|\bin\s+the\s+same\s+rounds\b|\brounds\s+of\b`)},
+		{"a test, benchmark or fuzz function", outsideCode, regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z]\w*`)},
 	}
 	for _, page := range docPages(t) {
-		text, err := os.ReadFile(page)
+		doc, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, line := range strings.Split(string(text), "\n") {
-			for _, h := range history {
-				for _, m := range h.re.FindAllString(line, -1) {
-					if h.what == "a commit hash" && (len(m) < 7 || len(m) > 40) {
-						continue
-					}
-					t.Errorf("%s:%d: %s (%q): history belongs in git log, not in a user page", page, i+1, h.what, m)
+		// The page three ways, each line kept in its place (blanked where it is left out).
+		lines := strings.Split(string(doc), "\n")
+		text := [3][]string{wholePage: lines, outsideCode: make([]string, len(lines)), outsideTable: make([]string, len(lines))}
+		prose := markdownText(doc)
+		generated := false
+		for i, line := range lines {
+			text[outsideCode][i] = prose[i+1]
+			if generatedEndRE.MatchString(line) {
+				generated = false
+			}
+			if !generated {
+				text[outsideTable][i] = line
+			}
+			if generatedBeginRE.MatchString(line) {
+				generated = true
+			}
+		}
+		for _, c := range checks {
+			s := strings.Join(text[c.where], "\n")
+			for _, m := range c.re.FindAllStringIndex(s, -1) {
+				found := s[m[0]:m[1]]
+				if c.what == "a commit hash" && (len(found) < 7 || len(found) > 40) {
+					continue
 				}
+				line := 1 + strings.Count(s[:m[0]], "\n")
+				t.Errorf("%s:%d: %s (%q): a user page says what the library does and what is checked; history is for git log, test names for the tests", page, line, c.what, found)
 			}
 		}
 	}
 }
+
+// The markers around a generated table (make bench, make guarantees).
+var (
+	generatedBeginRE = regexp.MustCompile(`^<!-- [\w-]+(?::[\w-]+)*:begin -->$`)
+	generatedEndRE   = regexp.MustCompile(`^<!-- [\w-]+(?::[\w-]+)*:end -->$`)
+)
 
 // Every variable ConfigFromEnv reads is documented where users look it up.
 func TestEveryEnvVariableIsDocumented(t *testing.T) {
