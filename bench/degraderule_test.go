@@ -151,37 +151,20 @@ func BenchmarkDegradeRule(b *testing.B) {
 	// 6b: flat out from 8 goroutines each, the default and degrade off side by side in one
 	// process, each with its own receiver. The two share the cores at the same moments, so
 	// the machine's drift falls on both, and the ratio of what each delivered is what the
-	// policy costs; the pairs of 6 see the machine at two moments.
+	// policy costs; the pairs of 6 see the machine at two moments. Each round also runs a
+	// control, degrade off against itself the same way, just before or after (in turns):
+	// how far from 1 the ratio strays with no policy between the two, which is the noise
+	// the default's ratio is read against.
 	b.Run("scenario=flat-out-side-by-side/goroutines=8", func(b *testing.B) {
-		order := []fluentcore.DegradePolicy{fluentcore.DegradeAdaptive, fluentcore.DegradeOff}
-		if ruleRounds[b.Name()]%2 == 1 {
-			order[0], order[1] = order[1], order[0]
+		var ratio, control float64
+		if ruleRounds[b.Name()]%2 == 0 {
+			ratio, control = sideBySide(b, fluentcore.DegradeAdaptive), sideBySide(b, fluentcore.DegradeOff)
+		} else {
+			control, ratio = sideBySide(b, fluentcore.DegradeOff), sideBySide(b, fluentcore.DegradeAdaptive)
 		}
 		ruleRounds[b.Name()]++
-		runs := map[fluentcore.DegradePolicy]*degradeRun{}
-		for _, p := range order {
-			runs[p] = startDegradeRun(b, KindForward, p)
-		}
-		var wg sync.WaitGroup
-		for _, p := range order {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				runs[p].drive(8, nil, scaled(3*time.Second))
-			}()
-		}
-		wg.Wait()
-		res := map[fluentcore.DegradePolicy]ruleResult{}
-		for _, p := range order {
-			_ = runs[p].core.Sync()
-			st := runs[p].core.Stats().Info
-			res[p] = ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
-			runs[p].close()
-		}
-		adaptive, off := res[fluentcore.DegradeAdaptive], res[fluentcore.DegradeOff]
-		b.ReportMetric(float64(adaptive.dropped), "adaptive-dropped")
-		b.ReportMetric(float64(off.dropped), "off-dropped")
-		b.ReportMetric(float64(adaptive.delivered)/float64(max(off.delivered, 1)), "delivered-ratio")
+		b.ReportMetric(ratio, "delivered-ratio")
+		b.ReportMetric(control, "control-ratio")
 	})
 	// 5: start-up, logging at 5 % of capacity from the first call: a new core, not yet
 	// connected, at a receiver that takes all it gets. Nothing may be dropped.
@@ -256,6 +239,49 @@ func BenchmarkDegradeRule(b *testing.B) {
 		b.ReportMetric(w.shed, "dropped/logged")
 	})
 }
+
+// sideBySide runs p and degrade off at once, flat out from 8 goroutines each into a receiver
+// of its own, and returns what p delivered against what off did. Which of the two starts
+// first alternates from call to call. What p dropped is reported as adaptive-dropped (or
+// control-dropped when p is degrade off too), what off dropped as off-dropped.
+func sideBySide(b *testing.B, p fluentcore.DegradePolicy) float64 {
+	policies := [2]fluentcore.DegradePolicy{p, fluentcore.DegradeOff}
+	order := [2]int{0, 1}
+	if sideBySideCalls%2 == 1 {
+		order = [2]int{1, 0}
+	}
+	sideBySideCalls++
+	var runs [2]*degradeRun
+	for _, i := range order {
+		runs[i] = startDegradeRun(b, KindForward, policies[i])
+	}
+	var wg sync.WaitGroup
+	for _, i := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i].drive(8, nil, scaled(3*time.Second))
+		}()
+	}
+	wg.Wait()
+	var res [2]ruleResult
+	for _, i := range order {
+		_ = runs[i].core.Sync()
+		st := runs[i].core.Stats().Info
+		res[i] = ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
+		runs[i].close()
+	}
+	name := "adaptive"
+	if p == fluentcore.DegradeOff {
+		name = "control"
+	}
+	b.ReportMetric(float64(res[0].dropped), name+"-dropped")
+	b.ReportMetric(float64(res[1].dropped), name+"-off-dropped")
+	return float64(res[0].delivered) / float64(max(res[1].delivered, 1))
+}
+
+// sideBySideCalls counts sideBySide's calls, so that the two sides take turns starting first.
+var sideBySideCalls int
 
 // ruleRounds counts each scenario's rounds, so that its two policies take turns going first.
 var ruleRounds = map[string]int{}

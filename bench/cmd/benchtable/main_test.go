@@ -136,6 +136,24 @@ BenchmarkMaxInflight/acks=off-2 	1	1 ns/op	100000 delivered/s	0.7 of-R
 	}
 }
 
+// The side-by-side row shows the control, degrade off against itself in the same rounds,
+// beside the default's ratio when the results have it, and judges the default's alone.
+func TestSideBySideRowShowsTheControl(t *testing.T) {
+	const lines = `BenchmarkDegradeRule/scenario=flat-out-side-by-side/goroutines=8-2 	1	1 ns/op	0.95 control-ratio	0.88 delivered-ratio
+BenchmarkDegradeRule/scenario=flat-out-side-by-side/goroutines=8-2 	1	1 ns/op	1.02 control-ratio	0.93 delivered-ratio
+BenchmarkDegradeRule/scenario=flat-out-side-by-side/goroutines=8-2 	1	1 ns/op	0.99 control-ratio	0.97 delivered-ratio
+`
+	rs := &results{}
+	if err := rs.readFrom("main", "raw.txt", strings.NewReader(sampleRaw+lines)); err != nil {
+		t.Fatal(err)
+	}
+	got := (&doc{rs: rs}).targets()
+	want := "side by side with degrade off: ≥ 0.9 × degrade off in every round | lowest 0.88×, median 0.93× of 3 rounds; degrade off against itself: lowest 0.95×, median 0.99× | **not met** |"
+	if !strings.Contains(got, want) {
+		t.Errorf("targets lack %q:\n%s", want, got)
+	}
+}
+
 // The committed results, bench/README.md, docs/benchmarks.md and bench/TARGETS.md, from this directory.
 const (
 	committedResults = "../../results"
