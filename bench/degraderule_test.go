@@ -158,9 +158,9 @@ func BenchmarkDegradeRule(b *testing.B) {
 	b.Run("scenario=flat-out-side-by-side/goroutines=8", func(b *testing.B) {
 		var ratio, control float64
 		if ruleRounds[b.Name()]%2 == 0 {
-			ratio, control = sideBySide(b, fluentcore.DegradeAdaptive), sideBySide(b, fluentcore.DegradeOff)
+			ratio, control = sideBySide(b, fluentcore.DegradeAdaptive, false), sideBySide(b, fluentcore.DegradeOff, true)
 		} else {
-			control, ratio = sideBySide(b, fluentcore.DegradeOff), sideBySide(b, fluentcore.DegradeAdaptive)
+			control, ratio = sideBySide(b, fluentcore.DegradeOff, false), sideBySide(b, fluentcore.DegradeAdaptive, true)
 		}
 		ruleRounds[b.Name()]++
 		b.ReportMetric(ratio, "delivered-ratio")
@@ -241,16 +241,15 @@ func BenchmarkDegradeRule(b *testing.B) {
 }
 
 // sideBySide runs p and degrade off at once, flat out from 8 goroutines each into a receiver
-// of its own, and returns what p delivered against what off did. Which of the two starts
-// first alternates from call to call. What p dropped is reported as adaptive-dropped (or
-// control-dropped when p is degrade off too), what off dropped as off-dropped.
-func sideBySide(b *testing.B, p fluentcore.DegradePolicy) float64 {
+// of its own, p started first unless offFirst, and returns what p delivered against what
+// off did. What p dropped is reported as adaptive-dropped (or control-dropped when p is
+// degrade off too), what off dropped as adaptive-off-dropped (control-off-dropped).
+func sideBySide(b *testing.B, p fluentcore.DegradePolicy, offFirst bool) float64 {
 	policies := [2]fluentcore.DegradePolicy{p, fluentcore.DegradeOff}
 	order := [2]int{0, 1}
-	if sideBySideCalls%2 == 1 {
+	if offFirst {
 		order = [2]int{1, 0}
 	}
-	sideBySideCalls++
 	var runs [2]*degradeRun
 	for _, i := range order {
 		runs[i] = startDegradeRun(b, KindForward, policies[i])
@@ -279,9 +278,6 @@ func sideBySide(b *testing.B, p fluentcore.DegradePolicy) float64 {
 	b.ReportMetric(float64(res[1].dropped), name+"-off-dropped")
 	return float64(res[0].delivered) / float64(max(res[1].delivered, 1))
 }
-
-// sideBySideCalls counts sideBySide's calls, so that the two sides take turns starting first.
-var sideBySideCalls int
 
 // ruleRounds counts each scenario's rounds, so that its two policies take turns going first.
 var ruleRounds = map[string]int{}
