@@ -4,7 +4,8 @@ import "math"
 
 // This file is the callers' side: what the stream asks for each entry (Keep, Whole,
 // Weight, Unweigh) and tells as it goes (Freed, Wake). All of it is safe for concurrent
-// use, allocation-free, and writes only the entry's own slot and the shared allowance.
+// use, allocation-free, and writes only the entry's own slot, the shared allowance, and
+// the slot's bit in Shedder.touched once a step.
 
 // firstFew is how many entries a key kept whole passes in a step once the allowance is
 // spent, or as many as it offered in a step lately (slot.recent), if more. A few, not one,
@@ -17,9 +18,8 @@ import "math"
 // the flood is kept out of it.
 const firstFew = 4
 
-// leaseChunk is how much of the allowance a key takes at a time into its slot's lease
-// while that leaves the margin whole: the key's callers then count down their own slot's
-// line, which they write anyway, rather than all of them one shared line per entry.
+// leaseChunk is how many of a key's entries a lease of the allowance covers at a time,
+// while that leaves the margin whole (take).
 const leaseChunk = 32
 
 // Keep reports whether an entry of msg at level, of logger tag tag (0: the stream's
@@ -28,13 +28,21 @@ const leaseChunk = 32
 // first. An entry is shed if its key's keep ratio leaves it out, or if the allowance has no room for
 // it (fits). Call it once per entry the stream is offered, before the stream takes the
 // entry in (Observation.Written counts it then). While keys are not counted it is one
-// atomic load; otherwise a hash, an atomic add and a few loads, and near a full buffer a
-// count down of the key's lease of the allowance.
+// atomic load; otherwise a hash, an atomic add and a few loads (and an atomic or for a
+// key's first entry since a step), and near a full buffer a read of the key's lease of the
+// allowance, renewed once a chunk of entries (take).
 func (s *Shedder) Keep(level int8, tag uint16, msg string) bool {
 	if !s.counting.Load() {
 		return true
 	}
-	sl := &s.slots[slotOf(level, tag, msg)]
+	i := slotOf(level, tag, msg)
+	kept := s.keep(&s.slots[i], level)
+	s.touch(i)
+	return kept
+}
+
+// keep counts an entry of the key in sl at level and decides whether it is kept.
+func (s *Shedder) keep(sl *slot, level int8) bool {
 	n := sl.offered.Add(1)
 	if sl.level.Load() != int32(level) {
 		sl.level.Store(int32(level))
@@ -49,6 +57,16 @@ func (s *Shedder) Keep(level int8, tag uint16, msg string) bool {
 	}
 	sl.shedOne()
 	return false
+}
+
+// touch marks slot i for the next step to read, after Keep has written its counts (see
+// Shedder.touched). The bit is read first: while it is set, as it is for every entry of a
+// key but its first in a step, the line it shares with 63 other slots is only read.
+func (s *Shedder) touch(i uint32) {
+	w, bit := &s.touched[i/64], uint64(1)<<(i%64)
+	if w.Load()&bit == 0 {
+		w.Or(bit)
+	}
 }
 
 // sampledOut reports whether a key's n-th entry is left out by its keep ratio r: exactly
@@ -66,27 +84,45 @@ func (s *Shedder) fits(sl *slot, r, n uint64) bool {
 	if r < one || sl.flood.Load() {
 		floor = s.margin.Load()
 	}
-	return s.take(sl, floor) || (floor == 0 && n-sl.offeredAtStep.Load() <= max(firstFew, sl.recent.Load()))
+	return s.take(sl, n, r, floor) || (floor == 0 && n-sl.offeredAtStep.Load() <= max(firstFew, sl.recent.Load()))
 }
 
-// take takes one entry of the allowance for the key in sl, down to floor: from the slot's
-// lease, else a chunk of the shared allowance while that leaves the margin whole, else a
-// single entry. In the margin a chunk would hold room that only its key may use until the
-// next step, and the keys that go on into the margin are the ones kept whole, rare ones
-// among them, which offer an entry or two a step: a chunk each would spend the margin many
-// times faster than they fill it. A caller that races past the floor gives back what it
-// took.
-func (s *Shedder) take(sl *slot, floor int64) bool {
-	if sl.lease.Add(-1) >= 0 {
-		return true
-	}
-	sl.lease.Add(1)
-	if margin := s.margin.Load(); s.allowance.Load() >= margin+leaseChunk {
-		if s.allowance.Add(-leaseChunk) >= margin {
-			sl.lease.Add(leaseChunk - 1)
+// take takes the allowance for the n-th entry of the key in sl, whose keep ratio is r,
+// down to floor. A lease covers the key's entries up to sl.leased (their places in its
+// count of offers): an entry it covers is paid for. An entry past it extends the lease to
+// leaseChunk places past its own, and pays the allowance for the entries the ratio keeps
+// among those the lease did not cover, while that leaves the margin whole; else it pays for
+// itself alone. So a key's callers write the shared allowance once a chunk, and otherwise
+// only read their slot's line, which they write anyway. In the margin a chunk would hold
+// room that only its key may use until the next step, and the keys that go on into the
+// margin are the ones kept whole, rare ones among them, which offer an entry or two a step:
+// a chunk each would spend the margin many times faster than they fill it. A caller that
+// races past the floor, or whose lease another caller moved first, gives back what it paid.
+func (s *Shedder) take(sl *slot, n, r uint64, floor int64) bool {
+	for {
+		end := sl.leased.Load()
+		if n <= end {
 			return true
 		}
-		s.allowance.Add(leaseChunk)
+		from := end
+		if n-end > leaseChunk {
+			// The entries between went on without a lease (each paid for itself), but
+			// for those whose callers are still between their count and here: they pass
+			// on this lease unpaid, at most one a caller.
+			from = n - 1
+		}
+		last := n + leaseChunk - 1
+		pay := int64(keptIn(from, last, r))
+		if margin := s.margin.Load(); s.allowance.Load() < margin+pay {
+			break
+		} else if s.allowance.Add(-pay) < margin {
+			s.allowance.Add(pay)
+			break
+		}
+		if sl.leased.CompareAndSwap(end, last) {
+			return true
+		}
+		s.allowance.Add(pay)
 	}
 	if s.allowance.Load() > floor {
 		if s.allowance.Add(-1) >= floor {
@@ -95,6 +131,15 @@ func (s *Shedder) take(sl *slot, floor int64) bool {
 		s.allowance.Add(1)
 	}
 	return false
+}
+
+// keptIn is how many of a key's entries after the end-th up to the last-th its keep ratio
+// r keeps (see sampledOut).
+func keptIn(end, last, r uint64) uint64 {
+	if r >= one {
+		return last - end
+	}
+	return (last*r)>>16 - (end*r)>>16
 }
 
 // shedOne counts an entry Keep shed: for its key's next weight, and for the step.

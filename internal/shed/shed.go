@@ -90,15 +90,22 @@ type Config struct {
 // and the gauges are safe for concurrent use and allocation-free; Step must be called from
 // one goroutine at a time. The stream's side of the contract is on Observation.
 type Shedder struct {
-	cfg Config
+	// slots is the key table: per key, written by Keep, read and reset by Step. It comes
+	// first, and a slot is a cache line: a Shedder is larger than any size class, so
+	// New's allocation starts a page of its own, and each slot has a line to itself.
+	slots [Slots]slot
+	// touched has a bit per slot, set by Keep once it has written the slot's counts for
+	// an entry (touch), and cleared by the step that then reads them (gather): every count
+	// Keep writes is read by a step that clears the slot's bit after the write. So a step
+	// reads only the slots offered since the one before, and those it still watches.
+	touched [Slots / 64]atomic.Uint64
 
+	cfg Config
 	// counting: Keep counts keys and applies the keep ratios and the allowance. Set by
 	// Wake, or by a step that finds the fill above CountsFrom; cleared by a step once the
 	// buffer has been calm for Config.Calm. While it is false Keep admits all and writes
 	// nothing, so the slots' counts stand still.
 	counting atomic.Bool
-	// slots is the key table: per key, written by Keep, read and reset by Step.
-	slots [Slots]slot
 
 	// Set by Wake for the next step: woke says wokeWritten is the stream's Written when
 	// Keep began counting. woke is stored before counting, so a step that sees Keep
@@ -113,25 +120,34 @@ type Shedder struct {
 	// last limited step set, less what Keep took since, plus what Freed added since. At
 	// unlimited/2 or more it is unlimited (limited): Keep takes none of it and Freed adds
 	// nothing.
-	allowance atomic.Int64
+	allowance lone
 	// margin is the part of the allowance that only the keys kept whole may take: the
 	// last limited step's Observation.Margin.
 	margin atomic.Int64
 
 	// Step's own, read and written by Step alone.
-	stepAt       time.Time     // the last step's Observation.Now; zero before the first
-	delivered    uint64        // Observation.Delivered at the last step
-	written      uint64        // Observation.Written at the last step
-	progressAt   time.Time     // the last step at which the sender had delivered since the one before, or had no backlog
-	hadBacklog   bool          // the fill was above Config.Low at the last step
-	calmSince    time.Time     // the first step of the current calm; zero while not calm
-	pending      float64       // ≥ 0: entries Keep admitted that Written has not counted yet
-	capacityPeak float64       // Capacity's recent peak, ≥ Capacity, forgetting slowly (see delivery)
-	offeredPeak  float64       // the most offered in a step, decaying by peakDecay a step; reset by a step that finds keys not counted
-	offeredAt    [Slots]int64  // unix nanos of the last step at which each slot had offers; 0 if never
-	floodAt      [Slots]int64  // unix nanos of the last step at which each slot was over its share of delivery
-	shedAtStep   [Slots]uint64 // each slot's shed count as the last step read it
-	keys         []key         // scratch, capacity Slots: the keys offered since the last step
+	stepAt       time.Time          // the last step's Observation.Now; zero before the first
+	delivered    uint64             // Observation.Delivered at the last step
+	written      uint64             // Observation.Written at the last step
+	progressAt   time.Time          // the last step at which the sender had delivered since the one before, or had no backlog
+	hadBacklog   bool               // the fill was above Config.Low at the last step
+	calmSince    time.Time          // the first step of the current calm; zero while not calm
+	pending      float64            // ≥ 0: entries Keep admitted that Written has not counted yet
+	capacityPeak float64            // Capacity's recent peak, ≥ Capacity, forgetting slowly (see delivery)
+	offeredPeak  float64            // the most offered in a step, decaying by peakDecay a step; reset by a step that finds keys not counted
+	offeredAt    [Slots]int64       // unix nanos of the last step at which each slot had offers; 0 if never
+	floodAt      [Slots]int64       // unix nanos of the last step at which each slot was over its share of delivery
+	shedAtStep   [Slots]uint64      // each slot's shed count as the last step read it
+	watched      [Slots / 64]uint64 // a bit per slot a step must read though nothing was offered to it: its recent count, ratio or flood mark is not yet back to rest
+	keys         []key              // scratch, capacity Slots: the keys offered since the last step
+}
+
+// lone is an atomic counter on a cache line of its own: Keep's callers and the sender
+// write it while every caller reads the fields around it.
+type lone struct {
+	_ [64]byte
+	atomic.Int64
+	_ [56]byte
 }
 
 // unlimited is the allowance while Keep needs none: no flood spends it, and Freed adds

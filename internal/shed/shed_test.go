@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // pipe simulates a stream with a fake clock: callers offer entries per key at given rates,
@@ -972,5 +973,94 @@ func TestAKeyKeptWholePassesItsRecentCountPastASpentAllowance(t *testing.T) {
 	}
 	if h := p.offer(0, "hot", 1_000); h != 0 {
 		t.Errorf("the flood kept %d with the allowance spent", h)
+	}
+}
+
+// A step reads only the slots offered since the step before and those it watches: a key
+// thinned as a flood that then goes quiet still comes back whole after quietAfter, while
+// another key floods and nothing is offered to it.
+func TestAQuietFloodComesBackWhole(t *testing.T) {
+	p := newPipe(100_000, 40_000)
+	p.run(time.Second, load{"flood", 0, 300_000})
+	if p.s.Whole(0, 0, "flood") {
+		t.Fatal("the flood was not thinned: nothing to come back from")
+	}
+	p.run(quietAfter+10*step, load{"other", 0, 300_000})
+	if !p.s.Whole(0, 0, "flood") {
+		t.Errorf("after %v quiet the flood's key is not whole: ratio %d, flood %v",
+			quietAfter+10*step, p.s.slots[slotOf(0, 0, "flood")].ratio.Load(), p.s.slots[slotOf(0, 0, "flood")].flood.Load())
+	}
+	for w, bits := range p.s.watched {
+		if bits != 0 && w != int(slotOf(0, 0, "other"))/64 {
+			t.Errorf("the steps still watch slots %#x of word %d, offered nothing lately", bits, w)
+		}
+	}
+}
+
+// BenchmarkStep is one step of a shedder counting keys, with one key offered in it: its cost
+// follows the keys offered, not the table's size.
+func BenchmarkStep(b *testing.B) {
+	s := New(Config{Low: 0.25, Full: 1 - 1.0/64, Calm: time.Second})
+	now := time.Unix(1_000_000, 0)
+	var written, delivered uint64
+	observe := func() Observation {
+		return Observation{Now: now, Fill: 0.5, Room: 10_000, Margin: 500, Written: written, Delivered: delivered, Connected: true}
+	}
+	s.Wake(0)
+	s.Step(observe())
+	for b.Loop() {
+		for range 100 {
+			if s.Keep(0, 0, "request handled") {
+				written++
+			}
+		}
+		delivered += 90
+		now = now.Add(step)
+		s.Step(observe())
+	}
+}
+
+// Each slot is a cache line of its own, so that callers of different keys, and the step
+// reading one key, never write or read one line for two keys; and the allowance, which
+// callers write, shares no line with the fields they only read.
+func TestEachSlotIsACacheLine(t *testing.T) {
+	s := New(Config{Low: 0.25, Full: 0.9, Calm: time.Second})
+	if size := unsafe.Sizeof(slot{}); size != 64 {
+		t.Errorf("a slot is %d bytes, not a cache line's 64", size)
+	}
+	if at := uintptr(unsafe.Pointer(&s.slots[0])); at%64 != 0 {
+		t.Errorf("the first slot is at %#x, %d bytes into a cache line", at, at%64)
+	}
+	at, lone := uintptr(unsafe.Pointer(&s.allowance.Int64)), uintptr(unsafe.Pointer(&s.allowance))
+	if at-lone < 64 || lone+unsafe.Sizeof(s.allowance)-at < 64 {
+		t.Errorf("the allowance is %d bytes after the field before it and %d before the next", at-lone, lone+unsafe.Sizeof(s.allowance)-at)
+	}
+}
+
+// A key kept whole pays the allowance a chunk at a time, for exactly the entries it then
+// lets through; and once it has gone on entry by entry (the allowance short of a chunk), a
+// chunk taken after room is freed pays for its own entries only, not for those already
+// paid one by one.
+func TestALeasePaysForWhatItCovers(t *testing.T) {
+	p, _ := afterAFlood(0.5, 10_000)
+	s := p.s
+	before := s.allowance.Load()
+	if !limited(before) {
+		t.Fatal("the allowance is unlimited: nothing to pay")
+	}
+	if kept := p.offer(1, "steady", 3*leaseChunk); kept != 3*leaseChunk {
+		t.Fatalf("kept %d of %d with room for 10,000", kept, 3*leaseChunk)
+	}
+	if paid := before - s.allowance.Load(); paid != 3*leaseChunk {
+		t.Errorf("%d entries let through in whole leases paid %d of the allowance", 3*leaseChunk, paid)
+	}
+	// Bring the allowance to within a chunk of the margin: entries then pay one by one.
+	s.allowance.Add(s.margin.Load() + leaseChunk/2 - s.allowance.Load())
+	p.offer(1, "steady", 5*leaseChunk)
+	s.Freed(10 * leaseChunk)
+	before = s.allowance.Load()
+	p.offer(1, "steady", 1)
+	if paid := before - s.allowance.Load(); paid != leaseChunk {
+		t.Errorf("the first lease after %d entries paid one by one paid %d of the allowance, not %d", 5*leaseChunk, paid, leaseChunk)
 	}
 }

@@ -2,6 +2,7 @@ package shed
 
 import (
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -189,23 +190,37 @@ func (s *Shedder) takenIn(written uint64) int64 {
 // would count against this step's offers: kept would come up short by them, the
 // allowance would promise room to entries on their way into the buffer, and the flood
 // would take the margin.
+//
+// It reads only the slots Keep touched since the last step and those the step watches
+// (Shedder.touched, Shedder.watched): the others hold no count and no state to move.
 func (s *Shedder) gather() (offered uint64, kept int64) {
 	s.keys = s.keys[:0]
 	var shed uint64
-	for i := range s.slots {
-		shed += s.countShed(i)
-		offered += s.countOffers(i)
+	for w := range s.touched {
+		for read := s.touched[w].Swap(0) | s.watched[w]; read != 0; read &= read - 1 {
+			i := w*64 + bits.TrailingZeros64(read)
+			shed += s.countShed(i)
+			offered += s.countOffers(i)
+			s.watch(i)
+		}
 	}
 	return offered, int64(offered) - int64(shed)
 }
 
-// countShed returns the entries of slot i shed since the last step, and clears its lease:
-// the step measures the room anew.
+// watch has the steps read slot i until its state is back to rest: no recent count, a
+// ratio of one and no flood mark (countOffers moves each there once the key is quiet).
+func (s *Shedder) watch(i int) {
+	sl, bit := &s.slots[i], uint64(1)<<(i%64)
+	if sl.recent.Load() != 0 || sl.ratio.Load() != one || sl.flood.Load() {
+		s.watched[i/64] |= bit
+	} else {
+		s.watched[i/64] &^= bit
+	}
+}
+
+// countShed returns the entries of slot i shed since the last step.
 func (s *Shedder) countShed(i int) uint64 {
 	sl := &s.slots[i]
-	if sl.lease.Load() != 0 {
-		sl.lease.Store(0)
-	}
 	n := sl.shed.Load()
 	d := n - s.shedAtStep[i]
 	s.shedAtStep[i] = n
@@ -220,6 +235,11 @@ func (s *Shedder) countOffers(i int) uint64 {
 	sl := &s.slots[i]
 	t := sl.offered.Load()
 	c := t - sl.offeredAtStep.Load()
+	// The lease ends at the entries counted here: the step measures the room anew, and
+	// those it counts as kept, which pending then holds, pay no more (take).
+	if sl.leased.Load() != t {
+		sl.leased.Store(t)
+	}
 	// The key's recent count: this step's, or half the step before's, if more. Half, so
 	// that a ticker's entries falling two in one step and none in the next count as one
 	// a step, not as none.

@@ -13,7 +13,7 @@ const Slots = 4096
 const one = 1 << 16
 
 // slot is one key's line in the table. Keep writes offered, level, shed, unweighed and
-// lease; Step writes offeredAtStep, ratio, flood and recent, and clears lease.
+// leased; Step writes offeredAtStep, ratio, flood and recent, and ends the lease (leased).
 type slot struct {
 	offered       atomic.Uint64 // entries offered, ever: the systematic sampler's phase
 	offeredAtStep atomic.Uint64 // offered as the last step read it: offered - offeredAtStep is the step's count so far
@@ -21,7 +21,7 @@ type slot struct {
 	level         atomic.Int32  // the level of the key last offered here
 	unweighed     atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
 	shed          atomic.Uint64 // entries shed, ever; incremented only after offered, for the same entry
-	lease         atomic.Int64  // allowance the key has taken and not used yet (take); cleared each step
+	leased        atomic.Uint64 // offered up to which the key's lease of the allowance covers its entries (take); offered at each step that reads the slot
 	flood         atomic.Bool   // the key is a flood (markFlood): kept out of the margin
 	recent        atomic.Uint64 // entries offered in a step lately (countOffers, firstFew)
 }
