@@ -148,6 +148,20 @@ func BenchmarkDegradeRule(b *testing.B) {
 			b.ReportMetric(queueFull, "adaptive-queue-full-frac")
 		})
 	}
+	// 6c: flat out from 8 goroutines with one CPU (GOMAXPROCS 1, as in a one-CPU container;
+	// the receiver shares it): the writers must leave the sender its share under either
+	// policy, so that degrade off delivers nearly what the default does.
+	b.Run("scenario=flat-out-one-cpu/goroutines=8", func(b *testing.B) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		pair(b, func(b *testing.B, p fluentcore.DegradePolicy) ruleResult {
+			run := startDegradeRun(b, KindForward, p)
+			defer run.close()
+			run.drive(8, nil, scaled(3*time.Second))
+			run.report(b)
+			st := run.core.Stats().Info
+			return ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
+		})
+	})
 	// 6b: flat out from 8 goroutines each, the default and degrade off side by side in one
 	// process, each with its own receiver. The two share the cores at the same moments, so
 	// the machine's drift falls on both, and the ratio of what each delivered is what the

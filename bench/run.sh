@@ -19,7 +19,7 @@ BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c
 # The benchmark groups and their -benchtime: the scenarios and micro-benchmarks are timed
 # (default 1s); outage and caller latency time a fixed number of calls; err latency logs one
 # err entry per 5ms.
-TIMED='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar|CoreWrite|Scaling|Buffers|Receiver|Tags)$'
+TIMED='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar|CoreWrite|Scaling|Buffers|Receiver|Tags|Refused)$'
 SCENARIOS='^Benchmark(AddingFields|AccumulatedContext|WithoutFields|Sugar)$'
 
 # keep filters go test's output down to benchmark and configuration lines: the clients print
@@ -72,6 +72,13 @@ full)
 	gotest -tags ibm -bench '^BenchmarkOutage$/contender=ibm-fluent-forward-go$' -benchtime 200000x -count "$COUNT" . | tee /dev/stderr | keep >>"$ibm"
 
 	(cd .. && $GO test -run '^$' -bench '^BenchmarkCountOnly$' -count "$COUNT" ./forwardtest/) | tee /dev/stderr | keep >results/forwardtest.txt
+	# The encoder alone against zap's JSON encoder on the same entry, one CPU, a round of each
+	# at a time.
+	enc=results/encoder.txt
+	header "$COUNT" >"$enc"
+	for i in $(seq "$COUNT"); do
+		(cd .. && $GO test -run '^$' -bench '^Benchmark(ZapJSON)?EncodeEntry$' -benchtime 0.5s -cpu 1 -benchmem -count 1 ./internal/zapenc/) | tee /dev/stderr | keep >>"$enc"
+	done
 
 	tp=results/throughput.txt
 	: >"$tp"

@@ -53,6 +53,7 @@ func run(dir string, out outputs) error {
 		{"ibm", "raw-ibm.txt", true},
 		{"throughput", "throughput.txt", true},
 		{"forwardtest", "forwardtest.txt", true},
+		{"encoder", "encoder.txt", true},
 	} {
 		if err := rs.read(in.label, filepath.Join(dir, in.file), in.optional); err != nil {
 			return err
