@@ -124,13 +124,16 @@ func (s *Shedder) take(sl *slot, n, r uint64, floor int64) bool {
 		}
 		s.allowance.Add(pay)
 	}
+	paid := false
 	if s.allowance.Load() > floor {
-		if s.allowance.Add(-1) >= floor {
-			return true
+		if paid = s.allowance.Add(-1) >= floor; !paid {
+			s.allowance.Add(1)
 		}
-		s.allowance.Add(1)
 	}
-	return false
+	// Paid for by itself or not at all, the entry is paid for by no lease later: the lease
+	// moves past it while it is the next place.
+	sl.leased.CompareAndSwap(n-1, n)
+	return paid
 }
 
 // keptIn is how many of a key's entries after the end-th up to the last-th its keep ratio

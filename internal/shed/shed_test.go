@@ -1064,3 +1064,25 @@ func TestALeasePaysForWhatItCovers(t *testing.T) {
 		t.Errorf("the first lease after %d entries paid one by one paid %d of the allowance, not %d", 5*leaseChunk, paid, leaseChunk)
 	}
 }
+
+// Entries that went on one by one, or were not let through, just before a lease are not
+// paid for again by it: here a key pays for 8 entries one by one with the allowance short
+// of a chunk, and the lease taken once room is freed pays for its own chunk only.
+func TestALeaseDoesNotPayForTheEntriesJustBefore(t *testing.T) {
+	p, _ := afterAFlood(0.5, 10_000)
+	s := p.s
+	s.allowance.Add(s.margin.Load() + leaseChunk/2 - s.allowance.Load())
+	before := s.allowance.Load()
+	if kept := p.offer(1, "steady", 8); kept != 8 {
+		t.Fatalf("kept %d of 8 with %d of the allowance past the margin", kept, leaseChunk/2)
+	}
+	if paid := before - s.allowance.Load(); paid != 8 {
+		t.Fatalf("8 entries one by one paid %d", paid)
+	}
+	s.Freed(10 * leaseChunk)
+	before = s.allowance.Load()
+	p.offer(1, "steady", 1)
+	if paid := before - s.allowance.Load(); paid != leaseChunk {
+		t.Errorf("the lease after 8 entries paid one by one paid %d of the allowance, not %d", paid, leaseChunk)
+	}
+}
