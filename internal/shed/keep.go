@@ -36,37 +36,18 @@ func (s *Shedder) Keep(level int8, tag uint16, msg string) bool {
 		return true
 	}
 	i := slotOf(level, tag, msg)
-	kept := s.keep(&s.slots[i], level)
-	s.touch(i)
-	return kept
-}
-
-// keep counts an entry of the key in sl at level and decides whether it is kept.
-func (s *Shedder) keep(sl *slot, level int8) bool {
+	sl := &s.slots[i]
 	n := sl.offered.Add(1)
 	if sl.level.Load() != int32(level) {
 		sl.level.Store(int32(level))
 	}
 	r := uint64(sl.ratio.Load())
-	if sampledOut(r, n) {
+	kept := !sampledOut(r, n) && (!limited(s.allowance.Load()) || s.fits(sl, r, n))
+	if !kept {
 		sl.shedOne()
-		return false
 	}
-	if !limited(s.allowance.Load()) || s.fits(sl, r, n) {
-		return true
-	}
-	sl.shedOne()
-	return false
-}
-
-// touch marks slot i for the next step to read, after Keep has written its counts (see
-// Shedder.touched). The bit is read first: while it is set, as it is for every entry of a
-// key but its first in a step, the line it shares with 63 other slots is only read.
-func (s *Shedder) touch(i uint32) {
-	w, bit := &s.touched[i/64], uint64(1)<<(i%64)
-	if w.Load()&bit == 0 {
-		w.Or(bit)
-	}
+	s.touched.mark(i)
+	return kept
 }
 
 // sampledOut reports whether a key's n-th entry is left out by its keep ratio r: exactly

@@ -95,10 +95,10 @@ type Shedder struct {
 	// New's allocation starts a page of its own, and each slot has a line to itself.
 	slots [Slots]slot
 	// touched has a bit per slot, set by Keep once it has written the slot's counts for
-	// an entry (touch), and cleared by the step that then reads them (gather): every count
-	// Keep writes is read by a step that clears the slot's bit after the write. So a step
-	// reads only the slots offered since the one before, and those it still watches.
-	touched [Slots / 64]atomic.Uint64
+	// an entry, and cleared by the step that then reads them (gather): every count Keep
+	// writes is read by a step that clears the slot's bit after the write. So a step reads
+	// only the slots offered since the one before, and those it still watches.
+	touched slotSet
 
 	cfg Config
 	// counting: Keep counts keys and applies the keep ratios and the allowance. Set by
@@ -138,7 +138,7 @@ type Shedder struct {
 	offeredAt    [Slots]int64       // unix nanos of the last step at which each slot had offers; 0 if never
 	floodAt      [Slots]int64       // unix nanos of the last step at which each slot was over its share of delivery
 	shedAtStep   [Slots]uint64      // each slot's shed count as the last step read it
-	watched      [Slots / 64]uint64 // a bit per slot a step must read though nothing was offered to it: its recent count, ratio or flood mark is not yet back to rest
+	watched      [Slots / 64]uint64 // a bit per slot a step must read though nothing was offered to it: not at rest (slot.atRest)
 	keys         []key              // scratch, capacity Slots: the keys offered since the last step
 }
 

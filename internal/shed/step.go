@@ -201,21 +201,14 @@ func (s *Shedder) gather() (offered uint64, kept int64) {
 			i := w*64 + bits.TrailingZeros64(read)
 			shed += s.countShed(i)
 			offered += s.countOffers(i)
-			s.watch(i)
+			if bit := uint64(1) << (i % 64); s.slots[i].atRest() {
+				s.watched[w] &^= bit
+			} else {
+				s.watched[w] |= bit
+			}
 		}
 	}
 	return offered, int64(offered) - int64(shed)
-}
-
-// watch has the steps read slot i until its state is back to rest: no recent count, a
-// ratio of one and no flood mark (countOffers moves each there once the key is quiet).
-func (s *Shedder) watch(i int) {
-	sl, bit := &s.slots[i], uint64(1)<<(i%64)
-	if sl.recent.Load() != 0 || sl.ratio.Load() != one || sl.flood.Load() {
-		s.watched[i/64] |= bit
-	} else {
-		s.watched[i/64] &^= bit
-	}
 }
 
 // countShed returns the entries of slot i shed since the last step.

@@ -82,3 +82,22 @@ func word(s string) uint64 {
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
+
+// slotSet has a bit per slot, for the callers to set and a step to take: Shedder.touched.
+type slotSet [Slots / 64]atomic.Uint64
+
+// mark sets slot i's bit. The bit is read first: while it is set, as it is for every entry
+// of a key but its first in a step, the line it shares with 63 other slots is only read.
+func (b *slotSet) mark(i uint32) {
+	w, bit := &b[i/64], uint64(1)<<(i%64)
+	if w.Load()&bit == 0 {
+		w.Or(bit)
+	}
+}
+
+// atRest reports whether a slot's state is what a key offered nothing for a while has: no
+// recent count, a ratio of one and no flood mark (countOffers moves each there once the
+// key is quiet). A step reads a slot that is not at rest though nothing was offered to it.
+func (sl *slot) atRest() bool {
+	return sl.recent.Load() == 0 && sl.ratio.Load() == one && !sl.flood.Load()
+}
