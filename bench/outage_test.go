@@ -140,7 +140,7 @@ func BenchmarkRefused(b *testing.B) {
 func refusedLoad(b *testing.B, addr string) {
 	core := newFluentcore(addr, func(c *fluentcore.Config) {
 		c.Spill.Fallback = io.Discard
-		c.Timeouts.Close = 100 * time.Millisecond // with nothing deliverable, do not wait for it
+		c.Timeouts.Close = 100 * time.Millisecond // what Close delivers is not measured: do not wait for it
 	})
 	defer core.Close()
 	logger := zap.New(core)

@@ -243,7 +243,7 @@ func (d *doc) targets() string {
 				med(g, "ns/op", ns), med(a, "ns/op", ns), share(rej, g.iters()), share(a.sum("rejected"), a.iters())),
 			status(x >= 5 && rej == 0))
 	}
-	if g := d.rs.find("throughput", "Throughput", map[string]string{"contender": "fluentcore"}); g != nil {
+	if g := d.throughputOf("fluentcore"); g != nil {
 		v := medv(g, "events/s")
 		cores := orDash(d.rs.config["main"]["ncpu"])
 		t.add("Sustained ≥ 2 M entries/s delivered on a 2-core machine (`cmd/throughput`)",
@@ -495,10 +495,7 @@ func (d *doc) scaleOutTargets(t *table) {
 				med(one, "delivered/s", rate), row),
 			"see `Info.Connections`")
 	}
-	tp := func(c string) *group {
-		return d.rs.find("throughput", "Throughput", map[string]string{"contender": c})
-	}
-	if fc, zj := tp("fluentcore-degrade-off"), tp(ref); fc != nil && zj != nil {
+	if fc, zj := d.throughputOf("fluentcore-degrade-off"), d.throughputOf(ref); fc != nil && zj != nil {
 		t.add("Client CPU per delivered entry, `cmd/throughput` with degrade off, next to zap JSON→Discard's per entry",
 			fmt.Sprintf("fluentcore %s (delivery %s, logging %s); zap JSON→Discard %s (logging %s)",
 				ns(medv(fc, "cpu-s/Mentries")*1e3), med(fc, "delivery-cpu-ns/entry", ns), med(fc, "logging-cpu-ns/entry", ns),

@@ -7,10 +7,7 @@ import "fmt"
 // zap's JSON encoder (internal/zapenc's benchmarks), and a call that cannot be delivered
 // against one that is (BenchmarkRefused).
 func (d *doc) hotPathTargets(t *table) {
-	tp := func(c string) *group {
-		return d.rs.find("throughput", "Throughput", map[string]string{"contender": c})
-	}
-	if fc, off := tp("fluentcore"), tp("fluentcore-degrade-off"); fc != nil && off != nil {
+	if fc, off := d.throughputOf("fluentcore"), d.throughputOf("fluentcore-degrade-off"); fc != nil && off != nil {
 		x := medv(fc, "cpu-s/Mentries") / medv(off, "cpu-s/Mentries")
 		t.add("The default's client CPU per delivered entry ≤ 1.05 × degrade off's (`cmd/throughput`, flat out)",
 			fmt.Sprintf("%s (%s vs %s; %s vs %s delivered)", ratio(x),
@@ -28,12 +25,17 @@ func (d *doc) hotPathTargets(t *table) {
 	refused := d.rs.find("main", "Refused", map[string]string{"receiver": "refused"})
 	healthy := d.rs.find("main", "Refused", map[string]string{"receiver": "healthy"})
 	if refused != nil && healthy != nil {
-		rate := medv(healthy, "ns/op") / medv(refused, "ns/op") // calls per second, refused against healthy
+		calls := medv(healthy, "ns/op") / medv(refused, "ns/op") // calls per second, refused against healthy
 		cpu := medv(refused, "cpu-ns/op") / medv(healthy, "cpu-ns/op")
 		t.add("Every connection refused, 4 goroutines, one call in 101 an Error: calls per second ≥ 0.95 × a healthy receiver's, and a call's client CPU no more",
 			fmt.Sprintf("%s the calls per second (%s vs %s a call); CPU %s (%s vs %s a call); %s of the info entries dropped",
-				ratio(rate), med(refused, "ns/op", ns), med(healthy, "ns/op", ns), ratio(cpu), med(refused, "cpu-ns/op", ns), med(healthy, "cpu-ns/op", ns),
+				ratio(calls), med(refused, "ns/op", ns), med(healthy, "ns/op", ns), ratio(cpu), med(refused, "cpu-ns/op", ns), med(healthy, "cpu-ns/op", ns),
 				pct(medv(refused, "info-dropped/op"))),
-			status(rate >= 0.95 && cpu <= 1))
+			status(calls >= 0.95 && cpu <= 1))
 	}
+}
+
+// throughputOf is cmd/throughput's runs of contender c, or nil.
+func (d *doc) throughputOf(c string) *group {
+	return d.rs.find("throughput", "Throughput", map[string]string{"contender": c})
 }
