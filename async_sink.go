@@ -15,7 +15,6 @@ import (
 	"github.com/fluentcore/fluentcore/internal/msgpenc"
 	"github.com/fluentcore/fluentcore/internal/ring"
 	"github.com/fluentcore/fluentcore/internal/tagtable"
-	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 )
@@ -90,40 +89,39 @@ func newSink(s *settings, sendDuration *prometheus.HistogramVec) *sink {
 	return k
 }
 
-// admit is small enough to be inlined into Check: while the info stream's policy is not
-// consulted, an entry costs one atomic load. The entry goes by pointer: admission never
-// copies a zapcore.Entry (about 150 bytes), on the path of every logging call.
-func (k *sink) admit(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
-	return !k.info.checking() || k.consult(ent, tag, tagged)
-}
+// consults is inlined into Check: while the info stream's policy is not consulted, an entry
+// costs one atomic load.
+func (k *sink) consults() bool { return k.info.checking() }
 
-// consult asks the info stream's policy about an entry (err entries always pass; a step of
-// the adaptive shedder that the clock is late for is taken there) and counts the entry if
-// it is shed, once the stream shows degraded. tag is the entry's logger tag if tagged (a
-// Tag option), else its name's is looked up (Tags.FromName): the shedder's keys are messages
-// of a tag, so that a flood on one tag does not thin the others' entries.
-func (k *sink) consult(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
+// admit asks the info stream's policy about an entry, for Check, while consults. Err entries
+// always pass; a step of the adaptive shedder that the clock is late for is taken there. A
+// shed entry has the stream shown degraded first (infoPolicy.shed), then is counted. tag is
+// the entry's logger tag if tagged (a Tag option), else its name's is looked up
+// (Tags.FromName): the shedder's keys are messages of a tag, so that a flood on one tag does
+// not thin the others' entries. The entry goes by pointer: admission never copies a
+// zapcore.Entry (about 150 bytes), on the path of every logging call.
+func (k *sink) admit(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool {
 	if k.s.split.streamFor(ent.Level) != infoStream {
 		return true
 	}
 	if !tagged {
 		tag = k.tagFor(ent)
 	}
-	ok, reason := k.info.admit(ent.Level, tag.Idx, ent.Message, ent.Time.UnixNano())
-	if !ok {
-		k.streams[infoStream].Counts.Drop(reason, tag)
-		if k.info.yields() {
-			// Never a wait on I/O, and only a caller whose entry the pipeline could not
-			// take pays (see yields).
-			runtime.Gosched()
-		}
+	v := k.info.admission.Admit(ent.Level, tag.Idx, ent.Message, ent.Time.UnixNano())
+	if v == degrade.Keep {
+		return true
 	}
-	return ok
+	k.streams[infoStream].Counts.Drop(k.info.shed(v), tag)
+	if k.info.yields() {
+		// Never a wait on I/O, and only a caller whose entry the pipeline could not
+		// take pays (see yields).
+		runtime.Gosched()
+	}
+	return false
 }
 
-func (k *sink) write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
-	k.streams[k.s.split.streamFor(ent.Level)].Write(ctx, tag, ent, fields)
-}
+// stream is the stream of an entry at level l: its Write is the next step of Core.Write.
+func (k *sink) stream(l zapcore.Level) *stream.Stream { return k.streams[k.s.split.streamFor(l)] }
 
 // tagFor is the tag of an entry of a logger with no Tag option: its zap name's, with
 // Tags.FromName, else its stream's own.
@@ -209,13 +207,6 @@ const observeEvery = 100 * time.Millisecond
 // infoObservation is what the info stream's policy is told (stream.Stream.Observe).
 func (k *sink) infoObservation() degrade.Observation { return k.streams[infoStream].Observe() }
 
-// sync flushes both streams and waits until everything sealed so far is delivered (or given
-// up on), or the timeout passes.
-func (k *sink) sync(timeout time.Duration) error {
-	_, err := k.syncStreams(timeout)
-	return err
-}
-
 // syncStreams is sync that also says which stream missed the deadline. It waits for the err
 // stream first, so that a backlog of info entries is never taken for an err stream that
 // cannot deliver.
@@ -240,14 +231,19 @@ func (k *sink) syncStreams(timeout time.Duration) (missed streamID, err error) {
 	return 0, nil
 }
 
-// syncOrSpill is sync for a DPanic, Panic or Fatal entry, which the process may not
-// survive: it waits for delivery for timeout less a fifth of it (at most 1 s), and if the
-// err stream missed that, for the rest it has the err sender move what it could not
-// deliver to the spill (Spill.Dir, or Spill.Fallback). The sender answers between attempts to
-// send; one still in progress then (a dial to a host that does not answer, a handshake, a
-// write to a receiver that stopped reading, an ack wait) ends within its own timeout, and
-// if that is later than the rest of the bound only the sync error is returned.
-func (k *sink) syncOrSpill(timeout time.Duration) error {
+// sync flushes both streams and waits until everything sealed so far is delivered (or given
+// up on), or the timeout passes. With orSpill, for a DPanic, Panic or Fatal entry, which the
+// process may not survive, it waits for delivery for timeout less a fifth of it (at most
+// 1 s), and if the err stream missed that, for the rest it has the err sender move what it
+// could not deliver to the spill (Spill.Dir, or Spill.Fallback). The sender answers between
+// attempts to send; one still in progress then (a dial to a host that does not answer, a
+// handshake, a write to a receiver that stopped reading, an ack wait) ends within its own
+// timeout, and if that is later than the rest of the bound only the sync error is returned.
+func (k *sink) sync(timeout time.Duration, orSpill bool) error {
+	if !orSpill {
+		_, err := k.syncStreams(timeout)
+		return err
+	}
 	evac := min(timeout/5, time.Second)
 	missed, err := k.syncStreams(timeout - evac)
 	if err == nil || missed != errStream {
@@ -275,7 +271,7 @@ func (k *sink) close(timeout time.Duration) error {
 		for _, st := range k.streams {
 			st.Closed.Store(true)
 		}
-		err := k.sync(timeout)
+		_, err := k.syncStreams(timeout)
 		k.cancel()
 		close(k.stopTick)
 		k.wg.Wait()

@@ -8,36 +8,38 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluentcore/fluentcore/internal/stream"
 	"github.com/fluentcore/fluentcore/internal/tagtable"
 	"github.com/fluentcore/fluentcore/internal/zapenc"
 	"go.uber.org/zap/zapcore"
 )
 
-// entrySink is all a Core asks of its sink (async_sink.go); the sink's other methods and
-// its streams are none of the Core's business. The Core holds the sink itself, not this
-// interface, so that the per-entry calls (admit, write) are direct calls the compiler can
-// inline; this interface is the contract, checked below. Its methods
-// are safe for concurrent use.
+// entrySink is all a Core asks of its sink (async_sink.go); the sink's other methods, and
+// of its streams all but Stream.Write, are none of the Core's business. The Core holds the
+// sink itself, not this interface, so that the per-entry calls (consults, admit, stream)
+// are direct calls the compiler can inline; this interface is the contract, checked below.
+// Its methods are safe for concurrent use.
 type entrySink interface {
-	// admit reports whether an entry that passed the level check is to be written; an
-	// entry it refuses (the info stream sheds it) is counted as dropped, never encoded.
-	// tag is the entry's tag if tagged (its logger's Tag option), else its name's is
-	// looked up when needed.
+	// consults reports whether admit must be asked about an entry that passed the level
+	// check: one atomic load, false while the info stream's policy sheds nothing.
+	consults() bool
+	// admit reports whether such an entry is to be written; an entry it refuses (the info
+	// stream sheds it) is counted as dropped, never encoded. tag is the entry's tag if
+	// tagged (its logger's Tag option), else its name's is looked up when needed.
 	admit(ent *zapcore.Entry, tag tagtable.Ref, tagged bool) bool
-	// write encodes the entry into its stream's buffers, to go under tag; what cannot be
-	// buffered is counted (info) or spilled (err), never reported.
-	write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field)
+	// stream is the stream an entry at level l goes to. Its Write encodes the entry into
+	// the stream's buffers, to go under its tag; what cannot be buffered is counted (info)
+	// or spilled (err), never reported.
+	stream(l zapcore.Level) *stream.Stream
 	// tagFor is the tag of an entry whose logger has no Tag option (its zap name's, with
 	// Tags.FromName); tagNamed resolves a Tag option's name. Past Tags.Max both give the
 	// stream's own tag, marked over.
 	tagFor(ent *zapcore.Entry) tagtable.Ref
 	tagNamed(name string) tagtable.Ref
 	// sync waits until everything written before the call is delivered (err: or spilled),
-	// at most timeout.
-	sync(timeout time.Duration) error
-	// syncOrSpill is sync for an entry the process may not survive: what the err stream
-	// cannot deliver in time goes to the spill, within the same timeout.
-	syncOrSpill(timeout time.Duration) error
+	// at most timeout; with orSpill, for an entry the process may not survive, what the err
+	// stream cannot deliver in time goes to the spill, within the same timeout.
+	sync(timeout time.Duration, orSpill bool) error
 	// close stops the sink after delivering what it can within timeout. Idempotent.
 	close(timeout time.Duration) error
 	stats() Stats
@@ -162,7 +164,7 @@ func isTagOption(f zapcore.Field) bool {
 // Check decides whether ent is logged. While the info stream is shedding, it applies the
 // degrade policy here, so a dropped entry costs no encoding; the drop is counted.
 func (c *Core) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if !c.s.level.Enabled(ent.Level) || !c.sink.admit(&ent, c.tag, c.tagged) {
+	if !c.s.level.Enabled(ent.Level) || c.sink.consults() && !c.sink.admit(&ent, c.tag, c.tagged) {
 		return ce
 	}
 	return ce.AddCore(ent, c)
@@ -184,9 +186,9 @@ func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 			ctx = c.nameOverflow() // its zap name, past Tags.Max, in the record
 		}
 	}
-	c.sink.write(ctx, tag, &ent, fields)
+	c.sink.stream(ent.Level).Write(ctx, tag, &ent, fields)
 	if ent.Level > zapcore.ErrorLevel {
-		return c.sink.syncOrSpill(c.s.syncTimeout)
+		return c.sink.sync(c.s.syncTimeout, true)
 	}
 	return nil
 }
@@ -195,7 +197,7 @@ func (c *Core) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 // (or, for err, moved to the spill), or Timeouts.Sync passes (then it returns an error; the
 // entries stay queued). It also returns the configuration problem, if New found one.
 func (c *Core) Sync() error {
-	return errors.Join(c.err, c.sink.sync(c.s.syncTimeout))
+	return errors.Join(c.err, c.sink.sync(c.s.syncTimeout, false))
 }
 
 // Close flushes, tries for up to Timeouts.Close to deliver everything logged, and stops the

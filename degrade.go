@@ -193,19 +193,14 @@ var switchKinds = [...]degrade.Kind{
 // shedReasons are the drop reasons of admission's verdicts.
 var shedReasons = [...]outcome.Reason{degrade.Dropped: outcome.Degraded, degrade.Sampled: outcome.Sampled, degrade.Thinned: outcome.Sampled}
 
-// checking reports whether Check must consult admit: one atomic load, inlined into it.
+// checking reports whether Check must ask the sink's admit (sink.consults): one atomic load.
 func (p *infoPolicy) checking() bool { return p.gate.Checking() }
 
-// admit decides whether an entry (its level, tag index, message and time in unix nanos) is
-// kept, and if not why; a shed entry has the stream shown degraded, as its kind says,
-// before it returns and the entry is counted.
-func (p *infoPolicy) admit(level zapcore.Level, tag uint16, msg string, at int64) (bool, outcome.Reason) {
-	v := p.admission.Admit(level, tag, msg, at)
-	if v == degrade.Keep {
-		return true, 0
-	}
+// shed has the stream shown degraded, as the verdict v (not Keep) says, before the entry is
+// counted, and returns the reason it is counted under.
+func (p *infoPolicy) shed(v degrade.Verdict) outcome.Reason {
 	p.gate.Shed(v, p.clock)
-	return false, shedReasons[v]
+	return shedReasons[v]
 }
 
 // yields reports whether a caller whose entry was shed should yield the processor

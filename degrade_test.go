@@ -32,9 +32,10 @@ func TestAdmitByPolicy(t *testing.T) {
 		{DegradeSample, outcome.Sampled},
 	} {
 		p := newInfoPolicy(DegradeConfig{Policy: c.policy, SampleFirst: 1, SampleThereafter: 1000}.withDefaults(), zapcore.DefaultClock, nil, nil)
-		p.admit(zapcore.InfoLevel, 0, "m", at) // the sampler keeps the first
-		if ok, r := p.admit(zapcore.InfoLevel, 0, "m", at); ok || r != c.reason {
-			t.Errorf("%v: the second info entry admitted=%v reason=%v, want %v", c.policy, ok, r, c.reason)
+		p.admission.Admit(zapcore.InfoLevel, 0, "m", at) // the sampler keeps the first
+		v := p.admission.Admit(zapcore.InfoLevel, 0, "m", at)
+		if v == degrade.Keep || p.shed(v) != c.reason {
+			t.Errorf("%v: the second info entry's verdict %v, want shed as %v", c.policy, v, c.reason)
 		}
 	}
 }
@@ -70,7 +71,7 @@ func BenchmarkAdmit(b *testing.B) {
 					info.wake(0) // the clock, seeing no backlog, stops the counting after a while
 				}
 				ent.Message = msgs[i%len(msgs)]
-				return core.sink.admit(ent, tagtable.Ref{}, false)
+				return !core.sink.consults() || core.sink.admit(ent, tagtable.Ref{}, false)
 			}
 			b.Run("callers=1", func(b *testing.B) {
 				ent := zapcore.Entry{Level: zapcore.InfoLevel, Time: time.Now()}

@@ -17,21 +17,23 @@ import (
 // so that what it reports while writers go on never promises room that is gone: the degrade
 // policy's allowance is the room less the entries taken after the read. Here the reader
 // waits for shard 1's lock while one writer appends to shard 0, read before, and another
-// takes a free batch into the last shard, read after. With the free list read first, that
-// batch was counted twice; with the counts read after the shards, the entry in shard 0 was
-// counted as taken but its bytes still as room.
+// takes a free batch into a logger tag's shard, read after. With the free list read first,
+// that batch was counted twice; with the counts read after the shards, the entry in shard 0
+// was counted as taken but its bytes still as room.
 func TestUsageNeverPromisesRoomThatWritersTookWhileItReads(t *testing.T) {
 	st := usageStream(t)
-	last := len(st.shards.all) - 1
-	writeIn := func(i int) { // as a writer whose shards.lock picked shard i
-		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
-		st.shards.all[i].mu.Lock()
-		st.writeIn(i, nil, tagtable.Ref{}, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
+	tag := st.tags.Lookup("late")
+	if home := st.shards.home(tag.Idx); home < 2 {
+		t.Fatalf("the tag's shard is %d, which usage reads before shard 1 is let go", home)
 	}
-	writeIn(0) // shard 0 has an open batch
+	write := func(tag tagtable.Ref) { // shard 0 while calm, or the tag's own shard
+		ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
+		st.Write(nil, tag, &ent, []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))})
+	}
+	write(tagtable.Ref{}) // shard 0 has an open batch
 	u := readUsageWhile(t, st, func() {
-		writeIn(0)    // into a shard usage has read
-		writeIn(last) // a free batch into a shard it has not
+		write(tagtable.Ref{}) // into a shard usage has read
+		write(tag)            // a free batch into a shard it has not
 	})
 	after := st.Usage() // nothing moves now
 	if after.Held != 3 || after.Buffered%3 != 0 {
@@ -71,8 +73,7 @@ func TestUsageNeverHidesABatchTakenIntoAShardAlreadyRead(t *testing.T) {
 	ent := zapcore.Entry{Level: zapcore.InfoLevel, Message: "m", Time: time.Unix(1, 0)}
 	fields := []zapcore.Field{zap.String("pad", strings.Repeat("p", 100))}
 	u := readUsageWhile(t, st, func() {
-		st.shards.all[0].mu.Lock() // shard 0, read before, had no batch: it takes a free one
-		st.writeIn(0, nil, tagtable.Ref{}, &ent, fields)
+		st.Write(nil, tagtable.Ref{}, &ent, fields) // shard 0, read before, had no batch: it takes a free one
 	})
 	after := st.Usage() // nothing moves now
 	if after.Held != 1 {

@@ -31,7 +31,7 @@ type flusher struct {
 	stream  streamView
 	over    Overflow
 	senders Senders      // the stream's, set once they are made (New)
-	busy    atomic.Int32 // senders holding a batch (sender.deliver)
+	busy    atomic.Int32 // senders holding a batch (sender.run, while snd.out holds one)
 	owed    atomic.Bool  // a flush tick found a sender busy, or acks lagging
 }
 

@@ -46,7 +46,7 @@ type sender struct {
 	out, spare []*ring.Batch
 	// failingSince is when the first attempt of the failure under way began (zero since the
 	// last delivery); owed says a failure has come since the last backoff wait. A failure
-	// may come after the write (an ack), so both outlive one call to deliver.
+	// may come after the write (an ack), so both outlive the delivery of one snd.out.
 	failingSince time.Time
 	owed         bool
 	// stuckT is the clock's ticker of the route's deadline for a stuck connection (nil
@@ -71,12 +71,21 @@ func newSender(fwd *forward.Forwarder, r *ring.Ring, view streamView, route Spil
 }
 
 // run is one of the stream's senders: it delivers sealed batches, taking each as it comes,
-// on its own connection, until ctx is cancelled. With Info.Acks it writes up to
-// Transport.MaxInflight frames ahead and finishes each batch when its ack comes. With one sender
-// batches go out in order. With a durable spill (err stream, Spill.Dir, one sender) it
-// first replays whatever the spill holds — also what a previous process left there — and
-// sends from memory again once it is empty (route.replay).
-func (snd *sender) run(ctx context.Context) {
+// on its own connection, until ctx is cancelled; then it calls wg.Done. With Info.Acks it
+// writes up to Transport.MaxInflight frames ahead and finishes each batch when its ack
+// comes. With one sender batches go out in order. With a durable spill (err stream,
+// Spill.Dir, one sender) it first replays whatever the spill holds — also what a previous
+// process left there — and sends from memory again once it is empty (route.replay).
+//
+// It writes the batches of snd.out, oldest first, until each is written (post) or ctx is
+// cancelled. After a failure — of a write, or of the connection while frames waited for
+// their acks, which puts them back in front — it waits with backoff before the next
+// attempt (retryWait). Where the route spills (the err stream), batches that have failed
+// for Spill.After, or once writers spill because the buffers are full, go to the spill
+// instead, and run switches to replaying. While snd.out holds batches, the sender counts as
+// busy for the flush policy, and once it is empty run does a flush owed (afterSend).
+func (snd *sender) run(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
 	if !snd.fwd.Start(ctx, snd.window) {
 		return // a connection past the stream's count, or Close before the first lookup ended
 	}
@@ -94,9 +103,28 @@ func (snd *sender) run(ctx context.Context) {
 			}
 		}
 		if len(snd.out) > 0 {
-			if !snd.deliver(ctx) {
-				return
+			snd.flush.busy.Add(1)
+			for len(snd.out) > 0 {
+				if snd.owed {
+					spilled, ok := snd.retryWait(ctx)
+					if !ok {
+						snd.flush.busy.Add(-1)
+						return
+					}
+					if spilled {
+						break
+					}
+				}
+				if snd.post(ctx) {
+					if len(snd.out) > 0 { // else post moved them to the spill (route.stuck)
+						snd.out = snd.out[:copy(snd.out, snd.out[1:])]
+					}
+				} else if ctx.Err() != nil {
+					snd.flush.busy.Add(-1)
+					return
+				}
 			}
+			snd.flush.busy.Add(-1)
 			snd.flush.afterSend()
 			continue
 		}
@@ -127,61 +155,39 @@ func (snd *sender) run(ctx context.Context) {
 	}
 }
 
-// deliver writes the batches of snd.out, oldest first, until each is written (true, once
-// snd.out is empty) or ctx is cancelled (false). After a failure — of a write, or of the
-// connection while frames waited for their acks, which puts them back in front — it waits
-// with backoff before the next attempt. Where the route spills (the err stream), batches
-// that have failed for Spill.After, or once writers spill because the buffers are full, go
-// to the spill instead (true), and run switches to replaying. While it delivers, the
-// sender counts as busy for the flush policy (run then does a flush owed: afterSend).
-func (snd *sender) deliver(ctx context.Context) bool {
-	snd.flush.busy.Add(1)
-	defer snd.flush.busy.Add(-1)
+// retryWait is run's wait before it sends snd.out again after a failure (snd.owed): the
+// queue compacted, then the backoff's next wait, or less if the spill is due sooner. It
+// reports spilled once snd.out went to the spill instead (then run goes on, and switches to
+// replaying), and ok false if ctx was cancelled or the route's spill failed for good.
+func (snd *sender) retryWait(ctx context.Context) (spilled, ok bool) {
 	_, spillKick, evacuate := snd.route.signals()
-	for len(snd.out) > 0 {
-		if snd.owed {
-			snd.owed = false
+	snd.owed = false
+	snd.ring.Compact(snd.out[len(snd.out)-1])
+	spilled, ok, within := snd.route.overdue(ctx, snd)
+	if spilled {
+		return true, ok
+	}
+	// The next attempt comes no later than the spill is due: if it fails too, the batches
+	// go to the spill then, not after a long backoff step. The wait is on the stream's
+	// clock, whose ticker ends it.
+	t := snd.clock.NewTicker(max(min(nextWait(snd.bo), within), time.Nanosecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return false, true
+		case <-spillKick:
 			snd.ring.Compact(snd.out[len(snd.out)-1])
-			spilled, ok, within := snd.route.overdue(ctx, snd)
-			if spilled {
-				return ok
+			if spilled, ok := snd.route.kicked(ctx, snd); spilled {
+				return true, ok
 			}
-			// The next attempt comes no later than the spill is due: if it fails too, the
-			// batches go to the spill then, not after a long backoff step. The wait is on
-			// the stream's clock, whose ticker ends it.
-			t := snd.clock.NewTicker(max(min(nextWait(snd.bo), within), time.Nanosecond))
-			for waiting := true; waiting; {
-				select {
-				case <-t.C:
-					waiting = false
-				case <-spillKick:
-					snd.ring.Compact(snd.out[len(snd.out)-1])
-					if spilled, ok := snd.route.kicked(ctx, snd); spilled {
-						t.Stop()
-						return ok
-					}
-				case done := <-evacuate:
-					t.Stop()
-					snd.route.evacuate(snd, done)
-					return true
-				case <-ctx.Done():
-					t.Stop()
-					return false
-				}
-			}
-			t.Stop()
-		}
-		if snd.post(ctx) {
-			if len(snd.out) > 0 { // else post moved them to the spill (route.stuck)
-				snd.out = snd.out[:copy(snd.out, snd.out[1:])]
-			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return false
+		case done := <-evacuate:
+			snd.route.evacuate(snd, done)
+			return true, true
+		case <-ctx.Done():
+			return false, false
 		}
 	}
-	return true
 }
 
 // nextWait is the backoff's next wait; a backoff that gives up (none here does) waits a
@@ -462,10 +468,7 @@ type Senders []*sender
 func (ss Senders) Start(ctx context.Context, wg *sync.WaitGroup) {
 	for _, snd := range ss {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			snd.run(ctx)
-		}()
+		go snd.run(ctx, wg)
 	}
 }
 

@@ -31,7 +31,7 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		defer c.Close()
 		_, _ = io.Copy(io.Discard, c) // until the client closes
 	}()
-	// A stream whose sender is this test: deliver is what run calls for the batches it takes.
+	// A stream whose sender is this test: post is what run calls for each batch it takes.
 	st := newTestStream(testSettings(defaultBatchBytes, defaultEntryBytes), 1<<20, &testPolicy{}, testForwarders(t, ln.Addr().String(), 1)[0])
 	defer st.Senders[0].fwd.Close() // before wg.Wait: the server reads until the client closes
 	entry := []byte{0x92, 0xd7, 0x00, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0xa1, 'k', 0xa1, 'v'}
@@ -43,9 +43,10 @@ func TestSenderAllocatesNothingPerFrame(t *testing.T) {
 		b = <-st.Ring.Queue()
 		snd := st.Senders[0]
 		snd.out = append(snd.out, b)
-		if !snd.deliver(context.Background()) {
+		if !snd.post(context.Background()) {
 			t.Fatal("not delivered")
 		}
+		snd.out = snd.out[:0]
 	}
 	frame() // connects
 	if st.sends.sentBatches.Load() != 1 {

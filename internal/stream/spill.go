@@ -224,8 +224,9 @@ func (e *errSpill) spillEntry(sh *shard, tag uint16, ctx *zapenc.Context, ent za
 }
 
 // evacuate, on the err sender, moves every entry not yet delivered — the open batches, the
-// queue — to the spill (Spill.Dir, or Spill.Fallback), then closes done. It answers
-// syncOrSpill: a DPanic, Panic or Fatal entry must not go down with the process.
+// queue — to the spill (Spill.Dir, or Spill.Fallback), then closes done. It answers the
+// root sink's sync for a DPanic, Panic or Fatal entry, which must not go down with the
+// process.
 // Frames in flight are not waited for: their connection is closed, and they are spilled
 // with the rest (at least once: they may have arrived).
 func (e *errSpill) evacuate(snd *sender, done chan struct{}) {

@@ -26,6 +26,7 @@ const (
 	needBatch                       // no free batch; the caller decides to drop or wait
 	streamClosed                    // the stream is closed
 	overBudget                      // the entry passed its budget; the shard is released
+	batchReady                      // the shard's open batch takes the entry (batchFor)
 )
 
 // Write appends one entry to the stream. Info entries that find no free batch are dropped
@@ -40,18 +41,17 @@ const (
 // separate arguments, not in a struct: escape analysis does not tell a struct's fields
 // apart, and the entry must not move to the heap: a logging call allocates nothing.
 func (s *Stream) Write(ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
-	s.writeIn(s.shards.lock(tag.Idx), ctx, tag, ent, fields)
-}
-
-// writeIn is write into shard i, which shards.lock picked and locked for the writer.
-func (s *Stream) writeIn(i int, ctx *zapenc.Context, tag tagtable.Ref, ent *zapcore.Entry, fields []zapcore.Field) {
+	i := s.shards.lock(tag.Idx)
 	sh := &s.shards.all[i]
 	s.Counts.entry(sh, tag)
 	var cut []byte
 	var deadline time.Time
 	yielded := false
 	for {
-		status, enc := s.tryAppendLocked(sh, tag.Idx, ctx, ent, fields, cut)
+		status, enc := s.batchFor(sh, tag.Idx, ent), (*zapenc.Encoder)(nil)
+		if status == batchReady {
+			status, enc = s.appendLocked(sh, tag.Idx, ctx, ent, fields, cut, true)
+		}
 		if status != overBudget { // else the entry released the shard, with the encoder that holds it
 			sh.mu.Unlock()
 		}
@@ -180,18 +180,18 @@ func (s *Stream) lose(sh *shard, why outcome.Reason, tag uint16, ctx *zapenc.Con
 	s.Counts.dropped(sh, why, tag)
 }
 
-// tryAppendLocked encodes the entry into the shard's open batch, taking a free batch if the
-// shard has none, and sealing first an open batch that takes no more of its tag. The caller
-// holds the shard's lock, and releases it unless the entry did (overBudget, with the encoder
-// that holds it).
-func (s *Stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent *zapcore.Entry, fields []zapcore.Field, cut []byte) (writeStatus, *zapenc.Encoder) {
+// batchFor readies the shard's open batch for the entry, of tag: a free batch if the shard
+// has none, and first the open batch sealed if it takes no more of its tag. It reports
+// batchReady once sh.cur takes the entry (its tag's floor claimed), else why not. The
+// caller holds the shard's lock.
+func (s *Stream) batchFor(sh *shard, tag uint16, ent *zapcore.Entry) writeStatus {
 	if s.Closed.Load() {
-		return streamClosed, nil
+		return streamClosed
 	}
 	if b := sh.cur; b != nil && b.N > 0 && b.Tag != tag && !s.mayTake(ent, tag) {
 		// A tag at its floor takes no room of the batch another tag opened either: that
 		// may be the last batch a rare tag found (see mayTake).
-		return needBatch, nil
+		return needBatch
 	}
 	if b := sh.cur; b != nil && !b.Accepts(tag) {
 		// The shard's batch has no room for one more run or tag: it is sealed as it is.
@@ -201,22 +201,22 @@ func (s *Stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent
 	}
 	if sh.cur == nil {
 		if !s.mayTake(ent, tag) {
-			return needBatch, nil
+			return needBatch
 		}
 		b := s.takeFor(sh, ent, tag)
 		if b == nil {
-			return needBatch, nil
+			return needBatch
 		}
 		s.shards.open(sh, b)
 	} else if sh.cur.Reserved && !s.policy.KeepsWhole(ent.Level, tag, ent.Message) {
 		// The shard holds the reserve, which this entry may not fill: once the buffer has
 		// room again, the reserve is sealed with what it holds and the shard moves on.
 		if !s.mayTake(ent, tag) {
-			return needBatch, nil
+			return needBatch
 		}
 		nb := s.takeFor(sh, ent, tag)
 		if nb == nil {
-			return needBatch, nil
+			return needBatch
 		}
 		if sh.cur.N > 0 {
 			s.seal(s.shards.close(sh))
@@ -226,7 +226,7 @@ func (s *Stream) tryAppendLocked(sh *shard, tag uint16, ctx *zapenc.Context, ent
 		s.shards.open(sh, nb)
 	}
 	s.floors.claim(sh.cur, tag)
-	return s.appendLocked(sh, tag, ctx, ent, fields, cut, true)
+	return batchReady
 }
 
 // dropUnwritten drops an entry of tag appendLocked encoded into sh's open batch (cut back
@@ -396,7 +396,7 @@ func (s *Stream) waitForBatch(sh *shard, deadline time.Time) bool {
 	}
 	sh.mu.Lock()
 	if sh.cur == nil {
-		s.shards.open(sh, b) // its tag is set by the writer that finds it (tryAppendLocked)
+		s.shards.open(sh, b) // its tag is set by the writer that finds it (batchFor)
 		sh.takes.Add(1)
 	} else {
 		s.Ring.Put(b) // another writer refilled the shard meanwhile
