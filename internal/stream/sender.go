@@ -158,7 +158,7 @@ func (snd *sender) run(ctx context.Context, wg *sync.WaitGroup) {
 // retryWait is run's wait before it sends snd.out again after a failure (snd.owed): the
 // queue compacted, then the backoff's next wait, or less if the spill is due sooner. It
 // reports spilled once snd.out went to the spill instead (then run goes on, and switches to
-// replaying), and ok false if ctx was cancelled or the route's spill failed for good.
+// replaying), and ok false once ctx was cancelled, while it waited or while it spilled.
 func (snd *sender) retryWait(ctx context.Context) (spilled, ok bool) {
 	_, spillKick, evacuate := snd.route.signals()
 	snd.owed = false
