@@ -104,14 +104,11 @@ func (snd *sender) run(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		if len(snd.out) > 0 {
 			snd.flush.busy.Add(1)
-			for len(snd.out) > 0 {
+			ok := true // false once ctx is cancelled
+			for ok && len(snd.out) > 0 {
 				if snd.owed {
-					spilled, ok := snd.retryWait(ctx)
-					if !ok {
-						snd.flush.busy.Add(-1)
-						return
-					}
-					if spilled {
+					var spilled bool
+					if spilled, ok = snd.retryWait(ctx); spilled || !ok {
 						break
 					}
 				}
@@ -119,12 +116,14 @@ func (snd *sender) run(ctx context.Context, wg *sync.WaitGroup) {
 					if len(snd.out) > 0 { // else post moved them to the spill (route.stuck)
 						snd.out = snd.out[:copy(snd.out, snd.out[1:])]
 					}
-				} else if ctx.Err() != nil {
-					snd.flush.busy.Add(-1)
-					return
+				} else {
+					ok = ctx.Err() == nil
 				}
 			}
 			snd.flush.busy.Add(-1)
+			if !ok {
+				return
+			}
 			snd.flush.afterSend()
 			continue
 		}
