@@ -19,11 +19,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// The degrade rule of issue 25: the default policy sheds an entry only when, admitted, it or
-// a later one would not have found room. Each scenario runs the default (DegradeAdaptive)
-// and DegradeOff back to back in one round, in an order that alternates from round to round
-// (-count), and reports both and their ratio, so that a ratio is measured in one run on the
-// same machine state. They are timed by the clock, not by b.N: run them with -benchtime 1x.
+// The degrade rule: the default policy sheds an entry only when, admitted, it or a later one
+// would not have found room. Each scenario runs the default (DegradeAdaptive) and
+// DegradeOff back to back in one round (the flat-out ones in short turns, alternated), in
+// an order that alternates from round to round (-count), and reports both and their ratio,
+// so that a ratio is measured in one run on the same machine state. They are timed by the
+// clock, not by b.N: run them with -benchtime 1x.
 //
 //	cd bench && go test -run '^$' -bench '^BenchmarkDegradeRule$' -benchtime 1x -count 6 .
 func BenchmarkDegradeRule(b *testing.B) {
@@ -130,22 +131,15 @@ func BenchmarkDegradeRule(b *testing.B) {
 		}
 	}
 	// 6: flat out from 1, 8, 16, 256 and 1024 goroutines into a receiver that takes all it
-	// gets: delivered against off, and the share of calls the default drops as queue_full.
+	// gets, the two policies taking turns of ruleTurn within the round (alternated): delivered
+	// against off, and the share of calls the default drops as queue_full.
 	for _, g := range []int{1, 8, 16, 256, 1024} {
 		b.Run(fmt.Sprintf("scenario=flat-out/goroutines=%d", g), func(b *testing.B) {
-			var queueFull float64
-			pair(b, func(b *testing.B, p fluentcore.DegradePolicy) ruleResult {
-				run := startDegradeRun(b, KindForward, p)
-				defer run.close()
-				run.drive(g, nil, scaled(3*time.Second))
-				run.report(b)
-				st := run.core.Stats().Info
-				if p == fluentcore.DegradeAdaptive {
-					queueFull = float64(st.Dropped["queue_full"]) / float64(max(st.Entries, 1))
-				}
-				return ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
-			})
-			b.ReportMetric(queueFull, "adaptive-queue-full-frac")
+			adaptive, off := alternated(b, g, scaled(3*time.Second))
+			b.ReportMetric(float64(adaptive.dropped), "adaptive-dropped")
+			b.ReportMetric(float64(off.dropped), "off-dropped")
+			b.ReportMetric(float64(adaptive.delivered)/float64(max(off.delivered, 1)), "delivered-ratio")
+			b.ReportMetric(float64(adaptive.queueFull)/float64(max(adaptive.offered, 1)), "adaptive-queue-full-frac")
 		})
 	}
 	// 6c: flat out from 8 goroutines with one CPU (GOMAXPROCS 1, as in a one-CPU container;
@@ -293,6 +287,43 @@ func sideBySide(b *testing.B, p fluentcore.DegradePolicy, offFirst bool) float64
 	return float64(res[0].delivered) / float64(max(res[1].delivered, 1))
 }
 
+// ruleTurn is how long each policy logs at a time in alternated.
+const ruleTurn = 100 * time.Millisecond
+
+// alternated runs the default and degrade off flat out from g goroutines each, with a
+// receiver each, in turns of ruleTurn until each has logged for length: in the order ABBA
+// BAAB..., which the next round of the scenario starts the other way round. The machine's
+// speed drifts over a second by more than the policies differ by: turns this short put the
+// drift on both. Each turn starts with its stream drained by the other's turn, and the
+// stream counts keys throughout (its calm outlasts the other's turns).
+func alternated(b *testing.B, g int, length time.Duration) (adaptive, off ruleResult) {
+	policies := [2]fluentcore.DegradePolicy{fluentcore.DegradeAdaptive, fluentcore.DegradeOff}
+	var runs [2]*degradeRun
+	var before [2]fluentcore.StreamStats
+	for i, p := range policies {
+		runs[i] = startDegradeRun(b, KindForward, p)
+		before[i] = runs[i].core.Stats().Info
+	}
+	first := ruleRounds[b.Name()] % 2
+	ruleRounds[b.Name()]++
+	for t := range 2 * max(1, int(length/ruleTurn)) {
+		runs[first^(t^t>>1)&1].drive(g, nil, ruleTurn)
+	}
+	var res [2]ruleResult
+	for i := range runs {
+		_ = runs[i].core.Sync()
+		st := runs[i].core.Stats().Info
+		res[i] = ruleResult{
+			dropped:   st.DroppedTotal() - before[i].DroppedTotal(),
+			delivered: st.Delivered - before[i].Delivered,
+			offered:   st.Entries - before[i].Entries,
+			queueFull: st.Dropped["queue_full"] - before[i].Dropped["queue_full"],
+		}
+		runs[i].close()
+	}
+	return res[0], res[1]
+}
+
 // ruleRounds counts each scenario's rounds, so that its two policies take turns going first.
 var ruleRounds = map[string]int{}
 
@@ -322,6 +353,7 @@ const startupRate = 100_000
 // ruleResult is one policy's outcome in a scenario.
 type ruleResult struct {
 	dropped, delivered uint64
+	offered, queueFull uint64 // entries offered, and dropped as queue_full (alternated only)
 }
 
 // burstRun logs share × the info budget's worth of entries flat out from 4 goroutines into

@@ -42,7 +42,7 @@ func (s *Shedder) Keep(level int8, tag uint16, msg string) bool {
 		sl.level.Store(int32(level))
 	}
 	r := uint64(sl.ratio.Load())
-	kept := !sampledOut(r, n) && (!limited(s.allowance.Load()) || s.fits(sl, r, n))
+	kept := !sampledOut(r, n) && (!s.allowance.limited() || s.fits(sl, r, n))
 	if !kept {
 		sl.shedOne()
 	}
@@ -63,58 +63,9 @@ func sampledOut(r, n uint64) bool { return r < one && (n*r)>>16 == ((n-1)*r)>>16
 func (s *Shedder) fits(sl *slot, r, n uint64) bool {
 	var floor int64
 	if r < one || sl.flood.Load() {
-		floor = s.margin.Load()
+		floor = s.allowance.margin.Load()
 	}
-	return s.take(sl, n, r, floor) || (floor == 0 && n-sl.offeredAtStep.Load() <= max(firstFew, sl.recent.Load()))
-}
-
-// take takes the allowance for the n-th entry of the key in sl, whose keep ratio is r,
-// down to floor. A lease covers the key's entries up to sl.leased (their places in its
-// count of offers): an entry it covers is paid for. An entry past it extends the lease to
-// leaseChunk places past its own, and pays the allowance for the entries the ratio keeps
-// among those the lease did not cover, while that leaves the margin whole; else it pays for
-// itself alone. So a key's callers write the shared allowance once a chunk, and otherwise
-// only read their slot's line, which they write anyway. In the margin a chunk would hold
-// room that only its key may use until the next step, and the keys that go on into the
-// margin are the ones kept whole, rare ones among them, which offer an entry or two a step:
-// a chunk each would spend the margin many times faster than they fill it. A caller that
-// races past the floor, or whose lease another caller moved first, gives back what it paid.
-func (s *Shedder) take(sl *slot, n, r uint64, floor int64) bool {
-	for {
-		end := sl.leased.Load()
-		if n <= end {
-			return true
-		}
-		from := end
-		if n-end > leaseChunk {
-			// The entries between went on without a lease (each paid for itself), but
-			// for those whose callers are still between their count and here: they pass
-			// on this lease unpaid, at most one a caller.
-			from = n - 1
-		}
-		last := n + leaseChunk - 1
-		pay := int64(keptIn(from, last, r))
-		if margin := s.margin.Load(); s.allowance.Load() < margin+pay {
-			break
-		} else if s.allowance.Add(-pay) < margin {
-			s.allowance.Add(pay)
-			break
-		}
-		if sl.leased.CompareAndSwap(end, last) {
-			return true
-		}
-		s.allowance.Add(pay)
-	}
-	paid := false
-	if s.allowance.Load() > floor {
-		if paid = s.allowance.Add(-1) >= floor; !paid {
-			s.allowance.Add(1)
-		}
-	}
-	// Paid for by itself or not at all, the entry is paid for by no lease later: the lease
-	// moves past it while it is the next place.
-	sl.leased.CompareAndSwap(n-1, n)
-	return paid
+	return s.allowance.take(sl, n, r, floor) || (floor == 0 && n-sl.offeredAtStep.Load() <= max(firstFew, uint64(sl.recent.Load())))
 }
 
 // keptIn is how many of a key's entries after the end-th up to the last-th its keep ratio
@@ -168,11 +119,7 @@ func (s *Shedder) Unweigh(level int8, tag uint16, msg string, w uint32) {
 // The stream calls it for every entry that leaves the buffer, before that entry's room can
 // show in Observation.Room: the step that reads the room then counts it once (see Step).
 // Safe for concurrent use.
-func (s *Shedder) Freed(n int) {
-	if limited(s.allowance.Load()) {
-		s.allowance.Add(int64(n))
-	}
-}
+func (s *Shedder) Freed(n int) { s.allowance.free(int64(n)) }
 
 // Wake makes Keep count keys from now on, before the next step: for a stream whose fill
 // has just jumped, so that the step that sees it has counts to share the budget by.
@@ -183,7 +130,7 @@ func (s *Shedder) Freed(n int) {
 func (s *Shedder) Wake(written uint64) {
 	if !s.counting.Load() {
 		// The allowance of the last counting step is stale: none until the next step.
-		s.allowance.Store(unlimited)
+		s.allowance.unlimit()
 		s.wokeWritten.Store(written)
 		s.woke.Store(true) // before counting: a step that sees Keep counting sees this
 		s.counting.Store(true)

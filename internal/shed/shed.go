@@ -49,9 +49,11 @@
 //     offering less than an equal share of what is left is kept whole, the rest keep an
 //     equal share each (share). Warn is thinned only once Info and Debug have nothing left.
 //   - allowance: the entries Keep may still let through: the room and the margin less
-//     pending, as the last step read them, counted down by Keep, up by Freed. A key the step
-//     thins, or a flood, takes it down to the margin; a key kept whole to nothing, and past
-//     that passes its first few entries of the step, or its recent count (firstFew).
+//     pending, as the last step read them, counted down by Keep, up by Freed; in the code
+//     allowance.left, limit - spent: the steps and Freed move limit, and Keep's entries add
+//     what they take to spent, and to their key's own spent. A key the step thins, or a
+//     flood, takes it down to the margin; a key kept whole to nothing, and past that passes
+//     its first few entries of the step, or its recent count (firstFew).
 //   - unlimited: the allowance while Keep needs none: keys are not counted, the sender is
 //     disconnected (nothing frees room, and what does not fit is dropped where it is
 //     counted), or the room holds several steps of the flood at its recent peak
@@ -61,9 +63,12 @@
 //
 // Keep's callers go on while a step runs, and a step may be held off the CPU anywhere in
 // it. So a step reads each key's shed count before its offers (every shed entry it counts
-// has its offer counted too), and sets the new allowance as a change to the live one (what
-// Keep let through meanwhile stays counted): otherwise the room of entries on their way into
-// the buffer would be promised again, and the flood would take the margin.
+// has its offer counted too), and what the key's entries took of the allowance right after
+// its offers; the new allowance is the room less what was taken and not read with the
+// counts. An entry let through while the step runs is thus counted once, before or after
+// its key's read: counted twice, a flood's entries during a held step would shed what
+// fits; not at all, the room of entries on their way into the buffer would be promised
+// again, and the flood would take the margin.
 package shed
 
 import (
@@ -116,14 +121,8 @@ type Shedder struct {
 	// Written by Step, read by Keep and the gauges.
 	capacity  atomic.Uint64 // float64 bits: Capacity, entries/s; 0 until measured, then > 0
 	keepRatio atomic.Uint64 // float64 bits: the share of the last step's offers its ratios keep, 0..1
-	// allowance is the entries Keep may still let through past the keys' ratios: what the
-	// last limited step set, less what Keep took since, plus what Freed added since. At
-	// unlimited/2 or more it is unlimited (limited): Keep takes none of it and Freed adds
-	// nothing.
-	allowance lone
-	// margin is the part of the allowance that only the keys kept whole may take: the
-	// last limited step's Observation.Margin.
-	margin atomic.Int64
+	// allowance: written by Keep (take), Freed and Step (set).
+	allowance allowance
 
 	// Step's own, read and written by Step alone.
 	stepAt       time.Time          // the last step's Observation.Now; zero before the first
@@ -138,25 +137,23 @@ type Shedder struct {
 	offeredAt    [Slots]int64       // unix nanos of the last step at which each slot had offers; 0 if never
 	floodAt      [Slots]int64       // unix nanos of the last step at which each slot was over its share of delivery
 	shedAtStep   [Slots]uint64      // each slot's shed count as the last step read it
+	spentAtStep  [Slots]int64       // each slot's spent as the last step read it
+	spentRead    int64              // the sum of spentAtStep: what the entries the steps counted took of the allowance
 	watched      [Slots / 64]uint64 // a bit per slot a step must read though nothing was offered to it: not at rest (slot.atRest)
 	keys         []key              // scratch, capacity Slots: the keys offered since the last step
 }
 
-// lone is an atomic counter on a cache line of its own: Keep's callers and the sender
-// write it while every caller reads the fields around it.
+// lone is an atomic counter on a cache line of its own: Keep's callers, the sender or the
+// steps write it while every caller reads the fields around it.
 type lone struct {
 	_ [64]byte
 	atomic.Int64
 	_ [56]byte
 }
 
-// unlimited is the allowance while Keep needs none: no flood spends it, and Freed adds
+// unlimited is the limit while Keep needs none: no flood spends it, and Freed adds
 // nothing to it.
 const unlimited = math.MaxInt64 / 2
-
-// limited reports whether an allowance a counts: under unlimited/2, since Keep and Freed
-// may move an unlimited one by a few while a step stores it.
-func limited(a int64) bool { return a < unlimited/2 }
 
 // New returns a Shedder that admits everything until a step sees a backlog.
 func New(cfg Config) *Shedder {
@@ -165,7 +162,7 @@ func New(cfg Config) *Shedder {
 		s.slots[i].ratio.Store(one)
 	}
 	s.keepRatio.Store(math.Float64bits(1))
-	s.allowance.Store(unlimited)
+	s.allowance.unlimit()
 	return s
 }
 

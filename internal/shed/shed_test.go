@@ -134,7 +134,7 @@ func (p *pipe) run(d time.Duration, loads ...load) {
 		if p.steps++; p.lag > 1 && p.steps%p.lag != 0 {
 			continue
 		}
-		if p.s.allowance.Load() <= p.s.margin.Load() {
+		if p.s.allowance.left() <= p.s.allowance.margin.Load() {
 			p.spent++
 		}
 		p.s.Step(Observation{Now: p.now, Fill: p.buffered / p.size, Room: 0.9*p.size - p.buffered, Margin: 0.1 * p.size, Written: p.taken, Delivered: p.delivered, Connected: p.connected})
@@ -952,6 +952,28 @@ func TestAStepHeldAfterItsCountsKeepsWhatWasLetThrough(t *testing.T) {
 	}
 }
 
+// A step held off the CPU before it has counted the flood's key (a caller that steps, on a
+// core shared with the flood) must not count the entries let through meanwhile twice: once
+// as taken from the allowance it changes, again as pending. Here the buffer has room for
+// 10,000 up to Full and nothing pending; before the step reads the flood's key, the flood
+// takes 6,000 of that room. 4,000 are left for it after the step, not none.
+func TestAStepHeldBeforeItsCountsLeavesTheRoomLeft(t *testing.T) {
+	p, written := afterAFlood(0.8, 10_000) // room for 10,000 up to Full, nothing pending
+	hot := int(slotOf(0, 0, "hot"))
+	early := 0
+	p.stepHeld(0.8, 10_000, written, func(slot int) {
+		if slot == hot { // the flood's key is not counted yet
+			early = p.offer(0, "hot", 6_000)
+		}
+	})
+	if early != 6_000 {
+		t.Fatalf("the flood kept %d of 6000 during the step, with room for 10000", early)
+	}
+	if more := p.offer(0, "hot", 20_000); more < 4_000-leaseChunk || more > 4_000 {
+		t.Errorf("after 6000 during the step, the flood kept %d more with room for 10000", more)
+	}
+}
+
 // Once the allowance is spent, a key kept whole passes as many entries a step as it offered
 // lately, not only its first few: it is within its share of what the sender delivers, and
 // an allowance read short for a step (a batch between the free list and a shard is counted
@@ -962,8 +984,8 @@ func TestAKeyKeptWholePassesItsRecentCountPastASpentAllowance(t *testing.T) {
 	p.run(time.Second, load{"hot", 0, 1_500_000}, load{"warn", 1, 4_000})
 	kept := p.offer(1, "warn", 20) + p.offer(0, "hot", 100)
 	p.stepBy(1, -0.1*p.size, uint64(kept), 0) // past Full by the margin: no allowance at all
-	if p.s.allowance.Load() != 0 {
-		t.Fatalf("allowance %d past the margin", p.s.allowance.Load())
+	if p.s.allowance.left() != 0 {
+		t.Fatalf("allowance %d past the margin", p.s.allowance.left())
 	}
 	if w := p.offer(1, "warn", 30); w != 20 {
 		t.Errorf("a Warn of 20 entries a step kept %d of 30 with the allowance spent; want 20", w)
@@ -1031,9 +1053,11 @@ func TestEachSlotIsACacheLine(t *testing.T) {
 	if at := uintptr(unsafe.Pointer(&s.slots[0])); at%64 != 0 {
 		t.Errorf("the first slot is at %#x, %d bytes into a cache line", at, at%64)
 	}
-	at, lone := uintptr(unsafe.Pointer(&s.allowance.Int64)), uintptr(unsafe.Pointer(&s.allowance))
-	if at-lone < 64 || lone+unsafe.Sizeof(s.allowance)-at < 64 {
-		t.Errorf("the allowance is %d bytes after the field before it and %d before the next", at-lone, lone+unsafe.Sizeof(s.allowance)-at)
+	for name, l := range map[string]*lone{"limit": &s.allowance.limit, "spent": &s.allowance.spent} {
+		at, start := uintptr(unsafe.Pointer(&l.Int64)), uintptr(unsafe.Pointer(l))
+		if at-start < 64 || start+unsafe.Sizeof(*l)-at < 64 {
+			t.Errorf("the allowance's %s is %d bytes after the field before it and %d before the next", name, at-start, start+unsafe.Sizeof(*l)-at)
+		}
 	}
 }
 
@@ -1044,23 +1068,23 @@ func TestEachSlotIsACacheLine(t *testing.T) {
 func TestALeasePaysForWhatItCovers(t *testing.T) {
 	p, _ := afterAFlood(0.5, 10_000)
 	s := p.s
-	before := s.allowance.Load()
-	if !limited(before) {
+	before := s.allowance.left()
+	if !s.allowance.limited() {
 		t.Fatal("the allowance is unlimited: nothing to pay")
 	}
 	if kept := p.offer(1, "steady", 3*leaseChunk); kept != 3*leaseChunk {
 		t.Fatalf("kept %d of %d with room for 10,000", kept, 3*leaseChunk)
 	}
-	if paid := before - s.allowance.Load(); paid != 3*leaseChunk {
+	if paid := before - s.allowance.left(); paid != 3*leaseChunk {
 		t.Errorf("%d entries let through in whole leases paid %d of the allowance", 3*leaseChunk, paid)
 	}
 	// Bring the allowance to within a chunk of the margin: entries then pay one by one.
-	s.allowance.Add(s.margin.Load() + leaseChunk/2 - s.allowance.Load())
+	s.allowance.limit.Add(s.allowance.margin.Load() + leaseChunk/2 - s.allowance.left())
 	p.offer(1, "steady", 5*leaseChunk)
 	s.Freed(10 * leaseChunk)
-	before = s.allowance.Load()
+	before = s.allowance.left()
 	p.offer(1, "steady", 1)
-	if paid := before - s.allowance.Load(); paid != leaseChunk {
+	if paid := before - s.allowance.left(); paid != leaseChunk {
 		t.Errorf("the first lease after %d entries paid one by one paid %d of the allowance, not %d", 5*leaseChunk, paid, leaseChunk)
 	}
 }
@@ -1071,18 +1095,18 @@ func TestALeasePaysForWhatItCovers(t *testing.T) {
 func TestALeaseDoesNotPayForTheEntriesJustBefore(t *testing.T) {
 	p, _ := afterAFlood(0.5, 10_000)
 	s := p.s
-	s.allowance.Add(s.margin.Load() + leaseChunk/2 - s.allowance.Load())
-	before := s.allowance.Load()
+	s.allowance.limit.Add(s.allowance.margin.Load() + leaseChunk/2 - s.allowance.left())
+	before := s.allowance.left()
 	if kept := p.offer(1, "steady", 8); kept != 8 {
 		t.Fatalf("kept %d of 8 with %d of the allowance past the margin", kept, leaseChunk/2)
 	}
-	if paid := before - s.allowance.Load(); paid != 8 {
+	if paid := before - s.allowance.left(); paid != 8 {
 		t.Fatalf("8 entries one by one paid %d", paid)
 	}
 	s.Freed(10 * leaseChunk)
-	before = s.allowance.Load()
+	before = s.allowance.left()
 	p.offer(1, "steady", 1)
-	if paid := before - s.allowance.Load(); paid != leaseChunk {
+	if paid := before - s.allowance.left(); paid != leaseChunk {
 		t.Errorf("the lease after 8 entries paid one by one paid %d of the allowance, not %d", paid, leaseChunk)
 	}
 }

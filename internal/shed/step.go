@@ -70,7 +70,7 @@ type stepView struct {
 	got     uint64  // entries delivered since the step before
 	written int64   // entries taken in since the step before, or since a wake; signed
 	backlog bool    // the fill is above Config.Low
-	before  int64   // the allowance as the keys' count began
+	before  int64   // the limit as the step began, after the stream's reads (o)
 }
 
 // Step moves the controller to o.Now. Call it from one goroutine at a time, every few
@@ -102,7 +102,7 @@ func (s *Shedder) observe(o Observation) (v stepView, counting bool) {
 	s.measureCapacity(v)
 	v.written = s.takenIn(o.Written)
 	if !s.counting.Load() {
-		s.allowance.Store(unlimited)
+		s.allowance.unlimit()
 		s.pending, s.offeredPeak = 0, 0
 		if o.Fill > s.CountsFrom() {
 			s.calmSince = time.Time{}
@@ -110,10 +110,10 @@ func (s *Shedder) observe(o Observation) (v stepView, counting bool) {
 		}
 		return v, false
 	}
-	// The allowance as gather begins: what Keep lets through from here on is in neither
-	// gather's counts nor the room, and setAllowance applies the new allowance as a change
-	// to the live one so that it counts them.
-	v.before = s.allowance.Load()
+	// The limit as the stream's reads left it: what Freed adds from here on is in neither
+	// the room nor this, and setAllowance sets the new limit as a change to the live one so
+	// that it keeps them.
+	v.before = s.allowance.limit.Load()
 	return v, true
 }
 
@@ -220,6 +220,19 @@ func (s *Shedder) countShed(i int) uint64 {
 	return d
 }
 
+// countSpent adds what slot i's entries took of the allowance since the last step to
+// spentRead; countOffers calls it right after its read of the slot's offers. Keep adds an
+// entry's payment to its slot after it counts the entry, so a payment read is for entries
+// counted (as kept: pending holds them) or for entries of a lease that countOffers then
+// ends, which pay again if they come: either way setAllowance does not take it off the new
+// allowance again. A payment made after this read is for entries the step did not count
+// (but for a caller between its count and its payment): setAllowance takes it off.
+func (s *Shedder) countSpent(i int) {
+	n := s.slots[i].spent.Load()
+	s.spentRead += n - s.spentAtStep[i]
+	s.spentAtStep[i] = n
+}
+
 // countOffers returns the entries offered to slot i since the last step, adds its key to
 // s.keys if there were any, and moves its recent count. A slot offered nothing for
 // quietAfter comes back whole: its ratio one, no flood. Not after one quiet step: its
@@ -227,6 +240,7 @@ func (s *Shedder) countShed(i int) uint64 {
 func (s *Shedder) countOffers(i int) uint64 {
 	sl := &s.slots[i]
 	t := sl.offered.Load()
+	s.countSpent(i)
 	c := t - sl.offeredAtStep.Load()
 	// The lease ends at the entries counted here: the step measures the room anew, and
 	// those it counts as kept, which pending then holds, pay no more (take).
@@ -237,7 +251,7 @@ func (s *Shedder) countOffers(i int) uint64 {
 	// that a ticker's entries falling two in one step and none in the next count as one
 	// a step, not as none.
 	if r := sl.recent.Load(); r != 0 || c != 0 {
-		sl.recent.Store(max(c, r/2))
+		sl.recent.Store(uint32(min(max(c, uint64(r/2)), math.MaxUint32)))
 	}
 	at := s.stepAt.UnixNano()
 	if c == 0 {
@@ -259,7 +273,10 @@ func (s *Shedder) countOffers(i int) uint64 {
 
 // setAllowance counts what is pending and sets the allowance: the room the buffer has now
 // with its margin, less pending, which Freed then adds to as the sender frees room. It is
-// what fits, however late the next step, and it needs no Capacity. It is unlimited while
+// what fits, however late the next step, and it needs no Capacity. Keep's callers go on
+// while the step runs, and the step may be held off the CPU anywhere in it; an entry they
+// let through is counted once either way: read by gather, as pending; or not, as spent
+// since (see countSpent). It is unlimited while
 // the sender is disconnected, or while the room up to Full holds roomySteps steps of the
 // flood at its recent peak (or of Capacity), so that Keep writes nothing shared while there
 // is no need.
@@ -273,23 +290,10 @@ func (s *Shedder) setAllowance(v stepView, offered uint64, kept int64) {
 	s.offeredPeak = max(float64(offered), s.offeredPeak*peakDecay)
 	room := o.Room + o.Margin - s.pending
 	if !o.Connected || room-o.Margin >= roomySteps*max(s.offeredPeak, s.Capacity()*v.dt) {
-		s.allowance.Store(unlimited)
+		s.allowance.unlimit()
 		return
 	}
-	s.margin.Store(int64(o.Margin))
-	n := int64(min(max(0, room), unlimited))
-	if !limited(v.before) {
-		s.allowance.Store(n)
-		return
-	}
-	// Keep's callers go on while the step runs, and a step held off the CPU after gather
-	// would, storing n, promise again the room of every entry let through meanwhile, into
-	// the margin. Added as a change, n keeps their count, and what Freed added. An entry let
-	// through between the read of before and gather's read of its key is counted twice,
-	// on the safe side, for this step: a few, or a flood's worth if the step is held off
-	// the CPU in gather, which the keys kept whole then ride out on their recent counts
-	// (firstFew).
-	s.allowance.Add(n - v.before)
+	s.allowance.set(room, int64(o.Margin), s.spentRead, v.before)
 }
 
 // setRatios sets each offered key's keep ratio, and the flood marks. Everything is
@@ -341,6 +345,6 @@ func (s *Shedder) calm(now time.Time) {
 	}
 	if now.Sub(s.calmSince) >= s.cfg.Calm {
 		s.counting.Store(false)
-		s.allowance.Store(unlimited)
+		s.allowance.unlimit()
 	}
 }

@@ -12,8 +12,8 @@ const Slots = 4096
 // one is a keep ratio of 1 in the table's fixed point.
 const one = 1 << 16
 
-// slot is one key's line in the table. Keep writes offered, level, shed, unweighed and
-// leased; Step writes offeredAtStep, ratio, flood and recent, and ends the lease (leased).
+// slot is one key's line in the table. Keep writes offered, level, shed, unweighed, leased
+// and spent; Step writes offeredAtStep, ratio, flood and recent, and ends the lease (leased).
 type slot struct {
 	offered       atomic.Uint64 // entries offered, ever: the systematic sampler's phase
 	offeredAtStep atomic.Uint64 // offered as the last step read it: offered - offeredAtStep is the step's count so far
@@ -22,8 +22,9 @@ type slot struct {
 	unweighed     atomic.Uint64 // entries shed since one of the slot's was last weighed (Weight)
 	shed          atomic.Uint64 // entries shed, ever; incremented only after offered, for the same entry
 	leased        atomic.Uint64 // offered up to which the key's lease of the allowance covers its entries (take); offered at each step that reads the slot
+	spent         atomic.Int64  // the allowance the key's entries have taken, ever, net of what they gave back (take); at most Shedder.spent's share
+	recent        atomic.Uint32 // entries offered in a step lately, at most math.MaxUint32 (countOffers, firstFew)
 	flood         atomic.Bool   // the key is a flood (markFlood): kept out of the margin
-	recent        atomic.Uint64 // entries offered in a step lately (countOffers, firstFew)
 }
 
 // key is an offered key as a step counts it.
