@@ -273,10 +273,7 @@ func sideBySide(b *testing.B, p fluentcore.DegradePolicy, offFirst bool) float64
 	wg.Wait()
 	var res [2]ruleResult
 	for _, i := range order {
-		_ = runs[i].core.Sync()
-		st := runs[i].core.Stats().Info
-		res[i] = ruleResult{dropped: st.DroppedTotal(), delivered: st.Delivered}
-		runs[i].close()
+		res[i] = runs[i].finish(fluentcore.StreamStats{})
 	}
 	name := "adaptive"
 	if p == fluentcore.DegradeOff {
@@ -309,19 +306,21 @@ func alternated(b *testing.B, g int, length time.Duration) (adaptive, off ruleRe
 	for t := range 2 * max(1, int(length/ruleTurn)) {
 		runs[first^(t^t>>1)&1].drive(g, nil, ruleTurn)
 	}
-	var res [2]ruleResult
-	for i := range runs {
-		_ = runs[i].core.Sync()
-		st := runs[i].core.Stats().Info
-		res[i] = ruleResult{
-			dropped:   st.DroppedTotal() - before[i].DroppedTotal(),
-			delivered: st.Delivered - before[i].Delivered,
-			offered:   st.Entries - before[i].Entries,
-			queueFull: st.Dropped["queue_full"] - before[i].Dropped["queue_full"],
-		}
-		runs[i].close()
+	return runs[0].finish(before[0]), runs[1].finish(before[1])
+}
+
+// finish waits for the run's entries to be delivered, closes it, and returns its info
+// stream's outcome since before.
+func (r *degradeRun) finish(before fluentcore.StreamStats) ruleResult {
+	_ = r.core.Sync()
+	st := r.core.Stats().Info
+	r.close()
+	return ruleResult{
+		dropped:   st.DroppedTotal() - before.DroppedTotal(),
+		delivered: st.Delivered - before.Delivered,
+		offered:   st.Entries - before.Entries,
+		queueFull: st.Dropped["queue_full"] - before.Dropped["queue_full"],
 	}
-	return res[0], res[1]
 }
 
 // ruleRounds counts each scenario's rounds, so that its two policies take turns going first.
@@ -353,7 +352,7 @@ const startupRate = 100_000
 // ruleResult is one policy's outcome in a scenario.
 type ruleResult struct {
 	dropped, delivered uint64
-	offered, queueFull uint64 // entries offered, and dropped as queue_full (alternated only)
+	offered, queueFull uint64 // entries offered, and dropped as queue_full (degradeRun.finish only)
 }
 
 // burstRun logs share × the info budget's worth of entries flat out from 4 goroutines into

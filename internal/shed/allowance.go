@@ -28,9 +28,12 @@ type allowance struct {
 // left is the allowance: the entries Keep may still let through. Safe for concurrent use.
 func (a *allowance) left() int64 { return a.limit.Load() - a.spent.Load() }
 
-// limited reports whether the allowance counts: its limit is under unlimited/2, since free
-// may move an unlimited one by a few while a step stores it.
-func (a *allowance) limited() bool { return a.limit.Load() < unlimited/2 }
+// limited reports whether the allowance counts (limits).
+func (a *allowance) limited() bool { return limits(a.limit.Load()) }
+
+// limits reports whether a limit l counts: it is under unlimited/2, since free may move an
+// unlimited one by a few while a step stores it.
+func limits(l int64) bool { return l < unlimited/2 }
 
 // unlimit makes the allowance unlimited until a step sets it.
 func (a *allowance) unlimit() { a.limit.Store(unlimited) }
@@ -49,7 +52,7 @@ func (a *allowance) free(n int64) {
 func (a *allowance) set(room float64, margin int64, spentRead, before int64) {
 	a.margin.Store(margin)
 	want := int64(min(max(0, room), unlimited/4)) + spentRead
-	if before >= unlimited/2 {
+	if !limits(before) {
 		a.limit.Store(want)
 		return
 	}
