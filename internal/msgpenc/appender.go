@@ -220,6 +220,16 @@ func (a *Appender) movePrecut(at, delta int) {
 // and a header: not cut, and not cutting (which counts invalid UTF-8's repair exactly).
 func (a *Appender) Plain(n int) bool { return n <= a.valueCap && !a.cutting }
 
+// Limits reports where the budget ends in Buf and the longest str or bin value Plain
+// accepts (-1 when cutting: none). A caller that checks its values against them appends
+// what Room and Plain would let it, without asking them; one that does not fit asks them.
+func (a *Appender) Limits() (end, plain int) {
+	if a.cutting {
+		return a.end, -1
+	}
+	return a.end, a.valueCap
+}
+
 // StrRoom is the most a str value s takes within the budget.
 func (a *Appender) StrRoom(s string) int {
 	if len(s) <= a.valueCap && !a.cutting {
@@ -368,15 +378,15 @@ func (a *Appender) putNil() error {
 // TrimScratch drops every scratch buffer that grew past KeptScratch, once an entry is done
 // with it.
 func (a *Appender) TrimScratch() {
-	a.scratch = trimmed(a.scratch)
-	a.spans = trimmed(a.spans)
-	a.precut = trimmed(a.precut)
+	trim(&a.scratch)
+	trim(&a.spans)
+	trim(&a.precut)
 }
 
-// trimmed returns s, or nil if its capacity takes more than KeptScratch bytes.
-func trimmed[T any](s []T) []T {
-	if cap(s)*int(unsafe.Sizeof(*new(T))) > KeptScratch {
-		return nil
+// trim drops *s if its capacity takes more than KeptScratch bytes, and stores nothing
+// otherwise.
+func trim[T any](s *[]T) {
+	if cap(*s)*int(unsafe.Sizeof(*new(T))) > KeptScratch {
+		*s = nil
 	}
-	return s
 }

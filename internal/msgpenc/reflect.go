@@ -168,10 +168,10 @@ func (r *Reflector) appendValue(obj any) (err error) {
 // once an entry is done with it.
 func (r *Reflector) TrimScratch() {
 	r.Appender.TrimScratch()
-	r.jsonStr = trimmed(r.jsonStr)
-	r.mapKVs = trimmed(r.mapKVs)
-	r.anyKVs = trimmed(r.anyKVs)
-	r.strKVs = trimmed(r.strKVs)
+	trim(&r.jsonStr)
+	trim(&r.mapKVs)
+	trim(&r.anyKVs)
+	trim(&r.strKVs)
 	if r.buf.Cap() > KeptScratch {
 		r.buf = bytes.Buffer{} // enc writes to its address, which stays
 	}

@@ -11,15 +11,81 @@ import (
 )
 
 // AppendStr appends s as msgpack str; invalid UTF-8 bytes become U+FFFD, one per byte,
-// as zap's JSON encoder does. Fast path: s is ASCII (most keys and values are), checked a
-// word at a time where it is, not in the copy, whose bytes the processor may not have
-// written yet.
+// as zap's JSON encoder does. Fast path: s is ASCII (most keys and values are) and at most
+// maxShort bytes, copied and checked in the same words, within dst's capacity.
 func AppendStr(dst []byte, s string) []byte {
+	n, l := len(s), len(dst)
+	if n <= maxShort && n+2 <= cap(dst)-l {
+		d := dst[l : l+2+n]
+		if n <= maxFixStr {
+			if copyASCII(d[1:], s) {
+				d[0] = wire.FixStr | byte(n)
+				return dst[:l+1+n]
+			}
+		} else if copyASCII(d[2:], s) {
+			d[0], d[1] = wire.Str8, byte(n)
+			return dst[:l+2+n]
+		}
+	}
+	return appendStrSlow(dst, s)
+}
+
+// appendStrSlow is AppendStr past its fast path.
+func appendStrSlow(dst []byte, s string) []byte {
 	if isASCII(unsafe.Slice(unsafe.StringData(s), len(s))) || utf8.ValidString(s) {
 		return append(AppendStrHeader(dst, len(s)), s...)
 	}
 	return appendRepaired(dst, s, utf8.DecodeRuneInString)
 }
+
+// maxShort is the longest str copyASCII takes.
+const maxShort = 32
+
+// copyASCII copies s, at most maxShort bytes, to the front of d and reports whether s is
+// ASCII. It reads and writes s in whole words where s has them, overlapping the last with
+// the one before; what it writes of a s that is not ASCII is for the caller to overwrite.
+func copyASCII(d []byte, s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	d = d[:len(b)]
+	le := binary.LittleEndian
+	switch n := len(b); {
+	case n >= 16:
+		w0, w1, w2, w3 := le.Uint64(b), le.Uint64(b[8:]), le.Uint64(b[n-16:]), le.Uint64(b[n-8:])
+		le.PutUint64(d, w0)
+		le.PutUint64(d[8:], w1)
+		le.PutUint64(d[n-16:], w2)
+		le.PutUint64(d[n-8:], w3)
+		return (w0|w1|w2|w3)&highBits == 0
+	case n >= 8:
+		w0, w1 := le.Uint64(b), le.Uint64(b[n-8:])
+		le.PutUint64(d, w0)
+		le.PutUint64(d[n-8:], w1)
+		return (w0|w1)&highBits == 0
+	case n >= 4:
+		w0, w1 := le.Uint32(b), le.Uint32(b[n-4:])
+		le.PutUint32(d, w0)
+		le.PutUint32(d[n-4:], w1)
+		return (w0|w1)&highBits32 == 0
+	case n >= 2:
+		w0, w1 := le.Uint16(b), le.Uint16(b[n-2:])
+		le.PutUint16(d, w0)
+		le.PutUint16(d[n-2:], w1)
+		return (w0|w1)&highBits16 == 0
+	case n == 1:
+		d[0] = b[0]
+		return b[0] < utf8.RuneSelf
+	}
+	return true
+}
+
+// highBits16 and highBits32 are highBits for two and four bytes.
+const (
+	highBits16 = highBits & 0xffff
+	highBits32 = highBits & 0xffffffff
+)
+
+// maxFixStr is the longest str a fixstr header holds.
+const maxFixStr = 31
 
 // AppendStrBytes is AppendStr for a str held in a []byte.
 func AppendStrBytes(dst, s []byte) []byte {

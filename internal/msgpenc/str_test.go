@@ -36,9 +36,11 @@ func TestAppendStr(t *testing.T) {
 	}
 }
 
-// The ASCII check reads words, a short tail as the last word, which overlaps those read
+// The ASCII checks read words, a short tail as the last word, which overlaps those read
 // already: every length and every position of a byte >= 0x80 gives the answer of a
-// byte-by-byte check, and AppendStr of such a string repairs it as for any other.
+// byte-by-byte check, and AppendStr of such a string repairs it as for any other, whether
+// dst has room for it (the fast path, which copies as it checks, into capacity that holds
+// old bytes) or must grow.
 func TestASCIICheckReadsEveryByte(t *testing.T) {
 	naive := func(b []byte) bool {
 		for _, c := range b {
@@ -57,9 +59,13 @@ func TestASCIICheckReadsEveryByte(t *testing.T) {
 			if got, want := isASCII(s), naive(s); got != want {
 				t.Fatalf("isASCII(%q) = %v, want %v", s, got, want)
 			}
-			want := msgp.AppendString(nil, strings.ToValidUTF8(string(s), "\uFFFD"))
-			if got := AppendStr(nil, string(s)); !bytes.Equal(got, want) {
-				t.Fatalf("AppendStr(%q) = %x, want %x", s, got, want)
+			want := msgp.AppendString([]byte{0xc0}, strings.ToValidUTF8(string(s), "\uFFFD"))
+			roomy := append(make([]byte, 0, 128), 0xc0)
+			copy(roomy[1:cap(roomy)], bytes.Repeat([]byte{0xee}, cap(roomy)))
+			for _, dst := range [][]byte{{0xc0}, roomy} {
+				if got := AppendStr(dst, string(s)); !bytes.Equal(got, want) {
+					t.Fatalf("AppendStr(%q) into cap %d = %x, want %x", s, cap(dst), got, want)
+				}
 			}
 		}
 	}

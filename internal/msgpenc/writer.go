@@ -95,6 +95,9 @@ func (w *Writer) Key(k string) {
 	w.cur.n += 2
 }
 
+// Pairs counts n keys and their values appended to Buf by the caller, within the budget.
+func (w *Writer) Pairs(n int) { w.cur.n += 2 * n }
+
 // RawKey is Key for a key encoded already.
 func (w *Writer) RawKey(k []byte) {
 	w.Buf = append(w.Buf, k...)

@@ -238,9 +238,7 @@ func (e *Encoder) EncodeEntry(dst []byte, ctx *Context, ent *zapcore.Entry, fiel
 	if ctx != nil && e.Room(len(ctx.buf)) {
 		e.AppendContext(ctx.buf, ctx.n, ctx.open)
 	}
-	for i := range fields {
-		e.addField(&fields[i])
-	}
+	e.addFields(fields)
 	e.CloseTo(0) // namespaces end before the stacktrace, as in zap
 	if ctx != nil && (ctx.over != "" || ctx.overName) {
 		e.appendOverflowName(ctx, ent)
@@ -257,6 +255,57 @@ func (e *Encoder) EncodeEntry(dst []byte, ctx *Context, ent *zapcore.Entry, fiel
 		e.Buf = append(e.Buf, wire.True)
 	}
 	return e.EndRecord()
+}
+
+// addFields appends fields: a run of fields of the common types that fit the budget whole
+// in one loop (appendCommon), any other field through addField, which checks and cuts it.
+func (e *Encoder) addFields(fields []zapcore.Field) {
+	for len(fields) > 0 {
+		end, plain := e.Limits()
+		var n int
+		e.Buf, n = appendCommon(e.Buf, fields, end, plain)
+		e.Pairs(n)
+		if fields = fields[n:]; len(fields) > 0 {
+			e.addField(&fields[0])
+			fields = fields[1:]
+		}
+	}
+}
+
+// appendCommon appends the leading fields of fields that are of addField's common types
+// (string, int64, bool, float64), whose room, as their Add methods ask it, ends by end and
+// whose str value is at most plain bytes: the bytes the Add methods write, without their
+// checks. It returns buf and how many fields it appended.
+func appendCommon(buf []byte, fields []zapcore.Field, end, plain int) ([]byte, int) {
+	for i := range fields {
+		f := &fields[i]
+		room := len(buf) + len(f.Key) + msgpenc.HeaderRoom
+		switch f.Type {
+		case zapcore.StringType:
+			if len(f.String) > plain || room+len(f.String)+msgpenc.HeaderRoom > end {
+				return buf, i
+			}
+			buf = msgpenc.AppendStr(msgpenc.AppendStr(buf, f.Key), f.String)
+		case zapcore.Int64Type:
+			if room+msgpenc.ScalarRoom > end {
+				return buf, i
+			}
+			buf = msgp.AppendInt64(msgpenc.AppendStr(buf, f.Key), f.Integer)
+		case zapcore.BoolType:
+			if room+1 > end {
+				return buf, i
+			}
+			buf = msgp.AppendBool(msgpenc.AppendStr(buf, f.Key), f.Integer == 1)
+		case zapcore.Float64Type:
+			if room+msgpenc.ScalarRoom > end {
+				return buf, i
+			}
+			buf = msgpenc.AppendFloat64(msgpenc.AppendStr(buf, f.Key), math.Float64frombits(uint64(f.Integer)))
+		default:
+			return buf, i
+		}
+	}
+	return buf, len(fields)
 }
 
 // addField adds one of the entry's fields: the most common types directly, as
