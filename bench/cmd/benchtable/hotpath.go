@@ -2,11 +2,25 @@ package main
 
 import "fmt"
 
-// hotPathTargets adds the targets of the logging path's own cost: the default's client CPU
-// per delivered entry against degrade off's (cmd/throughput), the encoder alone against
-// zap's JSON encoder (internal/zapenc's benchmarks), and a call that cannot be delivered
-// against one that is (BenchmarkRefused).
+// hotPathTargets adds the targets of the logging path's own cost: the client CPU per
+// delivered entry against zap→Discard's, the two in turns (BenchmarkHotPath); the default's
+// against degrade off's (cmd/throughput); the encoder alone against zap's JSON encoder
+// (internal/zapenc's benchmarks); and a call that cannot be delivered against one that is
+// (BenchmarkRefused).
 func (d *doc) hotPathTargets(t *table) {
+	for _, mode := range []string{"single", "parallel"} {
+		g := d.rs.find("main", "HotPath", map[string]string{"mode": mode})
+		if g == nil {
+			continue
+		}
+		x, _ := g.median("cpu-ratio")
+		hi, _ := g.max("cpu-ratio")
+		lost, rej, n := g.sum("lost"), g.sum("rejected"), g.sum("delivered")
+		t.add(fmt.Sprintf("AddingFields %s, in turns with zap→Discard: client CPU per delivered entry ≤ 0.6 × zap's, 0 lost, 0 dropped", mode),
+			fmt.Sprintf("%s (%s vs %s an entry; highest %s); lost %s, dropped %s", ratio(x), med(g, "fc-cpu-ns/entry", ns),
+				med(g, "zap-cpu-ns/entry", ns), ratio(hi), share(lost, n), share(rej, n)),
+			status(x <= 0.6 && lost == 0 && rej == 0))
+	}
 	if fc, off := d.throughputOf("fluentcore"), d.throughputOf("fluentcore-degrade-off"); fc != nil && off != nil {
 		x := medv(fc, "cpu-s/Mentries") / medv(off, "cpu-s/Mentries")
 		t.add("The default's client CPU per delivered entry ≤ 1.05 × degrade off's (`cmd/throughput`, flat out)",

@@ -58,6 +58,17 @@ func (g *group) min(unit string) (float64, bool) {
 	return m, ok
 }
 
+// max returns the greatest of unit over the runs that report it.
+func (g *group) max(unit string) (float64, bool) {
+	m, ok := 0.0, false
+	for _, r := range g.runs {
+		if x, has := r.vals[unit]; has && (!ok || x > m) {
+			m, ok = x, true
+		}
+	}
+	return m, ok
+}
+
 // sum returns the total of unit over the runs.
 func (g *group) sum(unit string) float64 {
 	var s float64
