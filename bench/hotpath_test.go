@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fluentcore/fluentcore"
 )
 
 // hotTurn is how long a contender of BenchmarkHotPath logs before the other takes over, and
@@ -15,15 +17,16 @@ const (
 	hotLength = 3 * time.Second
 )
 
-// BenchmarkHotPath is the hot path's cost target: the AddingFields entry through zap's
-// logger, fluentcore's default against zap's JSON encoder writing to io.Discard, judged by
-// the client's CPU per delivered entry (the process's CPU: the receiver runs in a child).
-// The two contenders log in turns of hotTurn until each has logged for hotLength, in the
-// order ABBA BAAB..., which the next round starts the other way round: this machine's speed
-// drifts over a second by more than the target's margin, and turns this short put the
-// drift on both. A fluentcore turn ends with Sync, so that its sender's work falls in its
-// own turn. Each round reports cpu-ratio (fluentcore's CPU per delivered entry over zap's
-// per call), each contender's CPU per entry, and fluentcore's lost and dropped entries.
+// BenchmarkHotPath is the hot path's cost targets: the AddingFields entry through zap's
+// logger, fluentcore's default against zap's JSON encoder writing to io.Discard and against
+// fluentcore with degrade off, judged by the client's CPU per delivered entry (the process's
+// CPU: the receivers run in children). The contenders log in turns of hotTurn until each
+// has logged for hotLength (hotRound's order): this machine's speed drifts over a second by
+// more than the targets' margins, and turns this short put the drift on all. A fluentcore
+// turn ends with Sync, so that its sender's work falls in its own turn. Each round reports
+// cpu-ratio (the default's CPU per delivered entry over zap's per call), off-ratio (over
+// degrade off's per delivered entry), each contender's CPU per entry, the entries lost and
+// those the default (rejected) and degrade off (off-rejected) dropped.
 // Timed by the clock, not by b.N: run it with -benchtime 1x.
 func BenchmarkHotPath(b *testing.B) {
 	for _, mode := range []string{"single", "parallel"} {
@@ -40,19 +43,26 @@ func BenchmarkHotPath(b *testing.B) {
 // hotRounds counts each mode's rounds, so that its contenders take turns going first.
 var hotRounds = map[string]int{}
 
-// hotRound is one round of BenchmarkHotPath from g goroutines.
+// hotOrder is the order of a round's turns: each contender as often first as last.
+var hotOrder = [6]int{0, 1, 2, 2, 1, 0}
+
+// hotRound is one round of BenchmarkHotPath from g goroutines: fluentcore's default, zap→
+// Discard and fluentcore with degrade off in turns, in hotOrder, which each round starts
+// a contender later.
 func hotRound(b *testing.B, g int) {
 	fc := openFluentcore(b, addingFields, nil)
 	defer fc.close()
 	zap := openZapDiscard(b, addingFields)
 	defer zap.close()
-	clients := [2]*client{fc, zap}
-	var calls [2]int64
-	var cpu [2]time.Duration
-	first := hotRounds[b.Name()] % 2
+	off := openFluentcore(b, addingFields, func(c *fluentcore.Config) { c.Degrade.Policy = fluentcore.DegradeOff })
+	defer off.close()
+	clients := [3]*client{fc, zap, off}
+	var calls [3]int64
+	var cpu [3]time.Duration
+	shift := hotRounds[b.Name()]
 	hotRounds[b.Name()]++
-	for t := range 2 * max(1, int(scaled(hotLength)/scaled(hotTurn))) {
-		i := first ^ (t^t>>1)&1
+	for t := range len(hotOrder) * max(1, int(scaled(hotLength)/scaled(hotTurn))/2) {
+		i := (hotOrder[t%len(hotOrder)] + shift) % len(clients)
 		c := clients[i]
 		cpu0 := processCPU()
 		calls[i] += turn(c.log, g, scaled(hotTurn))
@@ -61,15 +71,20 @@ func hotRound(b *testing.B, g int) {
 		}
 		cpu[i] += processCPU() - cpu0
 	}
-	d := deliver(fc, calls[0], 0)
+	d, doff := deliver(fc, calls[0], 0), deliver(off, calls[2], 0)
 	fcPer := float64(cpu[0].Nanoseconds()) / float64(max(d.delivered, 1))
 	zapPer := float64(cpu[1].Nanoseconds()) / float64(max(calls[1], 1))
+	offPer := float64(cpu[2].Nanoseconds()) / float64(max(doff.delivered, 1))
 	b.ReportMetric(fcPer/zapPer, "cpu-ratio")
+	b.ReportMetric(fcPer/offPer, "off-ratio")
 	b.ReportMetric(fcPer, "fc-cpu-ns/entry")
 	b.ReportMetric(zapPer, "zap-cpu-ns/entry")
+	b.ReportMetric(offPer, "off-cpu-ns/entry")
 	b.ReportMetric(float64(d.delivered), "delivered")
-	b.ReportMetric(float64(d.lost), "lost")
+	b.ReportMetric(float64(doff.delivered), "off-delivered")
+	b.ReportMetric(float64(d.lost+doff.lost), "lost")
 	b.ReportMetric(float64(d.refused), "rejected")
+	b.ReportMetric(float64(doff.refused), "off-rejected")
 }
 
 // turn calls log from g goroutines until d has passed and returns how many calls they made.

@@ -57,7 +57,7 @@ full)
 	gotest -bench '^BenchmarkOutageCallerLatency$' -benchtime 4000x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	# The degrade scenarios are timed by the clock (about 2 minutes a round): DEGRADE_COUNT rounds.
 	gotest -bench '^BenchmarkDegrade$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . -bench.degrade-series results/degrade-series.csv | tee /dev/stderr | keep >>"$raw"
-	# The hot path's cost: fluentcore and zap→Discard in turns, about 15 s a round.
+	# The hot path's cost: the default, zap→Discard and degrade off in turns, about 25 s a round.
 	gotest -bench '^BenchmarkHotPath$' -benchtime 1x -count "$COUNT" . | tee /dev/stderr | keep >>"$raw"
 	# The degrade rule: the default against DegradeOff, about 2 minutes a round.
 	gotest -bench '^BenchmarkDegradeRule$' -benchtime 1x -count "${DEGRADE_COUNT:-3}" . | tee /dev/stderr | keep >>"$raw"

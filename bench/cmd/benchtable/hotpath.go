@@ -3,8 +3,8 @@ package main
 import "fmt"
 
 // hotPathTargets adds the targets of the logging path's own cost: the client CPU per
-// delivered entry against zap→Discard's, the two in turns (BenchmarkHotPath); the default's
-// against degrade off's (cmd/throughput); the encoder alone against zap's JSON encoder
+// delivered entry against zap→Discard's and the default's against degrade off's, in turns
+// (BenchmarkHotPath); the default's against degrade off's flat out (cmd/throughput); the encoder alone against zap's JSON encoder
 // (internal/zapenc's benchmarks); and a call that cannot be delivered against one that is
 // (BenchmarkRefused).
 func (d *doc) hotPathTargets(t *table) {
@@ -20,6 +20,12 @@ func (d *doc) hotPathTargets(t *table) {
 			fmt.Sprintf("%s (%s vs %s an entry; highest %s); lost %s, dropped %s", ratio(x), med(g, "fc-cpu-ns/entry", ns),
 				med(g, "zap-cpu-ns/entry", ns), ratio(hi), share(lost, n), share(rej, n)),
 			status(x <= 0.6 && lost == 0 && rej == 0))
+		if y, ok := g.median("off-ratio"); ok {
+			t.add(fmt.Sprintf("AddingFields %s, in turns with degrade off: the default's client CPU per delivered entry ≤ 1.05 × degrade off's", mode),
+				fmt.Sprintf("%s (%s vs %s an entry); dropped %s vs %s", ratio(y), med(g, "fc-cpu-ns/entry", ns), med(g, "off-cpu-ns/entry", ns),
+					share(rej, n), share(g.sum("off-rejected"), g.sum("off-delivered"))),
+				status(y <= 1.05))
+		}
 	}
 	if fc, off := d.throughputOf("fluentcore"), d.throughputOf("fluentcore-degrade-off"); fc != nil && off != nil {
 		x := medv(fc, "cpu-s/Mentries") / medv(off, "cpu-s/Mentries")
