@@ -16,8 +16,8 @@ type overBudgets int
 
 func (o *overBudgets) OverBudget() { *o++ }
 
-// oneByOne hands its fields to the encoder one Add call at a time, inline: the path every
-// field took before the common ones had a loop of their own.
+// oneByOne hands its fields to the encoder one Add call at a time, inline: each through
+// its Add method's own checks, as a field of any other type goes.
 func oneByOne(fields []zapcore.Field) zapcore.Field {
 	return zap.Inline(objFunc(func(enc zapcore.ObjectEncoder) error {
 		for _, f := range fields {
