@@ -15,15 +15,16 @@ func (d *doc) hotPathTargets(t *table) {
 		}
 		x, _ := g.median("cpu-ratio")
 		hi, _ := g.max("cpu-ratio")
-		lost, rej, n := g.sum("lost"), g.sum("rejected"), g.sum("delivered")
-		t.add(fmt.Sprintf("AddingFields %s, in turns with zap→Discard: client CPU per delivered entry ≤ 0.6 × zap's, 0 lost, 0 dropped", mode),
+		lost, rej := g.sum("lost"), g.sum("rejected")
+		n := g.sum("delivered") + rej // the default's calls, with none lost
+		t.add(fmt.Sprintf("AddingFields %s, in turns with zap→Discard: client CPU per delivered entry ≤ 0.6 × zap's, 0 lost", mode),
 			fmt.Sprintf("%s (%s vs %s an entry; highest %s); lost %s, dropped %s", ratio(x), med(g, "fc-cpu-ns/entry", ns),
 				med(g, "zap-cpu-ns/entry", ns), ratio(hi), share(lost, n), share(rej, n)),
-			status(x <= 0.6 && lost == 0 && rej == 0))
+			status(x <= 0.6 && lost == 0))
 		if y, ok := g.median("off-ratio"); ok {
 			t.add(fmt.Sprintf("AddingFields %s, in turns with degrade off: the default's client CPU per delivered entry ≤ 1.05 × degrade off's", mode),
 				fmt.Sprintf("%s (%s vs %s an entry); dropped %s vs %s", ratio(y), med(g, "fc-cpu-ns/entry", ns), med(g, "off-cpu-ns/entry", ns),
-					share(rej, n), share(g.sum("off-rejected"), g.sum("off-delivered"))),
+					share(rej, n), share(g.sum("off-rejected"), g.sum("off-delivered")+g.sum("off-rejected"))),
 				status(y <= 1.05))
 		}
 	}
