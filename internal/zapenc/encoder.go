@@ -32,10 +32,11 @@ type Config struct {
 	// truncatedKey marks a record cut down to its writer's limit (see EncodeCapped).
 	truncatedKey []byte
 
-	// levelVals holds the pre-encoded output of a known level encoder for
-	// DebugLevel..FatalLevel (index level+1); nil entries mean "call EncodeLevel".
-	levelVals [int(zapcore.FatalLevel) + 2][]byte
-	caller    callerFormat
+	// levelPairs holds the level key and the pre-encoded output of a known level encoder
+	// for DebugLevel..FatalLevel (index level+1), to append at once; nil entries mean
+	// "call EncodeLevel".
+	levelPairs [int(zapcore.FatalLevel) + 2][]byte
+	caller     callerFormat
 	// nameAsIs is true when the logger name is written unchanged (nil or FullNameEncoder).
 	nameAsIs bool
 	// OverflowKey (pre-encoded) and OverflowMax are where and how much of a tag name past
@@ -93,7 +94,7 @@ func NewConfig(c zapcore.EncoderConfig) *Config {
 				e.Start(0, msgpenc.KindArray)
 				c.EncodeLevel(l, e)
 				if e.Values() == 1 {
-					cfg.levelVals[l+1] = bytes.Clone(e.Buf)
+					cfg.levelPairs[l+1] = append(bytes.Clone(cfg.levelKey), e.Buf...)
 				}
 			}
 		}
@@ -360,10 +361,11 @@ func (e *Encoder) Encode(dst []byte, ctx *Context, ent *zapcore.Entry, fields []
 func (e *Encoder) appendEntryHead(ent *zapcore.Entry) {
 	c := e.cfg
 	if c.levelKey != nil && e.Room(len(c.levelKey)+16) {
-		e.RawKey(c.levelKey)
-		if l := int(ent.Level) + 1; l >= 0 && l < len(c.levelVals) && c.levelVals[l] != nil {
-			e.Buf = append(e.Buf, c.levelVals[l]...)
+		if l := int(ent.Level) + 1; l >= 0 && l < len(c.levelPairs) && c.levelPairs[l] != nil {
+			e.Buf = append(e.Buf, c.levelPairs[l]...)
+			e.Pairs(1)
 		} else {
+			e.RawKey(c.levelKey)
 			d := e.OpenSlot()
 			c.zc.EncodeLevel(ent.Level, e)
 			if !e.CloseSlot(d) {
