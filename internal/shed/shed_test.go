@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -540,6 +541,31 @@ func BenchmarkSlotOf(b *testing.B) {
 			for b.Loop() { // b.Loop keeps the call
 				slotOf(0, 0, msg)
 			}
+		})
+	}
+}
+
+// BenchmarkKeep is Keep while keys are counted, with room to spare (the allowance
+// unlimited): a flood of one key, from a goroutine per processor (-cpu), and of a key per
+// goroutine. Its figure per entry is the admission's cost on the flood's path.
+func BenchmarkKeep(b *testing.B) {
+	for _, keys := range []string{"one", "per-goroutine"} {
+		b.Run("keys="+keys, func(b *testing.B) {
+			s := New(Config{Low: 0.25, Full: 0.9, Calm: time.Second})
+			s.Wake(0)
+			var g atomic.Int32
+			b.RunParallel(func(pb *testing.PB) {
+				msg := "request handled"
+				if keys != "one" {
+					msg = fmt.Sprintf("request %d handled", g.Add(1))
+				}
+				for pb.Next() {
+					if !s.Keep(0, 0, msg) {
+						b.Error("shed with room to spare")
+						return
+					}
+				}
+			})
 		})
 	}
 }
