@@ -30,7 +30,7 @@ import (
 func BenchmarkDegradeRule(b *testing.B) {
 	pair := func(b *testing.B, run func(b *testing.B, policy fluentcore.DegradePolicy) ruleResult) (adaptive, off ruleResult) {
 		order := []fluentcore.DegradePolicy{fluentcore.DegradeAdaptive, fluentcore.DegradeOff}
-		if ruleRounds[b.Name()]%2 == 1 { // every other round of this scenario (-count)
+		if round(b)%2 == 1 { // every other round of this scenario (-count)
 			order[0], order[1] = order[1], order[0]
 		}
 		if !ruleWarm {
@@ -40,7 +40,6 @@ func BenchmarkDegradeRule(b *testing.B) {
 			ruleWarm = true
 			run(b, fluentcore.DegradeOff)
 		}
-		ruleRounds[b.Name()]++
 		for _, p := range order {
 			r := run(b, p)
 			if p == fluentcore.DegradeAdaptive {
@@ -165,12 +164,11 @@ func BenchmarkDegradeRule(b *testing.B) {
 	// the default's ratio is read against.
 	b.Run("scenario=flat-out-side-by-side/goroutines=8", func(b *testing.B) {
 		var ratio, control float64
-		if ruleRounds[b.Name()]%2 == 0 {
+		if round(b)%2 == 0 {
 			ratio, control = sideBySide(b, fluentcore.DegradeAdaptive, false), sideBySide(b, fluentcore.DegradeOff, true)
 		} else {
 			control, ratio = sideBySide(b, fluentcore.DegradeOff, false), sideBySide(b, fluentcore.DegradeAdaptive, true)
 		}
-		ruleRounds[b.Name()]++
 		b.ReportMetric(ratio, "delivered-ratio")
 		b.ReportMetric(control, "control-ratio")
 	})
@@ -301,8 +299,7 @@ func alternated(b *testing.B, g int, length time.Duration) (adaptive, off ruleRe
 		runs[i] = startDegradeRun(b, KindForward, p)
 		before[i] = runs[i].core.Stats().Info
 	}
-	first := ruleRounds[b.Name()] % 2
-	ruleRounds[b.Name()]++
+	first := round(b) % 2
 	for t := range 2 * max(1, int(length/ruleTurn)) {
 		runs[first^(t^t>>1)&1].drive(g, nil, ruleTurn)
 	}
@@ -323,8 +320,16 @@ func (r *degradeRun) finish(before fluentcore.StreamStats) ruleResult {
 	}
 }
 
-// ruleRounds counts each scenario's rounds, so that its two policies take turns going first.
-var ruleRounds = map[string]int{}
+// rounds counts each benchmark's rounds (-count) by name (round).
+var rounds = map[string]int{}
+
+// round counts a round of b and returns how many b ran before it, so that contenders taking
+// turns also take turns going first.
+func round(b *testing.B) int {
+	n := rounds[b.Name()]
+	rounds[b.Name()]++
+	return n
+}
 
 // ruleWarm is set once the process has made the run that warms it up (see pair).
 var ruleWarm bool

@@ -40,9 +40,6 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 }
 
-// hotRounds counts each mode's rounds, so that its contenders take turns going first.
-var hotRounds = map[string]int{}
-
 // hotOrder is the order of a round's turns: each contender as often first as last.
 var hotOrder = [6]int{0, 1, 2, 2, 1, 0}
 
@@ -59,8 +56,7 @@ func hotRound(b *testing.B, g int) {
 	clients := [3]*client{fc, zap, off}
 	var calls [3]int64
 	var cpu [3]time.Duration
-	shift := hotRounds[b.Name()]
-	hotRounds[b.Name()]++
+	shift := round(b)
 	for t := range len(hotOrder) * max(1, int(scaled(hotLength)/scaled(hotTurn))/2) {
 		i := (hotOrder[t%len(hotOrder)] + shift) % len(clients)
 		c := clients[i]

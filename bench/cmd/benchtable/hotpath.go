@@ -4,9 +4,9 @@ import "fmt"
 
 // hotPathTargets adds the targets of the logging path's own cost: the client CPU per
 // delivered entry against zap→Discard's and the default's against degrade off's, in turns
-// (BenchmarkHotPath); the default's against degrade off's flat out (cmd/throughput); the encoder alone against zap's JSON encoder
-// (internal/zapenc's benchmarks); and a call that cannot be delivered against one that is
-// (BenchmarkRefused).
+// (BenchmarkHotPath); the default's against degrade off's flat out (cmd/throughput); the
+// encoder alone against zap's JSON encoder (internal/zapenc's benchmarks); and a call that
+// cannot be delivered against one that is (BenchmarkRefused).
 func (d *doc) hotPathTargets(t *table) {
 	for _, mode := range []string{"single", "parallel"} {
 		g := d.rs.find("main", "HotPath", map[string]string{"mode": mode})
